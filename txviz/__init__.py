@@ -1,0 +1,1 @@
+"""txviz: see inside transformers."""
