@@ -1,0 +1,1 @@
+"""Benchmarks: `python -m txviz bench NAME` runs NAME.main(argv)."""

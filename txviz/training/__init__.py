@@ -1,0 +1,1 @@
+"""Reproducible training of the tiny models: `python -m txviz train NAME` runs NAME.main(argv)."""
