@@ -1,0 +1,164 @@
+"""Sampling filters on hand-made distributions, and agreement with transformers' own warpers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from transformers.generation.logits_process import TopKLogitsWarper, TopPLogitsWarper
+
+from txviz.sampling import (
+    SamplingSettings,
+    apply_temperature,
+    choose,
+    greedy_token,
+    make_generator,
+    top_k_filter,
+    top_p_filter,
+)
+
+
+def logits_of(probs: list[float]) -> torch.Tensor:
+    return torch.tensor(probs, dtype=torch.float32).log()
+
+
+def kept(logits: torch.Tensor) -> list[int]:
+    return torch.isfinite(logits).nonzero().flatten().tolist()
+
+
+def test_greedy_picks_highest_logit_and_first_on_tie():
+    assert greedy_token(torch.tensor([0.1, 2.0, -1.0, 1.5])) == 1
+    assert greedy_token(torch.tensor([3.0, 1.0, 3.0])) == 0
+
+
+def test_temperature_zero_is_greedy_with_one_hot_after():
+    logits = logits_of([0.1, 0.6, 0.3])
+    choice = choose(logits, SamplingSettings(temperature=0.0))
+    assert choice.token_id == 1
+    assert choice.after.tolist() == [0.0, 1.0, 0.0]
+    assert torch.allclose(choice.before, torch.tensor([0.1, 0.6, 0.3]), atol=1e-6)
+
+
+def test_temperature_matches_formula():
+    logits = torch.tensor([1.0, 2.0, 4.0])
+    t = 2.0
+    expected = [math.exp(x / t) for x in (1.0, 2.0, 4.0)]
+    expected = [e / sum(expected) for e in expected]
+    got = torch.softmax(apply_temperature(logits, t), dim=-1)
+    assert got.tolist() == pytest.approx(expected, abs=1e-6)
+
+
+def test_top_k_keeps_k_most_likely_renormalised():
+    logits = logits_of([0.1, 0.4, 0.2, 0.3])
+    filtered = top_k_filter(logits, 2)
+    assert kept(filtered) == [1, 3]
+    assert torch.softmax(filtered, -1).tolist() == pytest.approx(
+        [0, 4 / 7, 0, 3 / 7], abs=1e-6
+    )
+    assert top_k_filter(logits, 0) is logits  # off
+    assert kept(top_k_filter(logits, 10)) == [
+        0,
+        1,
+        2,
+        3,
+    ]  # k past the vocabulary keeps all
+
+
+def test_top_p_keeps_smallest_set_reaching_p():
+    # binary fractions, so the cumulative sums are exact
+    logits = logits_of([0.125, 0.5, 0.125, 0.25])
+    assert kept(top_p_filter(logits, 0.75)) == [1, 3]  # 0.5 + 0.25 reaches 0.75 exactly
+    assert kept(top_p_filter(logits, 0.5)) == [1]
+    assert kept(top_p_filter(logits, 0.01)) == [1]  # the most likely token always stays
+    assert top_p_filter(logits, 1.0) is logits  # off
+
+
+def test_top_p_tie_at_the_edge_keeps_one_of_the_tied():
+    logits = logits_of([0.125, 0.5, 0.125, 0.25])
+    # 0.76 needs one of the two 0.125 tokens; exactly one is added
+    assert len(kept(top_p_filter(logits, 0.76))) == 3
+    assert kept(top_p_filter(logits, 0.9)) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("k", [1, 5, 40])
+def test_top_k_agrees_with_transformers(k):
+    logits = torch.randn(1, 1000, generator=torch.Generator().manual_seed(k))
+    ours = top_k_filter(logits[0], k)
+    theirs = TopKLogitsWarper(top_k=k)(None, logits.clone())[0]
+    assert torch.equal(torch.isfinite(ours), torch.isfinite(theirs))
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.9, 0.99])
+def test_top_p_agrees_with_transformers(p):
+    logits = 3 * torch.randn(
+        1, 1000, generator=torch.Generator().manual_seed(int(p * 100))
+    )
+    ours = top_p_filter(logits[0], p)
+    theirs = TopPLogitsWarper(top_p=p)(None, logits.clone())[0]
+    assert torch.equal(torch.isfinite(ours), torch.isfinite(theirs))
+
+
+def test_stages_follow_the_filters_in_order():
+    logits = logits_of([0.05, 0.5, 0.15, 0.3])
+    settings = SamplingSettings(temperature=0.5, top_k=3, top_p=0.9, seed=1)
+    choice = choose(logits, settings)
+    names = [name for name, _ in choice.stages]
+    assert names == ["model", "temperature 0.5", "top-k 3", "top-p 0.9"]
+    for _, probs in choice.stages:
+        assert float(probs.sum()) == pytest.approx(1.0, abs=1e-6)
+    assert choice.stages[2][1][0] == 0.0  # top-k 3 dropped the least likely
+    # temperature 0.5 squares the probabilities before renormalising
+    squared = torch.tensor([0.05, 0.5, 0.15, 0.3]) ** 2
+    assert torch.allclose(choice.stages[1][1], squared / squared.sum(), atol=1e-6)
+    assert float(choice.after[choice.token_id]) > 0
+
+
+def test_samples_only_from_what_the_filters_kept():
+    logits = logits_of([0.1, 0.4, 0.2, 0.3])
+    settings = SamplingSettings(temperature=1.0, top_k=2, seed=3)
+    generator = make_generator(3)
+    picked = {choose(logits, settings, generator).token_id for _ in range(200)}
+    assert picked == {1, 3}
+
+
+def test_sampling_frequencies_follow_the_distribution():
+    logits = logits_of([0.2, 0.8])
+    generator = make_generator(0)
+    settings = SamplingSettings(temperature=1.0)
+    ones = sum(choose(logits, settings, generator).token_id for _ in range(2000))
+    assert ones / 2000 == pytest.approx(0.8, abs=0.03)
+
+
+def test_fixed_seed_reproduces_a_run_and_another_seed_differs():
+    logits = torch.zeros(50)  # uniform: the seed alone decides
+
+    def run(seed: int) -> list[int]:
+        generator = make_generator(seed)
+        settings = SamplingSettings(temperature=1.0, seed=seed)
+        return [choose(logits, settings, generator).token_id for _ in range(20)]
+
+    assert run(7) == run(7)
+    assert run(7) != run(8)
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        (SamplingSettings(temperature=-1.0), "Temperature"),
+        (SamplingSettings(temperature=100.0), "Temperature"),
+        (SamplingSettings(top_k=-2), "Top-k"),
+        (SamplingSettings(top_p=0.0), "Top-p"),
+        (SamplingSettings(top_p=1.5), "Top-p"),
+    ],
+)
+def test_bad_settings_give_clear_messages(settings, message):
+    with pytest.raises(ValueError, match=message):
+        settings.validate()
+
+
+def test_describe():
+    assert SamplingSettings().describe() == "greedy"
+    assert SamplingSettings(temperature=0.8, top_k=40, top_p=0.95).describe() == (
+        "temperature 0.8, top-k 40, top-p 0.95"
+    )

@@ -1,0 +1,141 @@
+"""Choosing the next token: greedy, temperature, top-k and top-p as pure torch functions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+MAX_TEMPERATURE = (
+    5.0  # past this every distribution looks uniform; nothing left to teach
+)
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """How the next token is chosen; the defaults are greedy decoding."""
+
+    temperature: float = 0.0  # 0 means greedy (the limit of temperature -> 0)
+    top_k: int = 0  # 0 means off
+    top_p: float = 1.0  # 1.0 means off
+    seed: int | None = 0  # None: a fresh random run each time
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+    def validate(self) -> None:
+        """Raise ValueError with a message a user can act on."""
+        if not 0.0 <= self.temperature <= MAX_TEMPERATURE:
+            raise ValueError(
+                f"Temperature must be between 0 and {MAX_TEMPERATURE} (0 is greedy)."
+            )
+        if self.top_k < 0:
+            raise ValueError("Top-k must be 0 (off) or a positive number of tokens.")
+        if not 0.0 < self.top_p <= 1.0:
+            raise ValueError("Top-p must be above 0 and at most 1 (1 is off).")
+
+    def describe(self) -> str:
+        """Short human text, e.g. 'temperature 0.8, top-k 40'."""
+        if self.greedy:
+            return "greedy"
+        parts = [f"temperature {self.temperature:g}"]
+        if self.top_k:
+            parts.append(f"top-k {self.top_k}")
+        if self.top_p < 1.0:
+            parts.append(f"top-p {self.top_p:g}")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True, eq=False)
+class Choice:
+    """One sampling step: the token chosen and each stage of the distribution that led to it."""
+
+    token_id: int
+    stages: tuple[
+        tuple[str, torch.Tensor], ...
+    ]  # (name, probabilities (V,) float32), in order
+
+    @property
+    def before(self) -> torch.Tensor:
+        """Model's own distribution: softmax of the raw logits."""
+        return self.stages[0][1]
+
+    @property
+    def after(self) -> torch.Tensor:
+        """Distribution actually sampled from (one-hot for greedy)."""
+        return self.stages[-1][1]
+
+
+def greedy_token(logits: torch.Tensor) -> int:
+    """Index of the highest logit (the lowest index wins a tie, as in torch.argmax)."""
+    return int(logits.argmax(dim=-1))
+
+
+def apply_temperature(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Logits / temperature: below 1 sharpens, above 1 flattens."""
+    if temperature <= 0:
+        raise ValueError("Temperature must be positive here; 0 is handled as greedy.")
+    return logits.float() / temperature
+
+
+def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
+    """Keep the k highest logits (ties with the k-th kept too), -inf elsewhere; k = 0 is off."""
+    if k <= 0 or k >= logits.shape[-1]:
+        return logits
+    threshold = logits.topk(k, dim=-1).values[..., -1:]
+    return logits.masked_fill(logits < threshold, float("-inf"))
+
+
+def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
+    """Keep the smallest set of most likely tokens whose probability reaches p (nucleus)."""
+    if p >= 1.0:
+        return logits
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = torch.softmax(sorted_logits.float(), dim=-1)
+    mass_before = probs.cumsum(dim=-1) - probs  # probability of every more likely token
+    drop_sorted = mass_before >= p  # the first token always stays (mass_before = 0 < p)
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, float("-inf"))
+
+
+def make_generator(seed: int | None) -> torch.Generator:
+    """CPU generator so a seed gives the same tokens on any device."""
+    generator = torch.Generator(device="cpu")
+    if seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(seed)
+    return generator
+
+
+def choose(
+    logits: torch.Tensor,
+    settings: SamplingSettings,
+    generator: torch.Generator | None = None,
+) -> Choice:
+    """Pick the next token from logits (V,) and keep every reshaped distribution for display."""
+    logits = logits.detach().float().cpu().reshape(-1)  # (V,)
+    stages: list[tuple[str, torch.Tensor]] = [("model", torch.softmax(logits, dim=-1))]
+    if settings.greedy:
+        token = greedy_token(logits)
+        one_hot = torch.zeros_like(logits)
+        one_hot[token] = 1.0
+        stages.append(("greedy", one_hot))
+        return Choice(token, tuple(stages))
+    shaped = logits
+    if settings.temperature != 1.0:
+        shaped = apply_temperature(shaped, settings.temperature)
+        stages.append(
+            (f"temperature {settings.temperature:g}", torch.softmax(shaped, dim=-1))
+        )
+    if settings.top_k:
+        shaped = top_k_filter(shaped, settings.top_k)
+        stages.append((f"top-k {settings.top_k}", torch.softmax(shaped, dim=-1)))
+    if settings.top_p < 1.0:
+        shaped = top_p_filter(shaped, settings.top_p)
+        stages.append((f"top-p {settings.top_p:g}", torch.softmax(shaped, dim=-1)))
+    if generator is None:
+        generator = make_generator(settings.seed)
+    token = int(torch.multinomial(stages[-1][1], 1, generator=generator))
+    return Choice(token, tuple(stages))
