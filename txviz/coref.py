@@ -1,0 +1,417 @@
+"""Coreference on minimal pairs: where does a pronoun look, and which heads follow the meaning."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+PAIRS_PATH = Path(__file__).resolve().parent.parent / "assets" / "coref_pairs.json"
+
+# A word is letters or digits, with inner apostrophes kept ("didn't" is one word); punctuation
+# is not a word, so "tired." and "tired" are the same word.
+_WORD_RE = re.compile(r"\w+(?:['’]\w+)*")
+
+CHANCE = 0.5  # two candidates: a coin flip picks the right one half the time
+
+
+class CorefInputError(ValueError):
+    """A pair or a marking the page cannot use; the message is written for the user."""
+
+
+@dataclass(frozen=True)
+class Word:
+    """One word of a sentence and its character span."""
+
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class CorefPair:
+    """Two sentences that differ in one word, with the pronoun and two candidates marked by word."""
+
+    sentence_a: str
+    sentence_b: str
+    pronoun: int  # word index of the pronoun (same in A and B)
+    candidates: tuple[int, int]  # word indices of the two candidates
+    answer_a: int | None = (
+        None  # 0 or 1: which candidate the pronoun means in A; None if unknown
+    )
+    answer_b: int | None = None
+
+    @property
+    def words_a(self) -> tuple[Word, ...]:
+        return split_words(self.sentence_a)
+
+    @property
+    def words_b(self) -> tuple[Word, ...]:
+        return split_words(self.sentence_b)
+
+    @property
+    def pronoun_text(self) -> str:
+        return self.words_a[self.pronoun].text
+
+    @property
+    def candidate_texts(self) -> tuple[str, str]:
+        words = self.words_a
+        return (words[self.candidates[0]].text, words[self.candidates[1]].text)
+
+    @property
+    def changed_words(self) -> tuple[int, ...]:
+        """Word indices where A and B differ."""
+        return differing_words(self.sentence_a, self.sentence_b)
+
+    @property
+    def label(self) -> str:
+        """Short name for a picker: the pair's changed words."""
+        a, b = self.words_a, self.words_b
+        swap = " / ".join(f"{a[i].text} / {b[i].text}" for i in self.changed_words)
+        return f"{self.candidate_texts[0]} vs {self.candidate_texts[1]} ({swap})"
+
+
+@dataclass(frozen=True)
+class TokenSpans:
+    """Token positions of the pronoun and of each candidate (all pieces of each word)."""
+
+    pronoun: tuple[int, ...]
+    candidates: tuple[tuple[int, ...], tuple[int, ...]]
+
+
+def split_words(text: str) -> tuple[Word, ...]:
+    """Words of a sentence with their character spans."""
+    return tuple(Word(m.group(), m.start(), m.end()) for m in _WORD_RE.finditer(text))
+
+
+def differing_words(sentence_a: str, sentence_b: str) -> tuple[int, ...]:
+    """Indices of the words that differ; the sentences must have the same number of words."""
+    a, b = split_words(sentence_a), split_words(sentence_b)
+    if len(a) != len(b):
+        raise CorefInputError(
+            f"Sentence A has {len(a)} words and sentence B has {len(b)}: a minimal pair keeps "
+            "every word but one, so both sentences need the same number of words."
+        )
+    return tuple(
+        i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x.text != y.text
+    )
+
+
+def find_word(words: Sequence[Word], text: str) -> int:
+    """Index of the one word equal to text (case-insensitive)."""
+    hits = [i for i, w in enumerate(words) if w.text.lower() == text.lower()]
+    sentence = " ".join(w.text for w in words)
+    if not hits:
+        raise CorefInputError(f"'{text}' is not a word of the sentence “{sentence}”.")
+    if len(hits) > 1:
+        raise CorefInputError(
+            f"'{text}' occurs {len(hits)} times in “{sentence}”: mark the one you mean by position."
+        )
+    return hits[0]
+
+
+def make_pair(
+    sentence_a: str,
+    sentence_b: str,
+    pronoun: str | int,
+    candidates: tuple[str | int, str | int],
+    answer_a: str | int | None = None,
+    answer_b: str | int | None = None,
+) -> CorefPair:
+    """Build and check a pair; words are given as text or as word index in sentence A."""
+    words = split_words(sentence_a)
+    if not sentence_a.strip() or not sentence_b.strip():
+        raise CorefInputError("Write both sentences of the pair.")
+
+    def index(word: str | int, role: str) -> int:
+        if isinstance(word, int):
+            if not 0 <= word < len(words):
+                raise CorefInputError(
+                    f"The {role} must be one of the {len(words)} words."
+                )
+            return word
+        return find_word(words, word)
+
+    def answer(value: str | int | None, cands: tuple[int, int]) -> int | None:
+        if value is None or isinstance(value, int):
+            return value
+        index_in_a = find_word(words, value)
+        if index_in_a not in cands:
+            raise CorefInputError(
+                f"The answer '{value}' is not one of the two candidates."
+            )
+        return cands.index(index_in_a)
+
+    cands = (
+        index(candidates[0], "first candidate"),
+        index(candidates[1], "second candidate"),
+    )
+    pair = CorefPair(
+        sentence_a=sentence_a,
+        sentence_b=sentence_b,
+        pronoun=index(pronoun, "pronoun"),
+        candidates=cands,
+        answer_a=answer(answer_a, cands),
+        answer_b=answer(answer_b, cands),
+    )
+    check_pair(pair)
+    return pair
+
+
+def check_pair(pair: CorefPair) -> None:
+    """Raise CorefInputError with a clear message if the pair is not a usable minimal pair."""
+    changed = differing_words(pair.sentence_a, pair.sentence_b)
+    if not changed:
+        raise CorefInputError("Sentences A and B are the same: change one word in B.")
+    if len(changed) > 1:
+        words = pair.words_a
+        names = ", ".join(f"'{words[i].text}'" for i in changed)
+        raise CorefInputError(
+            f"A minimal pair differs in one word; these differ: {names}."
+        )
+    marked = (pair.pronoun, *pair.candidates)
+    if len(set(marked)) != 3:
+        raise CorefInputError(
+            "The pronoun and the two candidates must be three different words."
+        )
+    if changed[0] in marked:
+        raise CorefInputError(
+            "The changed word must not be the pronoun or a candidate: keep them in both sentences."
+        )
+    for answer in (pair.answer_a, pair.answer_b):
+        if answer not in (None, 0, 1):
+            raise CorefInputError(
+                "An answer must be the first (0) or the second (1) candidate."
+            )
+
+
+def load_pairs(path: Path = PAIRS_PATH) -> tuple[CorefPair, ...]:
+    """The shipped set of minimal pairs."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return tuple(
+        make_pair(
+            p["a"],
+            p["b"],
+            p["pronoun"],
+            tuple(p["candidates"]),
+            p["answer_a"],
+            p["answer_b"],
+        )
+        for p in data["pairs"]
+    )
+
+
+def word_token_positions(
+    offsets: Sequence[tuple[int, int]], word: Word
+) -> tuple[int, ...]:
+    """Positions of every token whose characters overlap the word; special tokens have none."""
+    return tuple(
+        i
+        for i, (start, end) in enumerate(offsets)
+        if end > start and start < word.end and end > word.start
+    )
+
+
+def token_spans(
+    text: str,
+    offsets: Sequence[tuple[int, int]],
+    pronoun: int,
+    candidates: tuple[int, int],
+) -> TokenSpans:
+    """Map marked words (by index) to token positions using the tokenizer's character offsets."""
+    words = split_words(text)
+
+    def span(index: int) -> tuple[int, ...]:
+        positions = word_token_positions(offsets, words[index])
+        if not positions:
+            raise CorefInputError(
+                f"'{words[index].text}' has no tokens in the model input (was the text cut short?)."
+            )
+        return positions
+
+    return TokenSpans(span(pronoun), (span(candidates[0]), span(candidates[1])))
+
+
+def candidate_attention(weights: np.ndarray, spans: TokenSpans) -> np.ndarray:
+    """Attention from the pronoun to each candidate: float [layer, head, 2].
+
+    A candidate's share is the sum over its pieces (the mass it receives as a word), averaged over
+    the pronoun's pieces (one query row per piece).
+    """
+    rows = weights[:, :, list(spans.pronoun), :]  # [L, H, pronoun pieces, K]
+    shares = [rows[..., list(c)].sum(axis=-1).mean(axis=-1) for c in spans.candidates]
+    return np.stack(shares, axis=-1)  # [L, H, 2]
+
+
+def hidden_candidates(spans: TokenSpans, causal: bool) -> tuple[int, ...]:
+    """Candidates (0, 1) a causal model's pronoun cannot see, because they come after it."""
+    if not causal:
+        return ()
+    first_pronoun = min(spans.pronoun)
+    return tuple(i for i, c in enumerate(spans.candidates) if min(c) > first_pronoun)
+
+
+@dataclass(frozen=True, eq=False)
+class PairAttention:
+    """Pronoun-to-candidate attention of every head in sentence A and in sentence B."""
+
+    to_candidates_a: np.ndarray  # float [layer, head, 2]
+    to_candidates_b: np.ndarray  # float [layer, head, 2]
+    candidates: tuple[str, str]
+    answer_a: int | None = None
+    answer_b: int | None = None
+    hidden: tuple[int, ...] = ()  # candidates after the pronoun in a causal model
+
+    @property
+    def lean_a(self) -> np.ndarray:
+        """[layer, head]: attention to the first candidate minus the second, in A."""
+        return self.to_candidates_a[..., 0] - self.to_candidates_a[..., 1]
+
+    @property
+    def lean_b(self) -> np.ndarray:
+        """[layer, head]: attention to the first candidate minus the second, in B."""
+        return self.to_candidates_b[..., 0] - self.to_candidates_b[..., 1]
+
+    @property
+    def difference(self) -> np.ndarray:
+        """[layer, head]: how much more a head leans to the first candidate in A than in B."""
+        return self.lean_a - self.lean_b
+
+
+def pair_attention(
+    weights_a: np.ndarray,
+    weights_b: np.ndarray,
+    spans_a: TokenSpans,
+    spans_b: TokenSpans,
+    pair: CorefPair,
+    causal: bool = False,
+) -> PairAttention:
+    """Pronoun-to-candidate attention for both sentences of a pair."""
+    return PairAttention(
+        to_candidates_a=candidate_attention(weights_a, spans_a),
+        to_candidates_b=candidate_attention(weights_b, spans_b),
+        candidates=pair.candidate_texts,
+        answer_a=pair.answer_a,
+        answer_b=pair.answer_b,
+        hidden=hidden_candidates(spans_a, causal),
+    )
+
+
+def picks(to_candidates: np.ndarray) -> np.ndarray:
+    """[layer, head]: the candidate a head attends to more (0 or 1), or 0.5 for a tie."""
+    first, second = to_candidates[..., 0], to_candidates[..., 1]
+    return np.where(
+        np.isclose(first, second, rtol=0, atol=1e-7), 0.5, (second > first) * 1.0
+    )
+
+
+def sentence_credit(to_candidates: np.ndarray, answer: int) -> np.ndarray:
+    """[layer, head]: 1 if a head attends more to the right candidate, 0 if less, 0.5 if tied."""
+    pick = picks(to_candidates)
+    return np.where(pick == 0.5, 0.5, (pick == answer) * 1.0)
+
+
+def pair_credit(pa: PairAttention) -> np.ndarray:
+    """[layer, head]: a head's mean credit over the two sentences of a pair."""
+    if pa.answer_a is None or pa.answer_b is None:
+        raise CorefInputError(
+            "Scoring heads needs the right answer for both sentences."
+        )
+    return (
+        sentence_credit(pa.to_candidates_a, pa.answer_a)
+        + sentence_credit(pa.to_candidates_b, pa.answer_b)
+    ) / 2
+
+
+def pair_margin(pa: PairAttention) -> np.ndarray:
+    """[layer, head]: attention to the right candidate minus the wrong one, mean over A and B."""
+    sign_a = 1.0 if pa.answer_a == 0 else -1.0
+    sign_b = 1.0 if pa.answer_b == 0 else -1.0
+    return (sign_a * pa.lean_a + sign_b * pa.lean_b) / 2
+
+
+def split_pairs(
+    n_pairs: int, test_fraction: float = 0.3, seed: int = 0
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Seeded split of pair indices into (choosing, held-out test); both halves of a pair stay together."""
+    if n_pairs < 2:
+        raise CorefInputError(
+            "Scoring heads needs at least two pairs: one to choose, one to test."
+        )
+    n_test = min(max(1, round(n_pairs * test_fraction)), n_pairs - 1)
+    order = np.random.default_rng(seed).permutation(n_pairs)
+    return tuple(sorted(int(i) for i in order[n_test:])), tuple(
+        sorted(int(i) for i in order[:n_test])
+    )
+
+
+def coin_flip_band(n_sentences: int, level: float = 0.95) -> tuple[float, float]:
+    """Accuracy range a coin flip reaches with probability `level` on n sentences (binomial)."""
+    pmf = [math.comb(n_sentences, k) / 2**n_sentences for k in range(n_sentences + 1)]
+    cdf = np.cumsum(pmf)
+    tail = (1 - level) / 2
+    low = int(np.searchsorted(cdf, tail))
+    high = int(np.searchsorted(cdf, 1 - tail))
+    return low / n_sentences, high / n_sentences
+
+
+@dataclass(frozen=True, eq=False)
+class HeadScores:
+    """How often each head attends more to the right candidate, chosen on one split, tested on another."""
+
+    choose_pairs: tuple[int, ...]
+    test_pairs: tuple[int, ...]
+    choose_accuracy: np.ndarray  # float [layer, head], on the choosing pairs
+    test_accuracy: np.ndarray  # float [layer, head], on the held-out pairs
+    choose_margin: (
+        np.ndarray
+    )  # float [layer, head]: mean right-minus-wrong attention, choosing
+    best_head: tuple[int, int]  # chosen on the choosing pairs only
+    chance: float = CHANCE
+
+    @property
+    def best_test_accuracy(self) -> float:
+        """Held-out accuracy of the head chosen on the choosing pairs."""
+        return float(self.test_accuracy[self.best_head])
+
+    @property
+    def n_test_sentences(self) -> int:
+        return 2 * len(self.test_pairs)
+
+    @property
+    def coin_flip_band(self) -> tuple[float, float]:
+        """95% range of a coin flip's accuracy on the held-out sentences."""
+        return coin_flip_band(self.n_test_sentences)
+
+    def ranked_heads(self, top: int = 15) -> list[tuple[int, int]]:
+        """Heads by choosing accuracy, ties broken by margin, best first."""
+        order = np.lexsort((-self.choose_margin.ravel(), -self.choose_accuracy.ravel()))
+        n_heads = self.choose_accuracy.shape[1]
+        return [(int(i) // n_heads, int(i) % n_heads) for i in order[:top]]
+
+
+def score_heads(
+    pair_attentions: Sequence[PairAttention], test_fraction: float = 0.3, seed: int = 0
+) -> HeadScores:
+    """Score every head on a seeded choosing split and report it on the held-out split."""
+    choose, test = split_pairs(len(pair_attentions), test_fraction, seed)
+    credit = np.stack([pair_credit(pa) for pa in pair_attentions])  # [pair, L, H]
+    margin = np.stack([pair_margin(pa) for pa in pair_attentions])  # [pair, L, H]
+    choose_accuracy = credit[list(choose)].mean(axis=0)
+    choose_margin = margin[list(choose)].mean(axis=0)
+    # Best = highest choosing accuracy; ties (common) go to the head with the larger margin.
+    order = np.lexsort((-choose_margin.ravel(), -choose_accuracy.ravel()))
+    best = np.unravel_index(int(order[0]), choose_accuracy.shape)
+    return HeadScores(
+        choose_pairs=choose,
+        test_pairs=test,
+        choose_accuracy=choose_accuracy,
+        test_accuracy=credit[list(test)].mean(axis=0),
+        choose_margin=choose_margin,
+        best_head=(int(best[0]), int(best[1])),
+    )
