@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 
@@ -293,3 +294,78 @@ def test_coin_flip_band_matches_the_binomial():
     below = sum(math.comb(20, k) for k in range(round(low * 20))) / 2**20
     assert below <= 0.025 < below + math.comb(20, round(low * 20)) / 2**20
     assert high == pytest.approx(1 - low)
+
+
+# --- figures ----------------------------------------------------------------------------------
+
+
+def plotly_array(value) -> np.ndarray:
+    """A figure's data as numpy, whether plotly wrote a list or a typed base64 array."""
+    if isinstance(value, dict) and "bdata" in value:
+        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        shape = value.get("shape")
+        return (
+            array.reshape([int(s) for s in str(shape).split(",")]) if shape else array
+        )
+    return np.asarray(value, dtype=float)
+
+
+def _trace(weights: np.ndarray, tokens: tuple[str, ...]):
+    from txviz.trace import AttentionTrace
+
+    return AttentionTrace(tokens, tokens, weights, "hand-made", "self")
+
+
+def test_head_grids_carry_lean_a_lean_b_and_difference():
+    from txviz.figures.coref import head_grids
+
+    a = coref.candidate_attention(_hand_made_weights(), SPANS)
+    pa = PairAttention(a, a[..., ::-1].copy(), ("animal", "street"), 0, 1)
+    data = head_grids(pa, selected=(0, 1)).to_dict()
+    heatmaps = [t for t in data["data"] if t["type"] == "heatmap"]
+    assert len(heatmaps) == 3
+    np.testing.assert_allclose(plotly_array(heatmaps[0]["z"]), pa.lean_a)
+    np.testing.assert_allclose(plotly_array(heatmaps[1]["z"]), pa.lean_b)
+    np.testing.assert_allclose(plotly_array(heatmaps[2]["z"]), pa.difference)
+    assert heatmaps[2]["zmid"] == 0 and heatmaps[2]["zmin"] == -heatmaps[2]["zmax"]
+    # the chosen head is outlined once in each grid
+    rects = [s for s in data["layout"]["shapes"] if s["type"] == "rect"]
+    assert len(rects) == 3 and rects[0]["x0"] == 0.5 and rects[0]["y0"] == -0.5
+
+
+def test_pair_heatmaps_show_one_head_of_each_sentence_with_token_ticks():
+    from txviz.figures.coref import pair_heatmaps
+
+    tokens = (
+        "[CLS]",
+        "the",
+        "the",
+        "x",
+        "y",
+        "it",
+    )  # repeated tokens stay on their own rows
+    w_a = _hand_made_weights()
+    w_b = w_a[:, ::-1].copy()  # B: heads swapped, so the panels must differ
+    fig = pair_heatmaps(_trace(w_a, tokens), _trace(w_b, tokens), 0, 1, SPANS, SPANS)
+    data = fig.to_dict()
+    left, right = (t for t in data["data"] if t["type"] == "heatmap")
+    np.testing.assert_allclose(plotly_array(left["z"]), w_a[0, 1])
+    np.testing.assert_allclose(plotly_array(right["z"]), w_b[0, 1])
+    assert list(plotly_array(left["y"])) == list(range(6))
+    assert list(data["layout"]["xaxis"]["ticktext"]) == list(tokens)
+    assert (
+        data["layout"]["yaxis"]["autorange"] == "reversed"
+    )  # rows are queries, top first
+    assert "key" in data["layout"]["xaxis"]["title"]["text"]
+
+
+def test_head_score_chart_shows_chance_and_held_out_bars():
+    from txviz.figures.coref import head_score_chart
+
+    scores = coref.score_heads(_planted_set(40, np.random.default_rng(0)), seed=3)
+    data = head_score_chart(scores, top=4).to_dict()
+    choosing, held_out = data["data"]
+    assert choosing["x"][0] == "L1 H2"
+    assert plotly_array(held_out["y"])[0] == scores.best_test_accuracy == 1.0
+    lines = [s for s in data["layout"]["shapes"] if s["type"] == "line"]
+    assert lines[0]["y0"] == lines[0]["y1"] == 0.5
