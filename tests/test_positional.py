@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import base64
 import math
 
 import numpy as np
 import pytest
 
 from txviz import positional as pe
+
+
+def plotly_array(value) -> np.ndarray:
+    """A figure's data as numpy, whether plotly wrote a list or a typed base64 array."""
+    if isinstance(value, dict) and "bdata" in value:
+        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        shape = value.get("shape")
+        return array.reshape([int(s) for s in str(shape).split(",")]) if shape else array
+    return np.asarray(value, dtype=float)
 
 
 def test_sinusoid_matches_its_equation_entry_by_entry():
@@ -132,9 +142,7 @@ def test_principal_components_recover_a_line():
     pcs = pe.principal_components(points, 2)
     assert pcs.scores.shape == (50, 2)
     assert pcs.explained_ratio[0] == pytest.approx(1.0)
-    np.testing.assert_allclose(
-        np.abs(pcs.scores[:, 0]), np.abs(t) * math.sqrt(5), atol=1e-12
-    )
+    np.testing.assert_allclose(np.abs(pcs.scores[:, 0]), np.abs(t) * math.sqrt(5), atol=1e-12)
 
 
 def test_rope_frequencies_match_llama_formula_and_transformers():
@@ -142,14 +150,10 @@ def test_rope_frequencies_match_llama_formula_and_transformers():
     from transformers import LlamaConfig
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
-    config = LlamaConfig(
-        hidden_size=576, num_attention_heads=9, head_dim=64, rope_theta=100000.0
-    )
+    config = LlamaConfig(hidden_size=576, num_attention_heads=9, head_dim=64, rope_theta=100000.0)
     spec = pe.rope_spec(config)
     assert spec.theta == 100000.0 and spec.head_dim == 64
-    np.testing.assert_allclose(
-        spec.inv_freq[:3], [1.0, 100000 ** (-2 / 64), 100000 ** (-4 / 64)]
-    )
+    np.testing.assert_allclose(spec.inv_freq[:3], [1.0, 100000 ** (-2 / 64), 100000 ** (-4 / 64)])
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(1, 1, 5, 64))
@@ -203,3 +207,39 @@ def test_learned_position_embeddings_are_found_by_name():
     assert table.shape == (7, 3) and table.dtype == np.float32
     with pytest.raises(pe.PositionalError, match="rotary"):
         pe.learned_position_embeddings(torch.nn.Linear(2, 2))
+
+
+def test_figures_carry_the_numbers():
+    from txviz.figures import positional as figs
+
+    p = pe.sinusoidal_encoding(60, 32)
+    heat = figs.encoding_heatmap(p, "P").to_dict()
+    np.testing.assert_allclose(plotly_array(heat["data"][0]["z"]), p)
+    assert heat["layout"]["yaxis"]["title"]["text"] == "position i"
+
+    curves = figs.basis_curves(p, [6, 7, 8, 9], "cols").to_dict()["data"]
+    assert [trace["name"] for trace in curves] == [
+        "col 6 (sin)",
+        "col 7 (cos)",
+        "col 8 (sin)",
+        "col 9 (cos)",
+    ]
+    np.testing.assert_allclose(plotly_array(curves[1]["y"]), p[:, 7])
+
+    binary = figs.binary_table_figure(pe.binary_encoding(), pe.binary_labels()).to_dict()
+    assert binary["layout"]["yaxis"]["ticktext"][5] == "5 = 101"
+
+    shift = figs.shift_figure(pe.shift_check(3, 4, 32)).to_dict()["data"]
+    np.testing.assert_allclose(plotly_array(shift[0]["y"]), p[7])
+
+    check = pe.rope_offset_check(np.ones(8), np.ones(8), 6, pe.rope_frequencies(8, 100.0))
+    rope = figs.rope_offset_figure(check).to_dict()
+    np.testing.assert_allclose(plotly_array(rope["data"][0]["z"]), check.scores)
+
+    parts = pe.added_vs_concatenated(np.eye(3), pe.sinusoidal_encoding(3, 3))
+    split = figs.added_vs_concatenated_figure(parts, ["the", "cat", "the"]).to_dict()
+    np.testing.assert_allclose(plotly_array(split["data"][2]["z"]), parts.cross)
+    assert split["layout"]["xaxis"]["ticktext"] == ["the", "cat", "the"]
+
+    pcs = figs.pca_figure(pe.principal_components(p), "PCA").to_dict()
+    assert len(plotly_array(pcs["data"][0]["x"])) == 60

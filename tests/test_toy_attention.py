@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import math
 
 import numpy as np
@@ -10,15 +11,22 @@ import pytest
 from txviz import toy_attention as ta
 
 
+def plotly_array(value) -> np.ndarray:
+    """A figure's data as numpy, whether plotly wrote a list or a typed base64 array."""
+    if isinstance(value, dict) and "bdata" in value:
+        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        shape = value.get("shape")
+        return array.reshape([int(s) for s in str(shape).split(",")]) if shape else array
+    return np.asarray(value, dtype=float)
+
+
 def identity_head(d: int) -> ta.HeadWeights:
     eye, zero = np.eye(d), np.zeros(d)
     return ta.HeadWeights(eye, zero, eye, zero, eye, zero)
 
 
 def test_softmax_rows_by_hand():
-    weights = ta.softmax_rows(
-        np.array([[0.0, math.log(2), math.log(3)], [1.0, 1.0, 1.0]])
-    )
+    weights = ta.softmax_rows(np.array([[0.0, math.log(2), math.log(3)], [1.0, 1.0, 1.0]]))
     np.testing.assert_allclose(weights[0], [1 / 6, 2 / 6, 3 / 6])
     np.testing.assert_allclose(weights[1], [1 / 3, 1 / 3, 1 / 3])
     np.testing.assert_allclose(ta.softmax_rows(np.array([[1000.0, 0.0]])), [[1.0, 0.0]])
@@ -33,23 +41,17 @@ def test_small_head_by_hand():
     e = math.exp(1 / math.sqrt(2))
     np.testing.assert_allclose(result.weights[0], np.array([e, 1, e]) / (2 * e + 1))
     np.testing.assert_allclose(result.weights.sum(axis=1), 1.0)
-    np.testing.assert_allclose(
-        result.output[0], [2 * e / (2 * e + 1), (1 + e) / (2 * e + 1)]
-    )
+    np.testing.assert_allclose(result.output[0], [2 * e / (2 * e + 1), (1 + e) / (2 * e + 1)])
 
 
 def test_biases_are_added_to_q_k_v():
     x = np.array([[1.0, 2.0]])
     eye = np.eye(2)
-    head = ta.HeadWeights(
-        eye, np.array([1.0, 0.0]), eye, np.zeros(2), 2 * eye, np.array([0.0, -1])
-    )
+    head = ta.HeadWeights(eye, np.array([1.0, 0.0]), eye, np.zeros(2), 2 * eye, np.array([0.0, -1]))
     result = ta.self_attention_head(x, head)
     np.testing.assert_allclose(result.queries, [[2, 2]])
     np.testing.assert_allclose(result.values, [[2, 3]])
-    np.testing.assert_allclose(
-        result.output, [[2, 3]]
-    )  # one token attends only to itself
+    np.testing.assert_allclose(result.output, [[2, 3]])  # one token attends only to itself
 
 
 def test_unscaled_scores_are_not_divided():
@@ -71,9 +73,7 @@ def test_routing_sums_to_the_output():
     config = ta.ToyConfig()
     result = ta.self_attention_head(ta.toy_input(config), ta.toy_heads(config)[0])
     for n in range(config.n_tokens):
-        np.testing.assert_allclose(
-            ta.routing(result, n).sum(axis=0), result.output[n], atol=1e-12
-        )
+        np.testing.assert_allclose(ta.routing(result, n).sum(axis=0), result.output[n], atol=1e-12)
 
 
 def test_multi_head_concatenates_then_mixes():
@@ -122,3 +122,65 @@ def test_bad_input_gives_a_clear_message():
         ta.self_attention_head(np.ones((2, 3)), head)
     with pytest.raises(ta.ToyAttentionError, match="rows"):
         ta.self_attention_head(np.ones(3), head)
+
+
+def test_figures_carry_the_numbers():
+    from txviz.figures import toy_attention as figs
+
+    config = ta.ToyConfig()
+    x, heads, omega_c = ta.toy_input(config), ta.toy_heads(config), ta.toy_omega_c(config)
+    result = ta.multi_head_attention(x, heads, omega_c)
+    tokens = figs.token_labels(3)
+    assert tokens == ["x₁", "x₂", "x₃"]
+
+    weights = figs.weights_figure(result.heads[0].weights, tokens, "A").to_dict()
+    np.testing.assert_allclose(plotly_array(weights["data"][0]["z"]), result.heads[0].weights)
+    assert weights["layout"]["yaxis"]["title"]["text"] == "query"
+    assert weights["layout"]["xaxis"]["title"]["text"] == "key"
+
+    sankey = figs.routing_figure(result.heads[0], tokens).to_dict()["data"][0]
+    assert len(sankey["link"]["value"]) == 9
+    # The link from value 2 into output 1 carries weight a[1, 2] (query 1, key 2).
+    index = next(
+        i
+        for i, (s, t) in enumerate(zip(sankey["link"]["source"], sankey["link"]["target"]))
+        if s == 2 and t == 3 + 1
+    )
+    assert sankey["link"]["value"][index] == pytest.approx(result.heads[0].weights[1, 2])
+
+    both = figs.heads_figure(result, tokens).to_dict()["data"]
+    assert len(both) == 2
+    np.testing.assert_allclose(plotly_array(both[1]["z"]), result.heads[1].weights)
+
+    steps = figs.query_steps_figure(
+        ["a", "b", "a"], np.array([1.0, -np.inf, 0.5]), np.array([0.6, 0.0, 0.4]), "q"
+    ).to_dict()["data"]
+    assert np.isnan(plotly_array(steps[0]["y"])[1])  # a masked key is left blank
+    np.testing.assert_allclose(plotly_array(steps[1]["y"]), [0.6, 0.0, 0.4])
+
+
+def test_real_query_step_on_a_synthetic_causal_trace():
+    from txviz.trace import AttentionTrace
+
+    rng = np.random.default_rng(3)
+    q = rng.normal(size=(1, 2, 4, 8)).astype(np.float32)  # [layer, head, pos, d_head]
+    k = rng.normal(size=(1, 2, 4, 8)).astype(np.float32)
+    scores = np.einsum("lhqd,lhkd->lhqk", q, k) / np.sqrt(8)
+    scores = np.where(np.tril(np.ones((4, 4), bool)), scores, -np.inf).astype(np.float32)
+    weights = ta.softmax_rows(scores.astype(np.float64)).astype(np.float32)
+    tokens = ("a", "b", "a", "c")
+    trace = AttentionTrace(
+        tokens, tokens, weights, "toy", "causal", scores=scores, queries=q, keys=k
+    )
+
+    step = ta.real_query_step(trace, 0, 1, 2)
+    assert step.query_token == "a" and step.scale == pytest.approx(math.sqrt(8))
+    np.testing.assert_array_equal(step.masked, [False, False, False, True])
+    assert step.weights[3] == 0.0
+    assert step.dots[0] == pytest.approx(float(q[0, 1, 2] @ k[0, 1, 0]), rel=1e-6)
+    np.testing.assert_array_equal(step.captured_weights, weights[0, 1, 2])
+    assert step.max_weight_difference < 1e-6 and step.max_score_difference < 1e-5
+    with pytest.raises(ta.ToyAttentionError, match="outside"):
+        ta.real_query_step(trace, 0, 2, 0)
+    with pytest.raises(ta.ToyAttentionError, match="recorded no"):
+        ta.real_query_step(AttentionTrace(tokens, tokens, weights, "toy", "causal"), 0, 0, 0)

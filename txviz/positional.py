@@ -47,13 +47,9 @@ def check_sinusoid(n: int, d: int, base: float) -> None:
             f"n = {n} positions is more than this lab draws (at most {MAX_POSITIONS})."
         )
     if int(d) != d or d < 1:
-        raise PositionalError(
-            f"The dimension d must be a whole number of at least 1 (got {d})."
-        )
+        raise PositionalError(f"The dimension d must be a whole number of at least 1 (got {d}).")
     if d > MAX_DIM:
-        raise PositionalError(
-            f"d = {d} is more than this lab draws (at most {MAX_DIM})."
-        )
+        raise PositionalError(f"d = {d} is more than this lab draws (at most {MAX_DIM}).")
     if not np.isfinite(base) or base <= 0:
         raise PositionalError(f"The base C must be a positive number (got {base}).")
 
@@ -82,15 +78,11 @@ def sinusoidal_encoding(n: int, d: int, base: float = 10000.0) -> np.ndarray:
 def binary_encoding(n: int = 8, d: int = 3) -> np.ndarray:
     """Bit j of position i in column j (column 0 flips fastest, like the sinusoid's); (n, d) int."""
     if int(n) != n or n < 1:
-        raise PositionalError(
-            f"The number of positions n must be at least 1 (got {n})."
-        )
+        raise PositionalError(f"The number of positions n must be at least 1 (got {n}).")
     if int(d) != d or d < 1:
         raise PositionalError(f"The number of bits d must be at least 1 (got {d}).")
     if n > 2**d:
-        raise PositionalError(
-            f"{d} bits can tell only {2**d} positions apart, not {n}."
-        )
+        raise PositionalError(f"{d} bits can tell only {2**d} positions apart, not {n}.")
     positions = np.arange(n)[:, None]
     return (positions >> np.arange(d)[None, :]) & 1
 
@@ -132,9 +124,7 @@ class ShiftCheck:
 def shift_check(t: int, phi: int, d: int, base: float = 10000.0) -> ShiftCheck:
     """Compare p_(t+phi) with R(phi) p_t for one position t and offset phi."""
     if t < 0 or t + phi < 0:
-        raise PositionalError(
-            f"Positions must not be negative (t = {t}, t + phi = {t + phi})."
-        )
+        raise PositionalError(f"Positions must not be negative (t = {t}, t + phi = {t + phi}).")
     encoding = sinusoidal_encoding(max(t, t + phi) + 1, d, base)
     rotated = rotation_matrix(phi, d, base) @ encoding[t]
     direct = encoding[t + phi]
@@ -201,12 +191,8 @@ class RopeSpec:
 def rope_frequencies(head_dim: int, theta: float) -> np.ndarray:
     """theta^(-2j / head_dim) for j = 0 .. head_dim/2 - 1, as in Llama; (head_dim/2,)."""
     if head_dim < 2 or head_dim % 2:
-        raise PositionalError(
-            f"Rotary positions need an even head dimension (got {head_dim})."
-        )
-    return 1.0 / np.power(
-        float(theta), np.arange(0, head_dim, 2, dtype=np.float64) / head_dim
-    )
+        raise PositionalError(f"Rotary positions need an even head dimension (got {head_dim}).")
+    return 1.0 / np.power(float(theta), np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
 
 
 def rope_spec(config: Any) -> RopeSpec:
@@ -215,23 +201,14 @@ def rope_spec(config: Any) -> RopeSpec:
     theta = parameters.get("rope_theta", getattr(config, "rope_theta", None))
     if theta is None:
         raise PositionalError("This model's config has no rotary base (rope_theta).")
-    head_dim = (
-        getattr(config, "head_dim", None)
-        or config.hidden_size // config.num_attention_heads
-    )
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
     rope_type = parameters.get("rope_type", "default")
-    return RopeSpec(
-        float(theta), int(head_dim), rope_frequencies(int(head_dim), theta), rope_type
-    )
+    return RopeSpec(float(theta), int(head_dim), rope_frequencies(int(head_dim), theta), rope_type)
 
 
-def apply_rope(
-    x: np.ndarray, positions: np.ndarray, inv_freq: np.ndarray
-) -> np.ndarray:
+def apply_rope(x: np.ndarray, positions: np.ndarray, inv_freq: np.ndarray) -> np.ndarray:
     """Rotate vectors by their positions, Llama's half-split layout; x (..., n, h), positions (n,)."""
-    angles = (
-        np.asarray(positions, dtype=np.float64)[:, None] * inv_freq[None, :]
-    )  # (n, h/2)
+    angles = np.asarray(positions, dtype=np.float64)[:, None] * inv_freq[None, :]  # (n, h/2)
     cos = np.concatenate([np.cos(angles)] * 2, axis=-1)  # (n, h)
     sin = np.concatenate([np.sin(angles)] * 2, axis=-1)
     half = x.shape[-1] // 2
@@ -244,12 +221,8 @@ class RopeOffsetCheck:
     """q_m . k_n for rotary q and k at every pair of positions, and its dependence on m - n."""
 
     scores: np.ndarray  # (n, n) [query_pos m, key_pos n] of rope(q, m) . rope(k, n)
-    by_offset: (
-        np.ndarray
-    )  # (n,) score at offset m - n = 0 .. n-1 (read off the first column)
-    max_diagonal_spread: (
-        float  # largest max-min along any diagonal: 0 if only m - n matters
-    )
+    by_offset: np.ndarray  # (n,) score at offset m - n = 0 .. n-1 (read off the first column)
+    max_diagonal_spread: float  # largest max-min along any diagonal: 0 if only m - n matters
 
 
 def rope_offset_check(
@@ -257,9 +230,7 @@ def rope_offset_check(
 ) -> RopeOffsetCheck:
     """Place one query and one key vector at positions 0..n-1 and score every pair."""
     positions = np.arange(n)
-    queries = apply_rope(
-        np.broadcast_to(q, (n, q.shape[-1])), positions, inv_freq
-    )  # (n, h)
+    queries = apply_rope(np.broadcast_to(q, (n, q.shape[-1])), positions, inv_freq)  # (n, h)
     keys = apply_rope(np.broadcast_to(k, (n, k.shape[-1])), positions, inv_freq)
     scores = queries @ keys.T
     spread = max(float(np.ptp(np.diagonal(scores, off))) for off in range(-n + 1, n))
@@ -274,17 +245,13 @@ class AddedVsConcatenated:
     concatenated: np.ndarray  # (n, 2d) [X | P]
     content: np.ndarray  # (n, n) X X^T
     position: np.ndarray  # (n, n) P P^T
-    cross: (
-        np.ndarray
-    )  # (n, n) X P^T + P X^T: present when added, absent when concatenated
+    cross: np.ndarray  # (n, n) X P^T + P X^T: present when added, absent when concatenated
 
 
 def added_vs_concatenated(x: np.ndarray, p: np.ndarray) -> AddedVsConcatenated:
     """X + P against [X | P]: (X+P)(X+P)^T = XX^T + PP^T + cross, [X|P][X|P]^T = XX^T + PP^T."""
     if x.shape != p.shape:
-        raise PositionalError(
-            f"X {x.shape} and P {p.shape} must have the same shape to be added."
-        )
+        raise PositionalError(f"X {x.shape} and P {p.shape} must have the same shape to be added.")
     return AddedVsConcatenated(
         added=x + p,
         concatenated=np.concatenate([x, p], axis=1),

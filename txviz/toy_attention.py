@@ -83,13 +83,9 @@ class MultiHeadResult:
 def check_sizes(n_tokens: int, d_model: int, n_heads: int = 1) -> None:
     """Raise ToyAttentionError with a readable message unless the sizes make a toy."""
     if n_tokens < 1 or n_tokens > MAX_TOKENS:
-        raise ToyAttentionError(
-            f"N must be between 1 and {MAX_TOKENS} tokens (got {n_tokens})."
-        )
+        raise ToyAttentionError(f"N must be between 1 and {MAX_TOKENS} tokens (got {n_tokens}).")
     if d_model < 1 or d_model > MAX_DIM:
-        raise ToyAttentionError(
-            f"D must be between 1 and {MAX_DIM} dimensions (got {d_model})."
-        )
+        raise ToyAttentionError(f"D must be between 1 and {MAX_DIM} dimensions (got {d_model}).")
     if n_heads < 1 or d_model % n_heads:
         raise ToyAttentionError(
             f"D = {d_model} does not split evenly into {n_heads} heads: pick H dividing D."
@@ -150,9 +146,7 @@ def softmax_rows(scores: np.ndarray) -> np.ndarray:
     return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
-def self_attention_head(
-    x: np.ndarray, head: HeadWeights, scaled: bool = True
-) -> HeadResult:
+def self_attention_head(x: np.ndarray, head: HeadWeights, scaled: bool = True) -> HeadResult:
     """One head in matrix form: Softmax(Q K^T / sqrt(d_head)) V."""
     x = check_input(x)
     if head.omega_q.shape[1] != x.shape[1]:
@@ -170,9 +164,7 @@ def self_attention_head(
     )
 
 
-def self_attention_loop(
-    x: np.ndarray, head: HeadWeights, scaled: bool = True
-) -> np.ndarray:
+def self_attention_loop(x: np.ndarray, head: HeadWeights, scaled: bool = True) -> np.ndarray:
     """The same head token by token, as the book's sums: sa_n = sum_m a[x_m, x_n] v_m; (N, d_head)."""
     x = check_input(x)
     scale = np.sqrt(head.d_head) if scaled else 1.0
@@ -183,9 +175,7 @@ def self_attention_loop(
         q_n = head.beta_q + head.omega_q @ x_n
         exps = [np.exp(float(k_m @ q_n) / scale) for k_m in keys]
         total = sum(exps)
-        outputs.append(
-            sum((e / total) * v_m for e, v_m in zip(exps, values, strict=True))
-        )
+        outputs.append(sum((e / total) * v_m for e, v_m in zip(exps, values, strict=True)))
     return np.array(outputs)
 
 
@@ -202,11 +192,69 @@ def multi_head_attention(
 ) -> MultiHeadResult:
     """MhSa[X] = [Sa_1 | ... | Sa_H] Omega_c^T: heads run side by side, then are mixed."""
     results = tuple(self_attention_head(x, head, scaled) for head in heads)
-    concatenated = np.concatenate(
-        [r.output for r in results], axis=1
-    )  # (N, H * d_head)
+    concatenated = np.concatenate([r.output for r in results], axis=1)  # (N, H * d_head)
     if omega_c.shape[1] != concatenated.shape[1]:
         raise ToyAttentionError(
             f"Omega_c has {omega_c.shape[1]} columns but the heads give {concatenated.shape[1]}."
         )
     return MultiHeadResult(results, concatenated, omega_c, concatenated @ omega_c.T)
+
+
+@dataclass(frozen=True)
+class RealQueryStep:
+    """One query of one head of a real model, recomputed from its captured query and keys."""
+
+    query_pos: int
+    query_token: str
+    key_tokens: tuple[str, ...]
+    query: np.ndarray  # (d_head,) as the model computed it (after RoPE for Llama)
+    keys: np.ndarray  # (K, d_head)
+    dots: np.ndarray  # (K,) q . k
+    scale: float  # sqrt(d_head)
+    scores: np.ndarray  # (K,) q . k / sqrt(d_head), -inf where the model masks the key
+    weights: np.ndarray  # (K,) softmax of scores, recomputed here
+    captured_scores: np.ndarray  # (K,) the scores the model used
+    captured_weights: np.ndarray  # (K,) the explorer's heatmap row
+    masked: np.ndarray  # (K,) bool, True where the model's mask hides the key
+
+    @property
+    def max_weight_difference(self) -> float:
+        """Largest gap between the recomputed and the captured weights."""
+        return float(np.abs(self.weights - self.captured_weights).max())
+
+    @property
+    def max_score_difference(self) -> float:
+        """Largest gap between recomputed and captured scores over the keys not masked."""
+        keep = ~self.masked
+        return float(np.abs(self.scores[keep] - self.captured_scores[keep]).max())
+
+
+def real_query_step(trace, layer: int, head: int, query_pos: int) -> RealQueryStep:
+    """Recompute q . k / sqrt(d_head) and its softmax for one query of a captured trace."""
+    if trace.queries is None or trace.keys is None or trace.scores is None:
+        raise ToyAttentionError("This trace recorded no queries, keys and scores.")
+    if not (0 <= layer < trace.n_layers and 0 <= head < trace.n_heads):
+        raise ToyAttentionError(f"Layer {layer}, head {head} is outside this model.")
+    if not 0 <= query_pos < len(trace.query_tokens):
+        raise ToyAttentionError(f"Query position {query_pos} is outside the text.")
+    query = trace.queries[layer, head, query_pos].astype(np.float64)  # (d_head,)
+    keys = trace.keys[layer, head].astype(np.float64)  # (K, d_head)
+    captured_scores = trace.scores[layer, head, query_pos].astype(np.float64)
+    masked = np.isneginf(captured_scores)  # the model's own mask: causal, padding
+    dots = keys @ query
+    scale = float(np.sqrt(query.shape[0]))
+    scores = np.where(masked, -np.inf, dots / scale)
+    return RealQueryStep(
+        query_pos=query_pos,
+        query_token=trace.query_tokens[query_pos],
+        key_tokens=tuple(trace.key_tokens),
+        query=query,
+        keys=keys,
+        dots=dots,
+        scale=scale,
+        scores=scores,
+        weights=softmax_rows(scores),
+        captured_scores=captured_scores,
+        captured_weights=trace.weights[layer, head, query_pos],
+        masked=masked,
+    )
