@@ -382,3 +382,34 @@ def tokenizers_merges(text: str, vocab_size: int) -> list[tuple[str, str]]:
 def alphabet_size(text: str) -> int:
     """Distinct characters of a corpus once normalised."""
     return len(set(normalize_corpus(text)))
+
+
+@dataclass(frozen=True)
+class TokenCountRow:
+    """One row of the step table: a token, its count now and its count one step before."""
+
+    token: str  # shown with `_` for whitespace
+    count: int
+    previous: int  # count before this step's merge
+    is_new: bool  # made by this step's merge
+
+
+def count_table(
+    trace: BpeTrace, step: int, top: int | None = None
+) -> list[TokenCountRow]:
+    """Tokens and counts after `step` merges, most frequent first, with the change it made."""
+    now = trace.counts_at(step)
+    before = trace.counts_at(step - 1) if step > 0 else now
+    new_token = trace.steps[step - 1].new_token if step > 0 else None
+    shown = set(now) | ({t for t in before if t not in now} if step > 0 else set())
+    rows = [
+        TokenCountRow(
+            token=show_whitespace(token),
+            count=now.get(token, 0),
+            previous=before.get(token, 0),
+            is_new=token == new_token and before.get(token, 0) == 0,
+        )
+        for token in shown
+    ]
+    rows.sort(key=lambda row: (-row.count, row.token))
+    return rows[:top] if top is not None else rows
