@@ -1,0 +1,113 @@
+"""Shared fixtures: tiny random models, the real packaged ones, a live app and a browser."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The packaged MiniLM encoder, loaded once for the whole run."""
+    from txviz import models
+
+    return models.load("minilm", "cpu")
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """The packaged SmolLM2 decoder, loaded once for the whole run."""
+    from txviz import models
+
+    return models.load("smollm2", "cpu")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def app_server():
+    """One `streamlit run app.py` on 127.0.0.1 for the session; yields its base URL."""
+    port = _free_port()
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = open(ARTIFACTS / "streamlit.log", "w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).status == 200:
+                break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        process.kill()
+        pytest.fail("The app did not start within 60 s; see test-artifacts/streamlit.log")
+    yield url
+    process.terminate()
+    process.wait(timeout=10)
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def _browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def browser_page(_browser):
+    """A fresh Playwright page; a JavaScript dialog (alert) fails the test."""
+    context = _browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    yield page
+    context.close()
+    assert not dialogs, f"a script ran in the page and opened a dialog: {dialogs}"
+
+
+def page_url(base: str, script: str) -> str:
+    """URL of a page script: pages/2_Attention_Explorer.py -> /Attention_Explorer."""
+    return f"{base}/{Path(script).stem.split('_', 1)[1]}"
+
+
+FIGURE = '[data-testid="stPlotlyChart"], [data-testid="stVegaLiteChart"], [data-testid="stImage"]'
+
+
+def wait_for_app(page, timeout_ms: int = 180_000) -> None:
+    """Wait until the script has finished running (no 'Running...' indicator)."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms
+    )
+
+
+def screenshot(page, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

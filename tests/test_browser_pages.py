@@ -1,0 +1,29 @@
+"""Every page opened in a real browser: it renders a figure and no exception box."""
+
+from pathlib import Path
+
+import pytest
+from conftest import FIGURE, ROOT, page_url, screenshot, wait_for_app
+
+PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*.py"))
+
+pytestmark = pytest.mark.browser
+
+
+def test_home_page_links_every_page(app_server, browser_page):
+    browser_page.goto(app_server)
+    wait_for_app(browser_page)
+    links = browser_page.locator('[data-testid="stPageLink"]')
+    assert links.count() == len(PAGES)
+    assert browser_page.get_by_text("minilm").first.is_visible()
+    assert browser_page.locator('[data-testid="stException"]').count() == 0
+    screenshot(browser_page, "home")
+
+
+@pytest.mark.parametrize("script", PAGES)
+def test_page_shows_a_figure(app_server, browser_page, script):
+    browser_page.goto(page_url(app_server, script))
+    wait_for_app(browser_page)
+    browser_page.wait_for_selector(FIGURE, timeout=180_000)
+    assert browser_page.locator('[data-testid="stException"]').count() == 0
+    screenshot(browser_page, Path(script).stem)

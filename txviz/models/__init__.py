@@ -1,0 +1,18 @@
+"""Registry of models: packaged pretrained ones, the project's tiny ones, any Hugging Face model."""
+
+from txviz.models.loaded import KINDS, LoadedModel, ModelInfo, ModelLoadError
+from txviz.models.loading import default_device, detect_kind
+from txviz.models.registry import available, cache_dir, load, names
+
+__all__ = [
+    "KINDS",
+    "LoadedModel",
+    "ModelInfo",
+    "ModelLoadError",
+    "available",
+    "cache_dir",
+    "default_device",
+    "detect_kind",
+    "load",
+    "names",
+]

@@ -1,0 +1,70 @@
+"""The records of the model registry: what a model is, and a model ready to run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+KINDS = ("encoder", "decoder", "encoder-decoder", "vision")
+
+
+class ModelLoadError(Exception):
+    """A model could not be loaded; the message is meant for the user."""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One entry of the registry, as the model picker and the home page show it."""
+
+    name: str
+    kind: str  # one of KINDS
+    description: str
+    parameters: str  # e.g. "22.7M"
+    source: str  # where the weights come from
+    loadable: bool = True
+    reason: str = ""  # why it cannot load now, when it cannot
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.kind}, {self.parameters})"
+
+
+@dataclass(frozen=True, eq=False)
+class LoadedModel:
+    """A model in eval mode on its device, with what turns inputs into its tensors."""
+
+    name: str
+    kind: str
+    model: Any  # transformers.PreTrainedModel
+    tokenizer: Any | None  # text models
+    processor: Any | None  # vision models: the image processor
+    device: str
+    description: str = ""
+    meta: dict = field(default_factory=dict)  # the txviz.json of a project model
+
+    @property
+    def config(self):
+        return self.model.config
+
+    @property
+    def n_layers(self) -> int:
+        cfg = self.config
+        return getattr(cfg, "num_hidden_layers", None) or getattr(cfg, "encoder_layers", 0)
+
+    @property
+    def n_heads(self) -> int:
+        cfg = self.config
+        return getattr(cfg, "num_attention_heads", None) or getattr(cfg, "encoder_attention_heads", 0)
+
+    @property
+    def n_ctx(self) -> int:
+        """Longest input the model takes, in tokens."""
+        limits = [getattr(self.config, "max_position_embeddings", None)]
+        if self.tokenizer is not None:
+            limits.append(getattr(self.tokenizer, "model_max_length", None))
+        limits = [n for n in limits if isinstance(n, int) and 0 < n < 10**7]
+        return min(limits) if limits else 512
+
+    @property
+    def is_causal(self) -> bool:
+        return self.kind == "decoder"

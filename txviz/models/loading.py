@@ -1,0 +1,146 @@
+"""Loading any Hugging Face model folder or hub id through the capture attention function."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from txviz import capture
+from txviz.models.loaded import LoadedModel, ModelLoadError
+
+Progress = Callable[[str], None]
+
+VISION_TYPES = {"vit", "deit", "dinov2", "dinov2_with_registers", "beit", "vit_msn", "vit_mae", "dino"}
+HUB_ID_HINT = "Names are 'minilm', 'smollm2', a project model, a Hugging Face id or a local folder."
+
+
+def default_device(device: str = "auto") -> str:
+    """'auto' is CUDA when present, else CPU; anything else is checked and kept."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelLoadError("CUDA was asked for, but this machine has no CUDA GPU. Use 'cpu'.")
+    return device
+
+
+def detect_kind(config) -> str:
+    """encoder, decoder, encoder-decoder or vision, read from a transformers config."""
+    architectures = getattr(config, "architectures", None) or []
+    if getattr(config, "is_encoder_decoder", False):
+        return "encoder-decoder"
+    if config.model_type in VISION_TYPES or (
+        hasattr(config, "patch_size") and hasattr(config, "num_channels")
+    ):
+        return "vision"
+    if getattr(config, "is_decoder", False) or any(
+        a.endswith(("ForCausalLM", "LMHeadModel")) for a in architectures
+    ):
+        return "decoder"
+    return "encoder"
+
+
+def _auto_class(kind: str, config):
+    """The transformers Auto class that builds the useful head for this kind of model."""
+    import transformers as tf
+
+    architectures = getattr(config, "architectures", None) or []
+    if kind == "decoder":
+        return tf.AutoModelForCausalLM
+    if kind == "encoder-decoder":
+        return tf.AutoModelForSeq2SeqLM
+    if kind == "vision" and any(a.endswith("ForImageClassification") for a in architectures):
+        return tf.AutoModelForImageClassification
+    return tf.AutoModel
+
+
+def _offline_message(source: str, error: Exception) -> str:
+    text = str(error)
+    if any(s in text for s in ("offline", "connect", "resolve", "Network", "internet", "HTTP")):
+        return (
+            f"Could not reach the Hugging Face Hub for '{source}', and it is not in the local "
+            f"cache. Download it on a machine with a network, or give a local folder. {HUB_ID_HINT}"
+        )
+    if "not a valid model identifier" in text or "Repository Not Found" in text or "404" in text:
+        return f"'{source}' is neither a known model, a local folder, nor a Hub model. {HUB_ID_HINT}"
+    return f"Could not load '{source}': {text.splitlines()[0] if text else type(error).__name__}"
+
+
+def load_pretrained(
+    name: str,
+    source: str,
+    device: str,
+    description: str = "",
+    meta: dict | None = None,
+    kind: str | None = None,
+    **kwargs,
+) -> LoadedModel:
+    """Load a model folder or hub id with the capture attention function, in eval mode."""
+    import transformers as tf
+
+    capture.register()
+    if os.path.isdir(source) and not os.path.exists(os.path.join(source, "config.json")):
+        raise ModelLoadError(f"The folder '{source}' holds no model: it has no config.json.")
+    try:
+        config = tf.AutoConfig.from_pretrained(source, trust_remote_code=False, **kwargs)
+    except (OSError, ValueError) as error:
+        raise ModelLoadError(_offline_message(source, error)) from error
+    kind = kind or detect_kind(config)
+    try:
+        model = _auto_class(kind, config).from_pretrained(
+            source,
+            attn_implementation=capture.IMPLEMENTATION,
+            trust_remote_code=False,
+            dtype=torch.float32,
+            **kwargs,
+        )
+    except ValueError as error:
+        if "attention" in str(error).lower() or "Unrecognized" in str(error):
+            raise ModelLoadError(
+                f"'{source}' ({config.model_type}) does not route attention through transformers' "
+                "attention interface (it may have no attention at all, like a CNN), so txviz "
+                "cannot show its attention."
+            ) from error
+        raise ModelLoadError(_offline_message(source, error)) from error
+    except OSError as error:
+        raise ModelLoadError(_offline_message(source, error)) from error
+    model.eval().to(device)
+    tokenizer = processor = None
+    try:
+        if kind == "vision":
+            processor = tf.AutoImageProcessor.from_pretrained(source, **kwargs)
+        else:
+            tokenizer = tf.AutoTokenizer.from_pretrained(source, **kwargs)
+    except (OSError, ValueError) as error:
+        raise ModelLoadError(f"'{source}' has a model but no usable tokenizer or processor: {error}") from error
+    return LoadedModel(name, kind, model, tokenizer, processor, device, description, meta or {})
+
+
+def read_meta(folder: Path) -> dict:
+    """A project model's txviz.json (kind, description, measured accuracy), or {}."""
+    path = folder / "txviz.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def count_parameters(folder: Path) -> int:
+    """Number of weights in a folder's safetensors files, read from their headers only."""
+    from safetensors import safe_open
+
+    total = 0
+    for path in folder.glob("*.safetensors"):
+        with safe_open(str(path), framework="pt") as f:
+            for key in f.keys():
+                shape = f.get_slice(key).get_shape()
+                total += int(torch.tensor(shape).prod()) if shape else 1
+    return total
+
+
+def human_count(n: int) -> str:
+    """22_713_216 -> '22.7M'."""
+    for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f}{unit}"
+    return str(n)

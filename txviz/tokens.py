@@ -1,0 +1,49 @@
+"""Tokens as people read them: Ġ and ▁ become spaces, ## joins, invisible ones get a symbol."""
+
+from __future__ import annotations
+
+VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "": "∅"}
+
+
+def readable_token(tokenizer, raw: str) -> str:
+    """One tokenizer piece as text for an axis tick: 'Ġcat' -> 'cat', '##ing' -> 'ing'."""
+    try:
+        text = tokenizer.convert_tokens_to_string([raw])
+    except Exception:  # some tokenizers reject lone pieces; the raw piece is still honest
+        text = raw
+    stripped = text.strip()
+    if stripped:
+        return stripped
+    return "".join(VISIBLE.get(ch, ch) for ch in text) or VISIBLE[""]
+
+
+def readable_tokens(tokenizer, ids: list[int]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(readable tokens, raw tokenizer pieces) for a list of token ids."""
+    raw = tuple(tokenizer.convert_ids_to_tokens(list(ids)))
+    return tuple(readable_token(tokenizer, r) for r in raw), raw
+
+
+def special_flags(tokenizer, ids: list[int]) -> tuple[bool, ...]:
+    """True for [CLS], [SEP], <s> and the other special tokens."""
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    return tuple(int(i) in special for i in ids)
+
+
+def word_groups(tokenizer, text: str, ids: list[int], offsets: list[tuple[int, int]]) -> list[int]:
+    """For each token, the index of the word it belongs to (specials get their own group)."""
+    groups, word, last_end = [], -1, None
+    for (start, end), flag in zip(offsets, special_flags(tokenizer, ids), strict=True):
+        starts_word = (
+            flag
+            or start == end
+            or last_end is None
+            or start > last_end
+            or text[start : start + 1].isspace()
+            or not text[start : start + 1].isalnum()
+            or not text[last_end - 1 : last_end].isalnum()
+        )
+        if starts_word:
+            word += 1
+        groups.append(word)
+        last_end = None if flag or start == end else end
+    return groups

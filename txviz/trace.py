@@ -1,0 +1,37 @@
+"""Frozen numpy records of what a model did, ready to plot, cache and export."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionTrace:
+    """Attention of one forward pass, ready to plot."""
+
+    query_tokens: tuple[str, ...]
+    key_tokens: tuple[str, ...]  # differ from query_tokens only for cross-attention
+    weights: np.ndarray  # float32 [layer, head, query_pos, key_pos]
+    model_name: str
+    kind: str  # "self", "causal", "cross", "vision"
+    layer_names: tuple[str, ...] = ()  # module name of each layer's attention
+    special: tuple[bool, ...] = ()  # per key token: [CLS], [SEP], <s> ...
+    scores: np.ndarray | None = None  # pre-normalisation scores, masked = -inf
+    queries: np.ndarray | None = None  # [layer, head, query_pos, d_head]
+    keys: np.ndarray | None = None  # [layer, head, key_pos, d_head]
+    notice: str = ""  # e.g. "text truncated to 512 tokens"
+    raw_tokens: tuple[str, ...] = field(default=())  # tokenizer's own pieces (Ġ, ##) for hover
+
+    @property
+    def n_layers(self) -> int:
+        return self.weights.shape[0]
+
+    @property
+    def n_heads(self) -> int:
+        return self.weights.shape[1]
+
+    def head(self, layer: int, head: int) -> np.ndarray:
+        """One head's [query_pos, key_pos] matrix."""
+        return self.weights[layer, head]

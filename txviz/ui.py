@@ -1,0 +1,134 @@
+"""The Streamlit pieces every page shares: page setup, model picking and loading, text input."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import streamlit as st
+
+from txviz import models
+from txviz.models import LoadedModel, ModelLoadError
+
+OTHER_MODEL = "Other: a Hugging Face id or local folder..."
+MAX_TEXT_CHARS = 100_000
+
+
+def setup_page(title: str, intro: str = "", icon: str = "🔍") -> None:
+    """Page config, title, a one-paragraph intro, and the sidebar's device choice."""
+    st.set_page_config(page_title=f"{title} · txviz", page_icon=icon, layout="wide")
+    st.title(title)
+    if intro:
+        st.caption(intro)
+    device_picker()
+
+
+def device_picker() -> str:
+    """Sidebar choice of device; 'auto' is CUDA when present, else CPU."""
+    options = ["auto", "cpu"] + (["cuda"] if models.default_device() == "cuda" else [])
+    choice = st.sidebar.selectbox("Device", options, key="device", help="Where models run.")
+    return models.default_device(choice)
+
+
+def current_device() -> str:
+    return models.default_device(st.session_state.get("device", "auto"))
+
+
+def model_picker(
+    kinds: tuple[str, ...] = ("encoder", "decoder"),
+    default: str = "minilm",
+    key: str = "model",
+    label: str = "Model",
+) -> str:
+    """A model name from the registry (of the given kinds), or one the user types."""
+    names = models.names(kinds)
+    options = names + [OTHER_MODEL]
+    index = options.index(default) if default in options else 0
+    choice = st.selectbox(label, options, index=index, key=key)
+    if choice != OTHER_MODEL:
+        return choice
+    typed = st.text_input(
+        "Hugging Face id or folder",
+        key=f"{key}_custom",
+        placeholder="e.g. bert-base-uncased or /path/to/model",
+        help="Loaded with trust_remote_code off. Hub ids need a network or a local cache.",
+    )
+    if not typed.strip():
+        st.info("Type a model id or folder to load it.")
+        st.stop()
+    return typed.strip()
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _cached_model(name: str, device: str) -> LoadedModel:
+    # Shared by every session: read-only after loading; per-call settings travel in a ContextVar.
+    return models.load(name, device)
+
+
+def load_model(name: str, kinds: tuple[str, ...] | None = None) -> LoadedModel:
+    """The cached model, loaded with a progress note; a clear error and a stop on failure."""
+    device = current_device()
+    try:
+        with st.status(f"Loading {name} on {device}...", expanded=False) as status:
+            if name == "smollm2":
+                status.write("The first load converts SmolLM2 once (about 20 s); later ones take under a second.")
+            loaded = _cached_model(name, device)
+            status.update(label=f"{name} ready on {device}", state="complete")
+    except ModelLoadError as error:
+        st.error(str(error))
+        st.stop()
+    if kinds and loaded.kind not in kinds:
+        st.error(f"{name} is a {loaded.kind} model; this page needs a {' or '.join(kinds)} model.")
+        st.stop()
+    return loaded
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Show bad input or a failed load as a message in the page, then stop the script."""
+    try:
+        yield
+    except (ValueError, ModelLoadError) as error:
+        st.error(str(error))
+        st.stop()
+
+
+def decode_upload(data: bytes, name: str = "file") -> str:
+    """Text of an uploaded .txt file, or a clear ValueError for binary or non-UTF-8 data."""
+    if b"\x00" in data[:8192]:
+        raise ValueError(f"{name} looks like a binary file, not text. Upload a UTF-8 .txt file.")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{name} is not UTF-8 text (byte {error.start} cannot be read). Save it as UTF-8 and retry."
+        ) from error
+
+
+def text_input(label: str, default: str, key: str = "text", height: int = 120) -> str:
+    """Text typed or pasted, or read from an uploaded .txt file; never rendered as HTML."""
+    source = st.radio(f"{label} from", ["Type or paste", "Upload a .txt file"], horizontal=True, key=f"{key}_source")
+    if source == "Type or paste":
+        text = st.text_area(label, value=default, height=height, key=key, max_chars=MAX_TEXT_CHARS)
+    else:
+        upload = st.file_uploader("A UTF-8 .txt file", type=["txt"], key=f"{key}_upload")
+        if upload is None:
+            st.info("Choose a .txt file to read.")
+            st.stop()
+        with user_errors():
+            text = decode_upload(upload.getvalue(), upload.name)
+        if len(text) > MAX_TEXT_CHARS:
+            st.warning(f"The file has {len(text):,} characters; the first {MAX_TEXT_CHARS:,} are used.")
+            text = text[:MAX_TEXT_CHARS]
+    if not text.strip():
+        st.warning("The text is empty: type or upload some text first.")
+        st.stop()
+    return text
+
+
+def show_figure(figure, key: str | None = None) -> None:
+    """A plotly or altair figure at the page's width."""
+    if hasattr(figure, "to_plotly_json"):
+        st.plotly_chart(figure, width="stretch", key=key, config={"displaylogo": False})
+    else:
+        st.altair_chart(figure, width="stretch", key=key)
