@@ -19,9 +19,7 @@ def plotly_array(value) -> np.ndarray:
     if isinstance(value, dict) and "bdata" in value:
         array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
         shape = value.get("shape")
-        return (
-            array.reshape([int(s) for s in str(shape).split(",")]) if shape else array
-        )
+        return array.reshape([int(s) for s in str(shape).split(",")]) if shape else array
     return np.asarray(value, dtype=float)
 
 
@@ -97,16 +95,20 @@ def test_counts_match_a_naive_recount_at_every_step(rhyme: bpe.BpeTrace) -> None
 
 
 def test_whitespace_rule_no_merge_crosses_a_word(rhyme: bpe.BpeTrace) -> None:
-    for left, right in rhyme.merges:
+    for left, _ in rhyme.merges:
         assert not left[-1].isspace()
-    tokens = {step.new_token for step in rhyme.steps}
-    assert all(" " not in token[:-1] for token in tokens)
-    assert rhyme.counts_at(rhyme.n_steps) == {
-        word: count
-        for word, count in Counter(
-            bpe.pre_tokenize(bpe.SAILOR_RHYME.replace("\n", " "))
-        ).items()
-    }
+    # Fully merged, the corpus is its words, each with the space after it.
+    assert rhyme.counts_at(rhyme.n_steps) == Counter(word + " " for word in bpe.SAILOR_RHYME.split())
+    assert rhyme.counts_at(rhyme.n_steps)["sea "] == 6
+
+
+def test_whitespace_runs_follow_the_rule_on_the_raw_stream() -> None:
+    text = "sea  sea\n\nsee\t\t sea sea  sea__see  "
+    trace = bpe.train_bpe(text, max_merges=None)
+    reference = naive_bpe(text, 100)
+    assert trace.merges == [pair for pair, _ in reference]
+    assert trace.counts_at(trace.n_steps) == reference[-1][1]
+    assert all(" " not in token[:-1] for token in trace.counts_at(trace.n_steps))
 
 
 def test_vocabulary_curve_rises_then_falls(rhyme: bpe.BpeTrace) -> None:
@@ -147,17 +149,13 @@ def test_target_vocab_size_and_merge_limit_stop_training() -> None:
     assert trace.n_steps == 6 and trace.steps[-1].vocab_size == 25
     assert "target vocabulary" in trace.stop_reason
     assert bpe.train_bpe(bpe.SAILOR_RHYME, max_merges=3).n_steps == 3
-    assert (
-        bpe.train_bpe(bpe.SAILOR_RHYME, vocab_size=5).n_steps == 0
-    )  # alphabet already bigger
+    assert bpe.train_bpe(bpe.SAILOR_RHYME, vocab_size=5).n_steps == 0  # alphabet already bigger
 
 
 def test_one_character_repeated_merges_doublings() -> None:
     trace = bpe.train_bpe("a" * 8)
     assert trace.merges == [("a", "a"), ("aa", "aa"), ("aaaa", "aaaa")]
-    assert (
-        trace.steps[0].pair_count == 7 and trace.steps[0].merged == 4
-    )  # overlapping windows
+    assert trace.steps[0].pair_count == 7 and trace.steps[0].merged == 4  # overlapping windows
     assert trace.counts_at(3) == {"aaaaaaaa": 1}
     assert bpe.train_bpe("a").n_steps == 0
 
@@ -168,14 +166,11 @@ def test_empty_corpus_is_a_clear_error(text: str) -> None:
         bpe.train_bpe(text)
 
 
-def test_upload_too_large_or_not_utf8_is_a_clear_error() -> None:
-    with pytest.raises(bpe.BpeInputError, match="5.0 MB"):
-        bpe.decode_upload(b"a" * 5_000_000)
-    with pytest.raises(bpe.BpeInputError, match="not UTF-8"):
-        bpe.decode_upload("café".encode("latin-1"))
-    assert bpe.decode_upload("\ufeffcafé sea".encode()) == "café sea"
+def test_bad_settings_and_huge_corpus_are_clear_errors() -> None:
     with pytest.raises(bpe.BpeInputError, match="at least 1"):
         bpe.train_bpe("sea", vocab_size=0)
+    with pytest.raises(bpe.BpeInputError, match="1 MB"):
+        bpe.train_bpe("sea " * 300_000)
 
 
 def test_segment_follows_merge_ranks(rhyme: bpe.BpeTrace) -> None:
@@ -188,13 +183,12 @@ def test_segment_follows_merge_ranks(rhyme: bpe.BpeTrace) -> None:
     for stage in stages:
         assert stage.pair == rhyme.merges[stage.rank]
     assert bpe.apply_merges(["x", "y"], {}) == []
+    assert rhyme.segment("could ", upto=11)[-1].pieces == ("co", "u", "l", "d ")
 
 
 def test_count_table_marks_the_new_token(rhyme: bpe.BpeTrace) -> None:
     rows = {row.token: row for row in bpe.count_table(rhyme, 5)}
-    assert (
-        rows["sea_"].is_new and rows["sea_"].count == 6 and rows["sea_"].previous == 0
-    )
+    assert rows["sea_"].is_new and rows["sea_"].count == 6 and rows["sea_"].previous == 0
     assert rows["se"].count == 0 and rows["se"].previous == 6  # used up by this merge
     assert [row.token for row in bpe.count_table(rhyme, 0, top=3)] == ["_", "e", "s"]
 
@@ -207,9 +201,7 @@ def test_figures_carry_the_trace_numbers(rhyme: bpe.BpeTrace) -> None:
     assert z[labels.index("se"), 1] == 13 and np.isnan(z[labels.index("se"), 0])
     curve = figures.vocab_curve(rhyme, step=5).to_dict()
     assert list(curve["data"][0]["y"]) == rhyme.tokens_in_use_curve()
-    tree = figures.merge_tree(
-        list("could "), rhyme.segment("could "), "could"
-    ).to_dict()
+    tree = figures.merge_tree(list("could "), rhyme.segment("could "), "could").to_dict()
     made = tree["data"][1]
     assert list(made["text"]) == ["co", "d_", "ld_", "uld_", "could_"]
     assert list(made["base"]) == [0, 4, 3, 2, 0]

@@ -29,7 +29,7 @@ SAILOR_RHYME = (
     "was the bottom of the deep blue sea sea sea\n"
 )
 WHITESPACE_SHOWN_AS = "_"
-MAX_UPLOAD_BYTES = 1_000_000  # a page trains in a few seconds on this much text
+MAX_CORPUS_BYTES = 1_000_000  # a page trains in a few seconds on this much text
 MAX_MERGES = 5_000  # keeps a page responsive whatever target a user types
 
 _WHITESPACE = re.compile(r"\s")
@@ -101,9 +101,10 @@ class BpeTrace:
         """Learned vocabulary size after each step, starting at step 0."""
         return [len(self.alphabet)] + [step.vocab_size for step in self.steps]
 
-    def segment(self, word: str) -> list[MergeStage]:
-        """How the learned merges cut one word (normalised like the corpus), stage by stage."""
-        ranks = {pair: rank for rank, pair in enumerate(self.merges)}
+    def segment(self, word: str, upto: int | None = None) -> list[MergeStage]:
+        """How the first `upto` learned merges (all by default) cut one word, stage by stage."""
+        merges = self.merges if upto is None else self.merges[:upto]
+        ranks = {pair: rank for rank, pair in enumerate(merges)}
         return apply_merges(list(normalize_corpus(word)), ranks)
 
 
@@ -131,31 +132,15 @@ def pre_tokenize(text: str) -> list[str]:
     return _PRE_TOKEN.findall(text)
 
 
-def decode_upload(data: bytes, limit: int = MAX_UPLOAD_BYTES) -> str:
-    """Text of an uploaded corpus file, or a BpeInputError that says what is wrong with it."""
-    if len(data) > limit:
-        raise BpeInputError(
-            f"The file is {len(data) / 1e6:.1f} MB; the lab trains on at most "
-            f"{limit / 1e6:.0f} MB. Upload a shorter excerpt."
-        )
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise BpeInputError(
-            f"The file is not UTF-8 text (undecodable byte at position {err.start}). "
-            "Save it as UTF-8 and upload it again."
-        ) from None
-
-
 def check_corpus(text: str) -> str:
     """The normalised corpus, or a BpeInputError when there is nothing to train on."""
     if not text or not text.strip():
         raise BpeInputError(
             "The corpus is empty: type some text or upload a .txt file."
         )
-    if len(text.encode("utf-8")) > MAX_UPLOAD_BYTES:
+    if len(text.encode("utf-8")) > MAX_CORPUS_BYTES:
         raise BpeInputError(
-            f"The corpus is longer than {MAX_UPLOAD_BYTES / 1e6:.0f} MB; use a shorter excerpt."
+            f"The corpus is longer than {MAX_CORPUS_BYTES / 1e6:.0f} MB; use a shorter excerpt."
         )
     return normalize_corpus(text)
 
