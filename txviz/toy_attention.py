@@ -99,14 +99,10 @@ def check_input(x: np.ndarray) -> np.ndarray:
     except (TypeError, ValueError) as error:
         raise ToyAttentionError("Every entry of X must be a number.") from error
     if array.ndim != 2:
-        raise ToyAttentionError(
-            f"X must be a table of N rows and D columns (got shape {array.shape})."
-        )
+        raise ToyAttentionError(f"X must be a table of N rows and D columns (got shape {array.shape}).")
     check_sizes(array.shape[0], array.shape[1])
     if not np.isfinite(array).all():
-        raise ToyAttentionError(
-            "Every entry of X must be a finite number (no blanks or infinities)."
-        )
+        raise ToyAttentionError("Every entry of X must be a finite number (no blanks or infinities).")
     return array
 
 
@@ -128,8 +124,7 @@ def toy_heads(config: ToyConfig) -> tuple[HeadWeights, ...]:
         return np.round(rng.normal(scale=0.1, size=dh), 2)
 
     return tuple(
-        HeadWeights(matrix(), bias(), matrix(), bias(), matrix(), bias())
-        for _ in range(config.n_heads)
+        HeadWeights(matrix(), bias(), matrix(), bias(), matrix(), bias()) for _ in range(config.n_heads)
     )
 
 
@@ -150,18 +145,14 @@ def self_attention_head(x: np.ndarray, head: HeadWeights, scaled: bool = True) -
     """One head in matrix form: Softmax(Q K^T / sqrt(d_head)) V."""
     x = check_input(x)
     if head.omega_q.shape[1] != x.shape[1]:
-        raise ToyAttentionError(
-            f"The weights expect D = {head.omega_q.shape[1]}, X has {x.shape[1]}."
-        )
+        raise ToyAttentionError(f"The weights expect D = {head.omega_q.shape[1]}, X has {x.shape[1]}.")
     queries = x @ head.omega_q.T + head.beta_q  # (N, d_head)
     keys = x @ head.omega_k.T + head.beta_k
     values = x @ head.omega_v.T + head.beta_v
     scores = queries @ keys.T  # (N, N) [query, key]
     scale = float(np.sqrt(head.d_head)) if scaled else 1.0
     weights = softmax_rows(scores / scale)
-    return HeadResult(
-        queries, keys, values, scores, scores / scale, weights, weights @ values, scale
-    )
+    return HeadResult(queries, keys, values, scores, scores / scale, weights, weights @ values, scale)
 
 
 def self_attention_loop(x: np.ndarray, head: HeadWeights, scaled: bool = True) -> np.ndarray:
@@ -258,3 +249,38 @@ def real_query_step(trace, layer: int, head: int, query_pos: int) -> RealQuerySt
         captured_weights=trace.weights[layer, head, query_pos],
         masked=masked,
     )
+
+
+def vector_text(vector: np.ndarray) -> str:
+    """A short vector as text with three decimals."""
+    return "[" + ", ".join(f"{v:.3f}" for v in vector) + "]"
+
+
+def weighted_sum_rows(result: HeadResult, query: int, tokens: list[str]) -> list[dict]:
+    """One output as a table: each key's weight, its value, and what it contributes."""
+    contributions = routing(result, query)  # (N, d_head)
+    return [
+        {
+            "key": tokens[m],
+            "weight a[n, m]": float(result.weights[query, m]),
+            "value v_m": vector_text(result.values[m]),
+            "a · v_m": vector_text(contributions[m]),
+        }
+        for m in range(len(tokens))
+    ]
+
+
+def real_step_rows(step: RealQueryStep) -> list[dict]:
+    """The real query's arithmetic per key, recomputed next to what the model captured."""
+    return [
+        {
+            "position": m,
+            "key": token,
+            "q · k": float(step.dots[m]),
+            "q · k / √d": None if step.masked[m] else float(step.scores[m]),
+            "captured score": None if step.masked[m] else float(step.captured_scores[m]),
+            "softmax (recomputed)": float(step.weights[m]),
+            "captured weight": float(step.captured_weights[m]),
+        }
+        for m, token in enumerate(step.key_tokens)
+    ]
