@@ -39,13 +39,9 @@ class SinusoidSpec:
 def check_sinusoid(n: int, d: int, base: float) -> None:
     """Raise PositionalError with a readable message unless n, d, C describe an encoding."""
     if int(n) != n or n < 1:
-        raise PositionalError(
-            f"The number of positions n must be a whole number of at least 1 (got {n})."
-        )
+        raise PositionalError(f"The number of positions n must be a whole number of at least 1 (got {n}).")
     if n > MAX_POSITIONS:
-        raise PositionalError(
-            f"n = {n} positions is more than this lab draws (at most {MAX_POSITIONS})."
-        )
+        raise PositionalError(f"n = {n} positions is more than this lab draws (at most {MAX_POSITIONS}).")
     if int(d) != d or d < 1:
         raise PositionalError(f"The dimension d must be a whole number of at least 1 (got {d}).")
     if d > MAX_DIM:
@@ -66,9 +62,7 @@ def sinusoidal_encoding(n: int, d: int, base: float = 10000.0) -> np.ndarray:
     For odd d the last column is a sine whose cosine partner would be column d (see ODD_D_NOTE).
     """
     check_sinusoid(n, d, base)
-    angles = (
-        np.arange(n, dtype=np.float64)[:, None] * frequencies(d, base)[None, :]
-    )  # (n, ceil(d/2))
+    angles = np.arange(n, dtype=np.float64)[:, None] * frequencies(d, base)[None, :]  # (n, ceil(d/2))
     encoding = np.empty((n, d), dtype=np.float64)
     encoding[:, 0::2] = np.sin(angles)
     encoding[:, 1::2] = np.cos(angles[:, : d // 2])
@@ -225,9 +219,7 @@ class RopeOffsetCheck:
     max_diagonal_spread: float  # largest max-min along any diagonal: 0 if only m - n matters
 
 
-def rope_offset_check(
-    q: np.ndarray, k: np.ndarray, n: int, inv_freq: np.ndarray
-) -> RopeOffsetCheck:
+def rope_offset_check(q: np.ndarray, k: np.ndarray, n: int, inv_freq: np.ndarray) -> RopeOffsetCheck:
     """Place one query and one key vector at positions 0..n-1 and score every pair."""
     positions = np.arange(n)
     queries = apply_rope(np.broadcast_to(q, (n, q.shape[-1])), positions, inv_freq)  # (n, h)
@@ -259,3 +251,27 @@ def added_vs_concatenated(x: np.ndarray, p: np.ndarray) -> AddedVsConcatenated:
         position=p @ p.T,
         cross=x @ p.T + p @ x.T,
     )
+
+
+def model_inv_freq(model: Any) -> np.ndarray | None:
+    """The rotary frequencies a loaded model actually uses (its inv_freq buffer), if any."""
+    for name, buffer in model.named_buffers():
+        if name.endswith("rotary_emb.inv_freq"):
+            return buffer.detach().double().cpu().numpy()
+    return None
+
+
+def token_embeddings(loaded: Any, text: str, max_tokens: int = 32) -> tuple[list[str], np.ndarray]:
+    """A text's tokens and their word embeddings (before positions are added); (n, d_model)."""
+    import torch
+
+    from txviz.tokens import readable_tokens
+
+    if not text or not text.strip():
+        raise PositionalError("The text is empty: type a short sentence.")
+    ids = loaded.tokenizer(text, truncation=True, max_length=max_tokens)["input_ids"]
+    table = loaded.model.get_input_embeddings()
+    with torch.no_grad():
+        vectors = table(torch.tensor(ids, device=table.weight.device)).float().cpu().numpy()
+    tokens, _ = readable_tokens(loaded.tokenizer, ids)
+    return list(tokens), vectors

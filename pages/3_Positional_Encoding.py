@@ -1,0 +1,209 @@
+"""Positional encoding lab: sinusoids, binary positions, shifts as rotations, learned and rotary positions."""
+
+import numpy as np
+import streamlit as st
+
+from txviz import positional as pe
+from txviz import ui
+from txviz.figures import positional as figs
+
+ui.setup_page(
+    "Positional encoding lab",
+    "Attention alone ignores order; positions are added to the tokens. The sinusoidal table of "
+    "Vaswani et al., its binary ancestor, why a shift is a rotation, and what MiniLM learned and "
+    "SmolLM2 rotates instead.",
+)
+
+with st.sidebar:
+    st.subheader("Sinusoid")
+    n = st.slider("Positions n", 1, 200, 60, key="n")
+    d = st.slider("Dimensions d", 1, 128, 32, key="d")
+    base = st.select_slider("Base C", [10, 100, 1000, 10000, 100000, 1000000], value=10000, key="base")
+
+with ui.user_errors():
+    encoding = pe.sinusoidal_encoding(n, d, base)  # (n, d)
+if d % 2:
+    st.warning(pe.ODD_D_NOTE)
+
+tabs = st.tabs(
+    [
+        "Sinusoids",
+        "Binary",
+        "Shift = rotation",
+        "Similarity",
+        "Learned (MiniLM)",
+        "Rotary (SmolLM2)",
+        "X + P",
+    ],
+    key="view",
+    on_change="rerun",
+)
+sinusoid_tab, binary_tab, shift_tab, similarity_tab, learned_tab, rotary_tab, added_tab = tabs
+
+if sinusoid_tab.open:
+    with sinusoid_tab:
+        st.latex(r"p_{i,2j} = \sin\frac{i}{C^{2j/d}}, \qquad p_{i,2j+1} = \cos\frac{i}{C^{2j/d}}")
+        st.caption(pe.LAYOUT_NOTE)
+        ui.show_figure(figs.encoding_heatmap(encoding, f"P for n = {n}, d = {d}, C = {base:,}"), key="P")
+        default = [j for j in range(6, 10) if j < d] or [0]
+        columns = st.multiselect("Columns to draw", list(range(d)), default=default, key="columns")
+        ui.show_figure(figs.basis_curves(encoding, columns, "Columns of P over the positions"), key="curves")
+
+if binary_tab.open:
+    with binary_tab:
+        bits = st.slider("Bits", 1, 6, 3, key="bits")
+        table = pe.binary_encoding(2**bits, bits)
+        ui.show_figure(figs.binary_table_figure(table, pe.binary_labels(2**bits, bits)), key="binary")
+        st.caption(
+            "Bit 0 flips at every position, bit 1 every two, bit 2 every four: lower bits are higher "
+            "frequencies. The sinusoid is the continuous version: column pair j turns at 1 / C^(2j/d) "
+            "radians per position, fastest at j = 0, and its values are smooth floats instead of 0 and 1."
+        )
+
+if shift_tab.open:
+    with shift_tab:
+        cols = st.columns(2)
+        t = cols[0].slider("Position t", 0, max(n - 1, 1), min(10, n - 1), key="t")
+        phi = cols[1].slider("Offset φ", -t, 100, 5, key="phi")
+        with ui.user_errors():
+            check = pe.shift_check(t, phi, d, base)
+        st.latex(
+            r"p_{t+\phi} = R(\phi)\, p_t,\quad R_j(\phi) = \begin{pmatrix}\cos\phi\omega_j & \sin\phi\omega_j\\ -\sin\phi\omega_j & \cos\phi\omega_j\end{pmatrix}"
+        )
+        st.metric("Largest |R(φ) p_t − p_(t+φ)|", f"{check.max_abs_difference:.2e}")
+        cols = st.columns(2)
+        with cols[0]:
+            ui.show_figure(figs.shift_figure(check), key="shift")
+        with cols[1]:
+            ui.show_figure(figs.rotation_figure(pe.rotation_matrix(phi, d, base), phi), key="rotation")
+        st.caption(
+            "R(φ) depends on φ only, not on t: any fixed offset is one linear map, which attention can learn."
+        )
+
+if similarity_tab.open:
+    with similarity_tab:
+        measure = st.radio("Measure", ["dot product", "cosine"], horizontal=True, key="measure")
+        similarity = (
+            pe.dot_similarity(encoding) if measure == "dot product" else pe.cosine_similarity(encoding)
+        )
+        cols = st.columns(2)
+        with cols[0]:
+            ui.show_figure(figs.similarity_heatmap(similarity, f"p_i · p_k ({measure})"), key="similarity")
+        with cols[1]:
+            curve = {f"sinusoid C = {base:,}": pe.similarity_by_offset(similarity)}
+            ui.show_figure(figs.offset_curves(curve, "Similarity by distance", measure), key="by_offset")
+        st.caption("For even d, p_i · p_k = Σ_j cos((i − k) ω_j): it depends on the distance i − k only.")
+
+if learned_tab.open:
+    with learned_tab:
+        loaded = ui.load_model("minilm", kinds=("encoder",))
+        learned = pe.learned_position_embeddings(loaded.model)  # (512, 384)
+        sinusoid = pe.sinusoidal_encoding(*learned.shape)
+        cols = st.columns(2)
+        with cols[0]:
+            ui.show_figure(
+                figs.encoding_heatmap(learned, f"MiniLM's learned positions {learned.shape}"), key="learned"
+            )
+            ui.show_figure(
+                figs.similarity_heatmap(pe.cosine_similarity(learned), "Learned: cosine similarity"),
+                key="learned_sim",
+            )
+            ui.show_figure(
+                figs.pca_figure(pe.principal_components(learned), "Learned: first two principal components"),
+                key="learned_pca",
+            )
+        with cols[1]:
+            ui.show_figure(
+                figs.encoding_heatmap(sinusoid, "Sinusoid of the same size, C = 10,000"), key="sinusoid"
+            )
+            ui.show_figure(
+                figs.similarity_heatmap(pe.cosine_similarity(sinusoid), "Sinusoid: cosine similarity"),
+                key="sinusoid_sim",
+            )
+            ui.show_figure(
+                figs.pca_figure(
+                    pe.principal_components(sinusoid), "Sinusoid: first two principal components"
+                ),
+                key="sinusoid_pca",
+            )
+        curves = {
+            "MiniLM learned": pe.similarity_by_offset(pe.cosine_similarity(learned)),
+            "sinusoid": pe.similarity_by_offset(pe.cosine_similarity(sinusoid)),
+        }
+        ui.show_figure(
+            figs.offset_curves(curves, "Mean cosine similarity by distance", "cosine"), key="learned_offsets"
+        )
+        st.caption("MiniLM's matrix is its real embeddings.position_embeddings weight, trained from data.")
+
+if rotary_tab.open:
+    with rotary_tab:
+        loaded = ui.load_model("smollm2", kinds=("decoder",))
+        spec = pe.rope_spec(loaded.config)
+        cols = st.columns(3)
+        cols[0].metric("θ (rope_theta)", f"{spec.theta:,.0f}")
+        cols[1].metric("d_head", spec.head_dim)
+        cols[2].metric("Rotation type", spec.rope_type)
+        used = pe.model_inv_freq(loaded.model)
+        if used is not None:
+            st.caption(
+                f"The model's own inv_freq buffer differs from θ^(−2j/d) by at most {np.abs(used - spec.inv_freq).max():.1e}."
+            )
+        sinusoid_freq = pe.frequencies(spec.head_dim, 10000.0)
+        ui.show_figure(
+            figs.rope_frequencies_figure(
+                {"SmolLM2 RoPE": spec.inv_freq, "sinusoid, C = 10,000": sinusoid_freq}
+            ),
+            key="rope_freq",
+        )
+        length = st.slider("Positions", 2, 128, 48, key="rope_n")
+        rng = np.random.default_rng(st.number_input("Seed of q and k", 0, 1000, 0, key="rope_seed"))
+        check = pe.rope_offset_check(
+            rng.normal(size=spec.head_dim), rng.normal(size=spec.head_dim), length, spec.inv_freq
+        )
+        st.metric("Largest spread along any diagonal", f"{check.max_diagonal_spread:.1e}")
+        cols = st.columns(2)
+        with cols[0]:
+            ui.show_figure(figs.rope_offset_figure(check), key="rope_scores")
+        with cols[1]:
+            ui.show_figure(
+                figs.offset_curves({"q_m · k_n": check.by_offset}, "Score by offset m − n", "q · k"),
+                key="rope_offset",
+            )
+        st.caption(
+            "RoPE rotates q and k by their positions instead of adding a vector to the input: "
+            "rotate q by mθ and k by nθ and their dot product sees only m − n. q and k here are "
+            "seeded random vectors; the frequencies are SmolLM2's, from its config."
+        )
+
+if added_tab.open:
+    with added_tab:
+        loaded = ui.load_model("minilm", kinds=("encoder",))
+        text = ui.text_input("Short text", "the cat sat on the cat", key="xp_text", height=68)
+        source = st.radio(
+            "Positions P", ["MiniLM learned", "sinusoid (C = 10,000)"], horizontal=True, key="xp_source"
+        )
+        with ui.user_errors():
+            tokens, x = pe.token_embeddings(loaded, text)  # (n, 384)
+            p = (
+                pe.learned_position_embeddings(loaded.model)[: len(tokens)]
+                if source == "MiniLM learned"
+                else pe.sinusoidal_encoding(*x.shape)
+            )
+            parts = pe.added_vs_concatenated(x, p)
+        ui.show_figure(figs.added_vs_concatenated_figure(parts, tokens), key="xp_parts")
+        st.latex(
+            r"(x_i + p_i)\cdot(x_k + p_k) = x_i\cdot x_k + p_i\cdot p_k + \underbrace{x_i\cdot p_k + p_i\cdot x_k}_{\text{cross}}, \qquad [x_i; p_i]\cdot[x_k; p_k] = x_i\cdot x_k + p_i\cdot p_k"
+        )
+        cols = st.columns(2)
+        with cols[0]:
+            ui.show_figure(figs.encoding_heatmap(parts.added, "X + P (n x d)", "dimension"), key="xp_added")
+        with cols[1]:
+            ui.show_figure(
+                figs.encoding_heatmap(parts.concatenated, "[X | P] (n x 2d)", "dimension"), key="xp_concat"
+            )
+        st.caption(
+            f"Mean norm of a token vector {np.linalg.norm(x, axis=1).mean():.2f}, of a position vector "
+            f"{np.linalg.norm(p, axis=1).mean():.2f}. Adding keeps d and mixes content and position in "
+            "the cross terms; concatenating keeps them apart at the cost of width. X is MiniLM's word "
+            "embedding table (before its token-type embedding and LayerNorm)."
+        )
