@@ -22,7 +22,10 @@ for i, page in enumerate(PAGES):
         st.caption(doc.splitlines()[0] if doc else "")
 
 st.subheader("Device and models")
-st.write(f"Models run on **{ui.current_device()}**" + (" (no CUDA GPU found)." if ui.current_device() == "cpu" else "."))
+st.write(
+    f"Models run on **{ui.current_device()}**"
+    + (" (no CUDA GPU found)." if ui.current_device() == "cpu" else ".")
+)
 st.dataframe(
     [
         {

@@ -47,9 +47,23 @@ def app_server():
     ARTIFACTS.mkdir(exist_ok=True)
     log = open(ARTIFACTS / "streamlit.log", "w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+        ],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
@@ -99,8 +113,8 @@ FIGURE = '[data-testid="stPlotlyChart"], [data-testid="stVegaLiteChart"], [data-
 
 
 def wait_for_app(page, timeout_ms: int = 180_000) -> None:
-    """Wait until the script has finished running (no 'Running...' indicator)."""
-    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
+    """Wait until the script has drawn its title and finished running (no 'Running...' indicator)."""
+    page.wait_for_selector('[data-testid="stApp"] h1', timeout=timeout_ms)
     page.wait_for_function(
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms
     )

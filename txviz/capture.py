@@ -139,7 +139,9 @@ def txviz_attention(
         else:
             scores = scores + attention_mask.float()
             # additive masks use the dtype's minimum: show them as -inf, exactly zero weight
-            scores = scores.masked_fill(attention_mask <= torch.finfo(attention_mask.dtype).min / 2, float("-inf"))
+            scores = scores.masked_fill(
+                attention_mask <= torch.finfo(attention_mask.dtype).min / 2, float("-inf")
+            )
     elif causal and n_query > 1:
         scores = scores.masked_fill(~causal_mask(n_query, n_key, scores.device), float("-inf"))
     if settings.extra_mask is not None:

@@ -50,11 +50,11 @@ def trace_text(
 ) -> AttentionTrace:
     """Attention of every layer and head of a text model on ``text``."""
     if loaded.kind not in ("encoder", "decoder"):
-        raise ModelLoadError(
-            f"{loaded.name} is an {loaded.kind} model: use its own page for its attention."
-        )
+        raise ModelLoadError(f"{loaded.name} is an {loaded.kind} model: use its own page for its attention.")
     encoded = encode(loaded, text, max_tokens)
-    settings = CaptureSettings(record=frozenset(record) | {"weights"}, normalize=normalize, extra_mask=extra_mask)
+    settings = CaptureSettings(
+        record=frozenset(record) | {"weights"}, normalize=normalize, extra_mask=extra_mask
+    )
     input_ids = torch.tensor([encoded.ids], device=loaded.device)
     with torch.no_grad(), capture(loaded.model, settings) as rec:
         loaded.model(input_ids=input_ids)

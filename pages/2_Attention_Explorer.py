@@ -1,0 +1,126 @@
+"""Every head and layer of a real model on your text: heatmaps, grids, token focus, rollout."""
+
+import streamlit as st
+
+from txviz import explorer, ui
+from txviz.figures import attention as figures
+
+DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
+
+ui.setup_page(
+    "Attention Explorer",
+    "Rows are queries (the token doing the looking), columns are keys (what it looks at); each row "
+    "sums to 1. Attention shows where information flows, not why the model decides.",
+)
+with st.sidebar:
+    st.subheader("View options")
+    hide_special = st.toggle(
+        "Hide special tokens and renormalise",
+        key="hide_special",
+        help="[CLS], [SEP] and similar often soak up attention (attention sinks).",
+    )
+    whole_words = st.toggle("Whole words (merge sub-word pieces)", key="whole_words")
+    log_scale = st.toggle("Log colour scale", key="log_scale")
+    threshold = st.slider("Hide weights below", 0.0, 0.5, 0.0, 0.01, key="threshold")
+
+left, right = st.columns([1, 2])
+with left:
+    name = ui.model_picker(kinds=("encoder", "decoder"))
+with right:
+    text = ui.text_input("Text", DEFAULT_TEXT)
+loaded = ui.load_model(name, kinds=("encoder", "decoder"))
+with ui.user_errors():
+    trace = explorer.view(loaded, text, ui.cached_trace(name, text), hide_special, whole_words)
+if trace.notice:
+    st.warning(trace.notice)
+
+layer_col, head_col = st.columns(2)
+layer = layer_col.slider("Layer", 0, trace.n_layers - 1, 0, key="layer")
+head = head_col.slider("Head", 0, trace.n_heads - 1, 0, key="head")
+style = dict(log_scale=log_scale, threshold=threshold)
+one, grids, focus, summary = st.tabs(["One head", "All heads", "Token focus", "Aggregates"])
+
+with one:
+    ui.show_figure(
+        figures.attention_heatmap(
+            trace.head(layer, head),
+            trace.query_tokens,
+            trace.key_tokens,
+            f"{name}: layer {layer}, head {head}",
+            **style,
+        )
+    )
+
+with grids:
+    ui.show_figure(
+        figures.heads_mosaic(
+            trace.weights[layer][None],
+            row_label="",
+            tile_size=160,
+            title=f"Layer {layer}: every head",
+            **style,
+        )
+    )
+    ui.show_figure(
+        figures.heads_mosaic(
+            trace.weights,
+            tile_size=48,
+            title="Every layer and head (pick one with the sliders above)",
+            **style,
+        )
+    )
+
+with focus:
+    options = [f"{i}: {t}" for i, t in enumerate(trace.query_tokens)]
+    token = options.index(st.selectbox("Token", options, index=min(1, len(options) - 1), key="focus_token"))
+    mean_heads = st.toggle("Mean over heads instead of the chosen head", key="focus_mean")
+    matrix = explorer.aggregated(trace, "mean over heads")[layer] if mean_heads else trace.head(layer, head)
+    ui.show_figure(figures.token_focus_arcs(matrix, trace.query_tokens, token))
+    attends, attended = explorer.focus_across_layers(trace, token)
+    layers = tuple(f"layer {i}" for i in range(trace.n_layers))
+    a, b = st.columns(2)
+    with a:
+        ui.show_figure(
+            figures.attention_heatmap(
+                attends,
+                layers,
+                trace.key_tokens,
+                "What it attends to, per layer (mean of heads)",
+                axis_titles=("layer", "key"),
+                **style,
+            )
+        )
+    with b:
+        ui.show_figure(
+            figures.attention_heatmap(
+                attended,
+                layers,
+                trace.query_tokens,
+                "What attends to it, per layer (mean of heads)",
+                axis_titles=("layer", "query"),
+                **style,
+            )
+        )
+
+with summary:
+    how = st.radio("Combine heads by", explorer.AGGREGATES, horizontal=True, key="aggregate")
+    st.caption(
+        "Rollout (Abnar & Zuidema 2020) multiplies the layers' head means, each mixed half and "
+        "half with the identity for the residual stream and renormalised, up to the chosen layer."
+    )
+    ui.show_figure(
+        figures.attention_heatmap(
+            explorer.aggregated(trace, how)[layer],
+            trace.query_tokens,
+            trace.key_tokens,
+            f"{how}, layer {layer}",
+            **style,
+        )
+    )
+    a, b = st.columns(2)
+    with a:
+        ui.show_figure(figures.layer_head_heatmap(explorer.entropy(trace), "Entropy per head", "nats"))
+    with b:
+        ui.show_figure(
+            figures.layer_head_heatmap(explorer.distance(trace), "Mean attention distance", "tokens")
+        )

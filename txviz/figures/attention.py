@@ -1,0 +1,216 @@
+"""Attention figures: one head as a heatmap, many heads as image mosaics, token focus arcs."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from txviz.figures.colors import colorize, plotly_colorscale, png_data_uri
+from txviz.figures.text import plain, plain_all
+
+LOG_FLOOR = 1e-4  # weights below this share the bottom colour on the log scale
+HOVER_LABEL_LIMIT = 256  # past this many tokens per axis, hover names positions, not text
+
+
+def _token_axis(tokens: tuple[str, ...], title: str) -> dict:
+    """Integer positions with token text as tick labels: repeated tokens stay apart."""
+    step = max(1, len(tokens) // 60)  # keep labels legible on long inputs
+    ticks = list(range(0, len(tokens), step))
+    return dict(
+        title=title,
+        tickmode="array",
+        tickvals=ticks,
+        ticktext=[plain(tokens[i]) for i in ticks],
+        showgrid=False,
+        zeroline=False,
+    )
+
+
+def scale_values(matrix: np.ndarray, log_scale: bool, threshold: float) -> np.ndarray:
+    """Values to colour: below-threshold weights cleared, optionally log10."""
+    shown = np.where(matrix >= threshold, matrix, 0.0) if threshold > 0 else matrix
+    return np.log10(np.clip(shown, LOG_FLOOR, None)) if log_scale else shown
+
+
+def attention_heatmap(
+    matrix: np.ndarray,  # (Q, K)
+    query_tokens: tuple[str, ...],
+    key_tokens: tuple[str, ...],
+    title: str = "",
+    log_scale: bool = False,
+    threshold: float = 0.0,
+    scale: str = "viridis",
+    axis_titles: tuple[str, str] = ("query (attending)", "key (attended to)"),
+) -> go.Figure:
+    """One attention matrix: rows are queries, columns are keys, hover shows both and the weight."""
+    z = scale_values(matrix, log_scale, threshold)
+    hover = "query %{y}, key %{x}<br>weight %{customdata:.4f}<extra></extra>"
+    text = None
+    if max(len(query_tokens), len(key_tokens)) <= HOVER_LABEL_LIMIT:
+        text = [[f"{plain(q)} → {plain(k)}" for k in key_tokens] for q in query_tokens]
+        hover = "%{text}<br>query %{y}, key %{x}<br>weight %{customdata:.4f}<extra></extra>"
+    colorbar = dict(title="weight")
+    if log_scale:
+        ticks = np.arange(np.log10(LOG_FLOOR), 1)
+        colorbar.update(title="weight (log)", tickvals=ticks, ticktext=[f"1e{int(t)}" for t in ticks])
+    figure = go.Figure(
+        go.Heatmap(
+            z=z,
+            customdata=matrix,
+            text=text,
+            hovertemplate=hover,
+            colorscale=plotly_colorscale(scale),
+            colorbar=colorbar,
+            zmin=np.log10(LOG_FLOOR) if log_scale else 0.0,
+            zmax=0.0 if log_scale else float(max(matrix.max(), 1e-9)),
+        )
+    )
+    size = max(420, min(900, 16 * max(len(query_tokens), len(key_tokens)) + 160))
+    figure.update_layout(
+        title=title,
+        height=size,
+        xaxis=_token_axis(key_tokens, axis_titles[1]) | {"side": "top", "tickangle": -60},
+        yaxis=_token_axis(query_tokens, axis_titles[0]) | {"autorange": "reversed"},
+        margin=dict(l=10, r=10, t=90, b=10),
+    )
+    return figure
+
+
+def pool(matrix: np.ndarray, size: int) -> np.ndarray:
+    """Block-mean a (Q, K) matrix down to at most size x size, for thumbnails."""
+    q, k = matrix.shape
+    fq, fk = -(-q // size), -(-k // size)
+    if fq == 1 and fk == 1:
+        return matrix
+    padded = np.full((fq * -(-q // fq), fk * -(-k // fk)), np.nan, dtype=np.float32)
+    padded[:q, :k] = matrix
+    return np.nanmean(padded.reshape(padded.shape[0] // fq, fq, padded.shape[1] // fk, fk), axis=(1, 3))
+
+
+def mosaic(tiles: np.ndarray, tile_size: int, gap: int = 2) -> np.ndarray:
+    """[rows, cols, Q, K] -> one 2-D array of pooled tiles separated by NaN gaps."""
+    rows, cols = tiles.shape[:2]
+    pooled = [[pool(tiles[r, c], tile_size) for c in range(cols)] for r in range(rows)]
+    th, tw = pooled[0][0].shape
+    out = np.full((rows * (th + gap) - gap, cols * (tw + gap) - gap), np.nan, dtype=np.float32)
+    for r in range(rows):
+        for c in range(cols):
+            out[r * (th + gap) : r * (th + gap) + th, c * (tw + gap) : c * (tw + gap) + tw] = pooled[r][c]
+    return out
+
+
+def heads_mosaic(
+    weights: np.ndarray,  # [rows, cols, Q, K], e.g. [layer, head, Q, K]
+    row_label: str = "layer",
+    col_label: str = "head",
+    tile_size: int = 64,
+    log_scale: bool = False,
+    threshold: float = 0.0,
+    scale: str = "viridis",
+    title: str = "",
+) -> go.Figure:
+    """Many heads at once as one PNG image (bounded bytes however long the text)."""
+    rows, cols = weights.shape[:2]
+    values = scale_values(mosaic(weights, tile_size), log_scale, threshold)
+    vmin, vmax = (np.log10(LOG_FLOOR), 0.0) if log_scale else (0.0, float(np.nanmax(values)) or 1.0)
+    rgb = colorize(values, vmin, vmax, scale)
+    height, width = rgb.shape[:2]
+    th, tw = (height + 2) / rows, (width + 2) / cols
+    figure = go.Figure(go.Image(source=png_data_uri(rgb), hoverinfo="skip"))
+    figure.update_layout(
+        title=title,
+        xaxis=dict(
+            title=col_label,
+            tickmode="array",
+            tickvals=[(c + 0.5) * tw for c in range(cols)],
+            ticktext=[str(c) for c in range(cols)],
+            side="top",
+            showgrid=False,
+        ),
+        yaxis=dict(
+            title=row_label,
+            tickmode="array",
+            tickvals=[(r + 0.5) * th for r in range(rows)],
+            ticktext=[str(r) for r in range(rows)],
+            showgrid=False,
+        ),
+        height=min(1600, max(260, int(90 + 720 * height / max(width, 1)))),
+        margin=dict(l=10, r=10, t=80, b=10),
+    )
+    return figure
+
+
+def layer_head_heatmap(values: np.ndarray, title: str, unit: str, scale: str = "viridis") -> go.Figure:
+    """A [layer, head] table of one number per head (entropy, distance, a score)."""
+    figure = go.Figure(
+        go.Heatmap(
+            z=values,
+            colorscale=plotly_colorscale(scale),
+            colorbar=dict(title=unit),
+            hovertemplate="layer %{y}, head %{x}<br>%{z:.3f} " + unit + "<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        title=title,
+        xaxis=dict(title="head", dtick=1),
+        yaxis=dict(title="layer", dtick=1, autorange="reversed"),
+        height=max(300, 22 * values.shape[0] + 140),
+        margin=dict(l=10, r=10, t=60, b=10),
+    )
+    return figure
+
+
+def token_focus_arcs(
+    weights: np.ndarray,  # (Q, K) one head or a head mean
+    tokens: tuple[str, ...],
+    focus: int,
+    min_weight: float = 0.02,
+) -> go.Figure:
+    """Lines from the focus token to the keys it attends to (left) and from the queries attending to it
+    (right), line strength = weight, like BertViz's head view."""
+    n = len(tokens)
+    figure = go.Figure()
+    panels = (("attends to", 0.0, weights[focus], True), ("attended by", 3.0, weights[:, focus], False))
+    for label, x0, row, outgoing in panels:
+        for strength in (0.1, 0.3, 0.6, 1.01):  # a few width buckets instead of one trace per line
+            lower = strength / 3 if strength > 0.1 else min_weight
+            idx = [i for i in range(n) if lower <= row[i] < strength and row[i] >= min_weight]
+            xs, ys = [], []
+            for i in idx:
+                a, b = (focus, i) if outgoing else (i, focus)
+                xs += [x0, x0 + 1, None]
+                ys += [a, b, None]
+            if xs:
+                figure.add_trace(
+                    go.Scatter(
+                        x=xs,
+                        y=ys,
+                        mode="lines",
+                        line=dict(width=1 + 8 * strength, color="#3e4989"),
+                        opacity=min(1.0, 0.25 + strength),
+                        hoverinfo="skip",
+                        showlegend=False,
+                    )
+                )
+        for side in (0, 1):
+            figure.add_trace(
+                go.Scatter(
+                    x=[x0 + side] * n,
+                    y=list(range(n)),
+                    mode="text",
+                    text=plain_all(tokens),
+                    showlegend=False,
+                    textposition="middle left" if side == 0 else "middle right",
+                    customdata=row,
+                    hovertemplate="%{text}: %{customdata:.3f}<extra></extra>",
+                    textfont=dict(color=["#d62728" if i == focus else "#222" for i in range(n)]),
+                )
+            )
+        figure.add_annotation(x=x0 + 0.5, y=-1.5, text=label, showarrow=False)
+    figure.update_layout(
+        xaxis=dict(visible=False, range=[-1.2, 5.2]),
+        yaxis=dict(visible=False, autorange="reversed"),
+        height=max(300, 22 * n + 80),
+        margin=dict(l=10, r=10, t=30, b=10),
+    )
+    return figure

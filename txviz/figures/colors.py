@@ -1,0 +1,67 @@
+"""Colour maps applied in numpy, and arrays encoded as PNG, for figures sent as images."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import numpy as np
+from PIL import Image
+
+# Anchors of perceptually uniform, colour-blind-safe scales (matplotlib's viridis and cividis).
+SCALES = {
+    "viridis": [
+        "#440154",
+        "#482878",
+        "#3e4989",
+        "#31688e",
+        "#26828e",
+        "#1f9e89",
+        "#35b779",
+        "#6ece58",
+        "#b5de2b",
+        "#fde725",
+    ],
+    "cividis": [
+        "#00224e",
+        "#123570",
+        "#3b496c",
+        "#575d6d",
+        "#707173",
+        "#8a8779",
+        "#a69d75",
+        "#c4b56c",
+        "#e4cf5b",
+        "#fee838",
+    ],
+    "greys": ["#ffffff", "#000000"],
+}
+
+
+def _rgb(hex_color: str) -> tuple[int, int, int]:
+    return tuple(int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
+
+
+def colorize(values: np.ndarray, vmin: float, vmax: float, scale: str = "viridis") -> np.ndarray:
+    """Float array (...) -> uint8 RGB (..., 3); NaN becomes white (a gap between tiles)."""
+    anchors = np.array([_rgb(c) for c in SCALES[scale]], dtype=np.float32)  # (A, 3)
+    t = np.clip((values - vmin) / max(vmax - vmin, 1e-12), 0, 1)
+    pos = np.nan_to_num(t, nan=0.0) * (len(anchors) - 1)
+    low = np.floor(pos).astype(int).clip(0, len(anchors) - 2)
+    frac = (pos - low)[..., None]
+    rgb = anchors[low] * (1 - frac) + anchors[low + 1] * frac
+    rgb[np.isnan(values)] = 255
+    return rgb.astype(np.uint8)
+
+
+def png_data_uri(rgb: np.ndarray) -> str:
+    """uint8 (H, W, 3) -> a data: URI holding the PNG."""
+    buffer = io.BytesIO()
+    Image.fromarray(rgb).save(buffer, format="PNG", optimize=False, compress_level=6)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def plotly_colorscale(scale: str = "viridis") -> list[list]:
+    """The same scale in plotly's [[position, colour], ...] form."""
+    colors = SCALES[scale]
+    return [[i / (len(colors) - 1), c] for i, c in enumerate(colors)]
