@@ -1,6 +1,5 @@
 """Positional encoding lab: sinusoids, binary positions, shifts as rotations, learned and rotary positions."""
 
-import numpy as np
 import streamlit as st
 
 from txviz import positional as pe
@@ -25,19 +24,16 @@ with ui.user_errors():
 if d % 2:
     st.warning(pe.ODD_D_NOTE)
 
-tabs = st.tabs(
-    [
-        "Sinusoids",
-        "Binary",
-        "Shift = rotation",
-        "Similarity",
-        "Learned (MiniLM)",
-        "Rotary (SmolLM2)",
-        "X + P",
-    ],
-    key="view",
-    on_change="rerun",
-)
+VIEWS = [
+    "Sinusoids",
+    "Binary",
+    "Shift = rotation",
+    "Similarity",
+    "Learned (MiniLM)",
+    "Rotary (SmolLM2)",
+    "X + P",
+]
+tabs = st.tabs(VIEWS, key="view", on_change="rerun")
 sinusoid_tab, binary_tab, shift_tab, similarity_tab, learned_tab, rotary_tab, added_tab = tabs
 
 if sinusoid_tab.open:
@@ -98,38 +94,15 @@ if learned_tab.open:
     with learned_tab:
         loaded = ui.load_model("minilm", kinds=("encoder",))
         learned = pe.learned_position_embeddings(loaded.model)  # (512, 384)
-        sinusoid = pe.sinusoidal_encoding(*learned.shape)
-        cols = st.columns(2)
-        with cols[0]:
-            ui.show_figure(
-                figs.encoding_heatmap(learned, f"MiniLM's learned positions {learned.shape}"), key="learned"
-            )
-            ui.show_figure(
-                figs.similarity_heatmap(pe.cosine_similarity(learned), "Learned: cosine similarity"),
-                key="learned_sim",
-            )
-            ui.show_figure(
-                figs.pca_figure(pe.principal_components(learned), "Learned: first two principal components"),
-                key="learned_pca",
-            )
-        with cols[1]:
-            ui.show_figure(
-                figs.encoding_heatmap(sinusoid, "Sinusoid of the same size, C = 10,000"), key="sinusoid"
-            )
-            ui.show_figure(
-                figs.similarity_heatmap(pe.cosine_similarity(sinusoid), "Sinusoid: cosine similarity"),
-                key="sinusoid_sim",
-            )
-            ui.show_figure(
-                figs.pca_figure(
-                    pe.principal_components(sinusoid), "Sinusoid: first two principal components"
-                ),
-                key="sinusoid_pca",
-            )
-        curves = {
-            "MiniLM learned": pe.similarity_by_offset(pe.cosine_similarity(learned)),
-            "sinusoid": pe.similarity_by_offset(pe.cosine_similarity(sinusoid)),
-        }
+        summaries = [
+            pe.summarize("MiniLM learned", learned),
+            pe.summarize("Sinusoid", pe.sinusoidal_encoding(*learned.shape)),
+        ]
+        for column, summary in zip(st.columns(2), summaries, strict=True):
+            with column:
+                for i, figure in enumerate(figs.summary_figures(summary)):
+                    ui.show_figure(figure, key=f"{summary.name}_{i}")
+        curves = {summary.name: summary.by_offset for summary in summaries}
         ui.show_figure(
             figs.offset_curves(curves, "Mean cosine similarity by distance", "cosine"), key="learned_offsets"
         )
@@ -143,23 +116,14 @@ if rotary_tab.open:
         cols[0].metric("θ (rope_theta)", f"{spec.theta:,.0f}")
         cols[1].metric("d_head", spec.head_dim)
         cols[2].metric("Rotation type", spec.rope_type)
-        used = pe.model_inv_freq(loaded.model)
-        if used is not None:
-            st.caption(
-                f"The model's own inv_freq buffer differs from θ^(−2j/d) by at most {np.abs(used - spec.inv_freq).max():.1e}."
-            )
-        sinusoid_freq = pe.frequencies(spec.head_dim, 10000.0)
-        ui.show_figure(
-            figs.rope_frequencies_figure(
-                {"SmolLM2 RoPE": spec.inv_freq, "sinusoid, C = 10,000": sinusoid_freq}
-            ),
-            key="rope_freq",
-        )
+        gap = pe.buffer_difference(loaded.model, spec)
+        if gap is not None:
+            st.caption(f"The model's own inv_freq buffer differs from θ^(−2j/d) by at most {gap:.1e}.")
+        frequencies = {"SmolLM2 RoPE": spec.inv_freq, "sinusoid, C = 10,000": pe.frequencies(spec.head_dim)}
+        ui.show_figure(figs.rope_frequencies_figure(frequencies), key="rope_freq")
         length = st.slider("Positions", 2, 128, 48, key="rope_n")
-        rng = np.random.default_rng(st.number_input("Seed of q and k", 0, 1000, 0, key="rope_seed"))
-        check = pe.rope_offset_check(
-            rng.normal(size=spec.head_dim), rng.normal(size=spec.head_dim), length, spec.inv_freq
-        )
+        seed = st.number_input("Seed of q and k", 0, 1000, 0, key="rope_seed")
+        check = pe.seeded_rope_offset_check(spec, length, int(seed))
         st.metric("Largest spread along any diagonal", f"{check.max_diagonal_spread:.1e}")
         cols = st.columns(2)
         with cols[0]:
@@ -179,16 +143,10 @@ if added_tab.open:
     with added_tab:
         loaded = ui.load_model("minilm", kinds=("encoder",))
         text = ui.text_input("Short text", "the cat sat on the cat", key="xp_text", height=68)
-        source = st.radio(
-            "Positions P", ["MiniLM learned", "sinusoid (C = 10,000)"], horizontal=True, key="xp_source"
-        )
+        source = st.radio("Positions P", pe.POSITION_SOURCES, horizontal=True, key="xp_source")
         with ui.user_errors():
             tokens, x = pe.token_embeddings(loaded, text)  # (n, 384)
-            p = (
-                pe.learned_position_embeddings(loaded.model)[: len(tokens)]
-                if source == "MiniLM learned"
-                else pe.sinusoidal_encoding(*x.shape)
-            )
+            p = pe.positions_like(source, x, loaded.model)  # (n, 384)
             parts = pe.added_vs_concatenated(x, p)
         ui.show_figure(figs.added_vs_concatenated_figure(parts, tokens), key="xp_parts")
         st.latex(
@@ -201,9 +159,9 @@ if added_tab.open:
             ui.show_figure(
                 figs.encoding_heatmap(parts.concatenated, "[X | P] (n x 2d)", "dimension"), key="xp_concat"
             )
+        x_norm, p_norm = parts.mean_norms
         st.caption(
-            f"Mean norm of a token vector {np.linalg.norm(x, axis=1).mean():.2f}, of a position vector "
-            f"{np.linalg.norm(p, axis=1).mean():.2f}. Adding keeps d and mixes content and position in "
+            f"Mean norm of a token vector {x_norm:.2f}, of a position vector {p_norm:.2f}. Adding keeps d and mixes content and position in "
             "the cross terms; concatenating keeps them apart at the cost of width. X is MiniLM's word "
             "embedding table (before its token-type embedding and LayerNorm)."
         )

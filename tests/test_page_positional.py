@@ -115,6 +115,7 @@ def test_smollm2_rope_frequencies_are_the_ones_it_uses(smollm2):
     spec = pe.rope_spec(smollm2.config)
     assert (spec.theta, spec.head_dim) == (100000.0, 64)
     np.testing.assert_allclose(pe.model_inv_freq(smollm2.model), spec.inv_freq, rtol=1e-6)
+    assert pe.buffer_difference(smollm2.model, spec) < 1e-6
 
 
 def test_token_embeddings_are_minilm_rows(minilm):

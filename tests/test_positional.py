@@ -162,9 +162,7 @@ def test_rope_frequencies_match_llama_formula_and_transformers():
     emb = np.concatenate([angles, angles], axis=-1)[None]
     cos, sin = torch.tensor(np.cos(emb)), torch.tensor(np.sin(emb))
     expected, _ = apply_rotary_pos_emb(torch.tensor(x), torch.tensor(x), cos, sin)
-    np.testing.assert_allclose(
-        pe.apply_rope(x, positions, spec.inv_freq), expected.numpy(), atol=1e-12
-    )
+    np.testing.assert_allclose(pe.apply_rope(x, positions, spec.inv_freq), expected.numpy(), atol=1e-12)
 
 
 def test_rope_score_depends_only_on_offset():
@@ -243,3 +241,25 @@ def test_figures_carry_the_numbers():
 
     pcs = figs.pca_figure(pe.principal_components(p), "PCA").to_dict()
     assert len(plotly_array(pcs["data"][0]["x"])) == 60
+
+
+def test_summary_and_positions_like():
+    p = pe.sinusoidal_encoding(30, 16)
+    summary = pe.summarize("sin", p)
+    np.testing.assert_allclose(np.diag(summary.cosine), 1.0)
+    assert summary.by_offset[0] == pytest.approx(1.0)
+    assert summary.components.scores.shape == (30, 2)
+    from txviz.figures import positional as figs
+
+    assert len(figs.summary_figures(summary)) == 3
+    x = np.zeros((5, 16))
+    np.testing.assert_array_equal(pe.positions_like(pe.POSITION_SOURCES[1], x), p[:5])
+
+
+def test_seeded_rope_check_and_mean_norms():
+    spec = pe.RopeSpec(10000.0, 8, pe.rope_frequencies(8, 10000.0))
+    check = pe.seeded_rope_offset_check(spec, 12, seed=5)
+    assert check.max_diagonal_spread < 1e-9
+    np.testing.assert_array_equal(check.scores, pe.seeded_rope_offset_check(spec, 12, seed=5).scores)
+    parts = pe.added_vs_concatenated(np.full((2, 4), 0.5), np.array([[3.0, 4, 0, 0], [0, 0, 3, 4]]))
+    assert parts.mean_norms == pytest.approx((1.0, 5.0))

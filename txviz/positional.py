@@ -219,6 +219,13 @@ class RopeOffsetCheck:
     max_diagonal_spread: float  # largest max-min along any diagonal: 0 if only m - n matters
 
 
+def seeded_rope_offset_check(spec: RopeSpec, n: int, seed: int = 0) -> RopeOffsetCheck:
+    """rope_offset_check on seeded random q and k of the model's head size."""
+    rng = np.random.default_rng(seed)
+    q, k = rng.normal(size=spec.head_dim), rng.normal(size=spec.head_dim)
+    return rope_offset_check(q, k, n, spec.inv_freq)
+
+
 def rope_offset_check(q: np.ndarray, k: np.ndarray, n: int, inv_freq: np.ndarray) -> RopeOffsetCheck:
     """Place one query and one key vector at positions 0..n-1 and score every pair."""
     positions = np.arange(n)
@@ -239,6 +246,14 @@ class AddedVsConcatenated:
     position: np.ndarray  # (n, n) P P^T
     cross: np.ndarray  # (n, n) X P^T + P X^T: present when added, absent when concatenated
 
+    @property
+    def mean_norms(self) -> tuple[float, float]:
+        """Mean length of a token vector and of a position vector: which one dominates the sum."""
+        n = self.content.shape[0]
+        d = self.added.shape[1]
+        x, p = self.concatenated[:, :d], self.concatenated[:, d:]
+        return float(np.linalg.norm(x, axis=1).sum() / n), float(np.linalg.norm(p, axis=1).sum() / n)
+
 
 def added_vs_concatenated(x: np.ndarray, p: np.ndarray) -> AddedVsConcatenated:
     """X + P against [X | P]: (X+P)(X+P)^T = XX^T + PP^T + cross, [X|P][X|P]^T = XX^T + PP^T."""
@@ -251,6 +266,12 @@ def added_vs_concatenated(x: np.ndarray, p: np.ndarray) -> AddedVsConcatenated:
         position=p @ p.T,
         cross=x @ p.T + p @ x.T,
     )
+
+
+def buffer_difference(model: Any, spec: RopeSpec) -> float | None:
+    """Largest gap between the config's frequencies and the ones the model holds, if it holds any."""
+    used = model_inv_freq(model)
+    return None if used is None else float(np.abs(used - spec.inv_freq).max())
 
 
 def model_inv_freq(model: Any) -> np.ndarray | None:
@@ -275,3 +296,30 @@ def token_embeddings(loaded: Any, text: str, max_tokens: int = 32) -> tuple[list
         vectors = table(torch.tensor(ids, device=table.weight.device)).float().cpu().numpy()
     tokens, _ = readable_tokens(loaded.tokenizer, ids)
     return list(tokens), vectors
+
+
+@dataclass(frozen=True)
+class EncodingSummary:
+    """A position matrix with what the lab shows of it: similarity, its fall-off, its main axes."""
+
+    name: str
+    matrix: np.ndarray  # (n, d)
+    cosine: np.ndarray  # (n, n)
+    by_offset: np.ndarray  # (n,) mean cosine at each distance
+    components: PrincipalComponents  # first two
+
+
+def summarize(name: str, matrix: np.ndarray) -> EncodingSummary:
+    """Cosine similarity, its mean by distance, and the first two principal components."""
+    cosine = cosine_similarity(matrix)
+    return EncodingSummary(name, matrix, cosine, similarity_by_offset(cosine), principal_components(matrix))
+
+
+POSITION_SOURCES = ("MiniLM learned", "sinusoid (C = 10,000)")
+
+
+def positions_like(source: str, x: np.ndarray, model: Any = None) -> np.ndarray:
+    """Positions for the rows of x: a model's learned table or the sinusoid; same shape as x."""
+    if source == POSITION_SOURCES[0]:
+        return learned_position_embeddings(model)[: x.shape[0]]
+    return sinusoidal_encoding(*x.shape)

@@ -8,7 +8,13 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from txviz.positional import AddedVsConcatenated, PrincipalComponents, RopeOffsetCheck, ShiftCheck
+from txviz.positional import (
+    AddedVsConcatenated,
+    EncodingSummary,
+    PrincipalComponents,
+    RopeOffsetCheck,
+    ShiftCheck,
+)
 
 MARGIN = {"l": 10, "r": 10, "t": 50, "b": 10}
 LARGE = 50_000  # cells past which float32 halves what the browser receives, at no visible cost
@@ -228,3 +234,13 @@ def added_vs_concatenated_figure(parts: AddedVsConcatenated, tokens: Sequence[st
     figure.update_yaxes(title="token", row=1, col=1)
     figure.update_layout(height=380, margin=MARGIN)
     return figure
+
+
+def summary_figures(summary: EncodingSummary) -> list[go.Figure]:
+    """The matrix, its cosine similarity and its first two principal components."""
+    n, d = summary.matrix.shape
+    return [
+        encoding_heatmap(summary.matrix, f"{summary.name} ({n} x {d})"),
+        similarity_heatmap(summary.cosine, f"{summary.name}: cosine similarity"),
+        pca_figure(summary.components, f"{summary.name}: first two principal components"),
+    ]
