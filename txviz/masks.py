@@ -97,9 +97,7 @@ def block_ids(n: int, n_blocks: int) -> np.ndarray:
     # More blocks than tokens: each token is a block of its own.
     n_blocks = min(_check_positive("Number of blocks", n_blocks), n)
     # Block sizes differ by at most one, the larger ones first (like numpy.array_split).
-    return np.repeat(
-        np.arange(n_blocks), [len(b) for b in np.array_split(np.arange(n), n_blocks)]
-    )
+    return np.repeat(np.arange(n_blocks), [len(b) for b in np.array_split(np.arange(n), n_blocks)])
 
 
 def block_local_mask(n: int, n_blocks: int, causal: bool = False) -> np.ndarray:
@@ -117,9 +115,7 @@ def _check_positions(name: str, positions: Iterable[int], n: int) -> np.ndarray:
     return positions
 
 
-def selected_queries_mask(
-    base: np.ndarray, selected: Sequence[int], causal: bool = False
-) -> np.ndarray:
+def selected_queries_mask(base: np.ndarray, selected: Sequence[int], causal: bool = False) -> np.ndarray:
     """Selected queries see every key (every earlier key, when causal) on top of `base`."""
     n_query = base.shape[0]
     rows = _check_positions("Selected tokens", selected, n_query)
@@ -128,9 +124,7 @@ def selected_queries_mask(
     return _causal(mask) if causal else mask
 
 
-def global_tokens_mask(
-    n: int, n_global: int, window: int = 0, causal: bool = False
-) -> np.ndarray:
+def global_tokens_mask(n: int, n_global: int, window: int = 0, causal: bool = False) -> np.ndarray:
     """Longformer: the first n_global tokens see and are seen by all, others a local window."""
     n = _check_positive("Sequence length", n)
     n_global = _check_non_negative("Global tokens", n_global)
@@ -140,12 +134,20 @@ def global_tokens_mask(
     return _causal(mask) if causal else mask
 
 
-def random_mask(
-    n: int, n_random: int, seed: int = 0, causal: bool = False
-) -> np.ndarray:
-    """BigBird's random part: each query sees n_random keys drawn without replacement (seeded)."""
+def random_mask(n: int, n_random: int, seed: int = 0, causal: bool = False, block: int = 1) -> np.ndarray:
+    """BigBird's random part: each query sees n_random keys drawn without replacement (seeded).
+
+    With block > 1 the draw is over blocks of `block` tokens, as BigBird does so that a
+    block-sparse kernel can skip whole blocks; n_random then counts key blocks.
+    """
     n = _check_positive("Sequence length", n)
     n_random = _check_positive("Random keys", n_random)
+    block = _check_positive("Random block size", block)
+    if block > 1:
+        n_blocks = -(-n // block)
+        grid = random_mask(n_blocks, n_random, seed, causal)
+        mask = grid.repeat(block, axis=0).repeat(block, axis=1)[:n, :n]
+        return _causal(mask) if causal else mask
     rng = np.random.default_rng(_check_non_negative("Seed", seed))
     mask = np.zeros((n, n), dtype=bool)
     rows = np.arange(n)
@@ -168,11 +170,12 @@ def bigbird_mask(
     n_random: int,
     seed: int = 0,
     causal: bool = False,
+    block: int = 1,
 ) -> np.ndarray:
-    """BigBird: local window, global tokens and random keys together."""
+    """BigBird: local window, global tokens and random keys (or key blocks) together."""
     mask = global_tokens_mask(n, n_global, window)
     if _check_non_negative("Random keys", n_random):
-        mask |= random_mask(n, n_random, seed)
+        mask |= random_mask(n, n_random, seed, block=block)
     return _causal(mask) if causal else mask
 
 
@@ -185,25 +188,19 @@ def prefix_lm_mask(n: int, prefix: int) -> np.ndarray:
     return mask
 
 
-def cross_attention_mask(
-    n_query: int, n_key: int, n_key_valid: int | None = None
-) -> np.ndarray:
+def cross_attention_mask(n_query: int, n_key: int, n_key_valid: int | None = None) -> np.ndarray:
     """Decoder queries over encoder keys: rectangular, padded source keys hidden."""
     mask = full_mask(n_query, n_key)
     if n_key_valid is not None:
         n_key_valid = _check_non_negative("Real source tokens", n_key_valid)
         if n_key_valid > n_key:
-            raise MaskError(
-                f"Real source tokens ({n_key_valid}) cannot exceed the source length ({n_key})."
-            )
+            raise MaskError(f"Real source tokens ({n_key_valid}) cannot exceed the source length ({n_key}).")
         mask[:, n_key_valid:] = False
     return mask
 
 
-def swin_window_mask(
-    height: int, width: int, window: int, shifted: bool = False
-) -> np.ndarray:
-    """Swin attention on a patch grid, patches in row-major order; (H*W, H*W).
+def swin_regions(height: int, width: int, window: int, shifted: bool = False) -> np.ndarray:
+    """Window index of each patch on the grid, (height, width) ints numbered row by row.
 
     Shifted windows move the partition by window // 2. Swin implements it by a cyclic shift plus a
     mask that keeps wrapped pieces apart, which is the same as this offset partition without wrap.
@@ -212,11 +209,17 @@ def swin_window_mask(
     width = _check_positive("Grid width", width)
     window = _check_positive("Window", window)
     shift = window // 2 if shifted else 0
-    rows, cols = np.divmod(np.arange(height * width), width)
-    # Floor division puts the first `shift` rows/cols in a region of their own (index -1).
-    row_region, col_region = (rows - shift) // window, (cols - shift) // window
-    same_row = row_region[:, None] == row_region[None, :]
-    return same_row & (col_region[:, None] == col_region[None, :])
+    # Floor division puts the first `shift` rows (columns) in a region of their own (index -1).
+    row_region = (np.arange(height) - shift) // window + 1  # (H,)
+    col_region = (np.arange(width) - shift) // window + 1  # (W,)
+    raw = row_region[:, None] * (col_region.max() + 1) + col_region[None, :]
+    return np.unique(raw, return_inverse=True)[1].reshape(height, width)  # numbered 0, 1, ...
+
+
+def swin_window_mask(height: int, width: int, window: int, shifted: bool = False) -> np.ndarray:
+    """Swin attention on a patch grid, patches in row-major order: same window only; (H*W, H*W)."""
+    region = swin_regions(height, width, window, shifted).ravel()
+    return region[:, None] == region[None, :]
 
 
 @dataclass(frozen=True)
@@ -232,11 +235,7 @@ class Fixed:
         if not self.fixed_rows:
             return ""
         shown = ", ".join(str(r) for r in self.fixed_rows[:10])
-        more = (
-            ""
-            if len(self.fixed_rows) <= 10
-            else f" and {len(self.fixed_rows) - 10} more"
-        )
+        more = "" if len(self.fixed_rows) <= 10 else f" and {len(self.fixed_rows) - 10} more"
         return (
             f"{len(self.fixed_rows)} quer{'y' if len(self.fixed_rows) == 1 else 'ies'} "
             f"(position {shown}{more}) had no key to attend to; each now attends to itself "
@@ -289,23 +288,17 @@ class Pattern:
         return self.build(n, **values)
 
 
-_W = Param(
-    "window", "Window (keys each side)", 2, 0, "How far a query looks left and right."
-)
+_W = Param("window", "Window (keys each side)", 2, 0, "How far a query looks left and right.")
 _WC = Param("window", "Window (keys back)", 2, 0, "How far back a query looks.")
 _RATE = Param("rate", "Dilation rate", 2, 1, "Distance between the keys a query sees.")
-_GLOBAL = Param(
-    "n_global", "Global tokens", 2, 0, "The first tokens, seen by and seeing all."
-)
+_GLOBAL = Param("n_global", "Global tokens", 2, 0, "The first tokens, seen by and seeing all.")
 _RANDOM = Param("n_random", "Random keys per query", 2, 1, "Drawn with a fixed seed.")
 _SEED = Param("seed", "Random seed", 0, 0)
 
 PATTERNS: dict[str, Pattern] = {
     p.key: p
     for p in [
-        Pattern(
-            "full", "Full (encoder)", full_mask, (), "Every token sees every token."
-        ),
+        Pattern("full", "Full (encoder)", full_mask, (), "Every token sees every token."),
         Pattern(
             "causal",
             "Causal (decoder)",
@@ -412,11 +405,7 @@ PATTERNS: dict[str, Pattern] = {
             "prefix_lm",
             "Prefix LM",
             prefix_lm_mask,
-            (
-                Param(
-                    "prefix", "Prefix length", 4, 0, "Tokens that see each other fully."
-                ),
-            ),
+            (Param("prefix", "Prefix length", 4, 0, "Tokens that see each other fully."),),
             "A bidirectional prefix (the prompt), then causal generation (T5, UniLM).",
         ),
     ]
@@ -438,10 +427,7 @@ TEXTBOOK_EIGHT: tuple[tuple[str, str, dict[str, int]], ...] = (
 
 def textbook_eight(n: int = 16) -> list[tuple[str, np.ndarray]]:
     """The textbook's eight interaction matrices for n tokens, as (caption, mask) pairs."""
-    return [
-        (caption, PATTERNS[key].mask(n, **params))
-        for caption, key, params in TEXTBOOK_EIGHT
-    ]
+    return [(caption, PATTERNS[key].mask(n, **params)) for caption, key, params in TEXTBOOK_EIGHT]
 
 
 def pairs_computed(pattern: Pattern, ns: Sequence[int], **params: int) -> list[int]:

@@ -1,0 +1,162 @@
+"""The same mask two ways: dense masked SDPA, and FlexAttention that skips empty blocks.
+
+FlexAttention (torch.nn.attention.flex_attention) takes a BlockMask: which (query block, key
+block) tiles hold any allowed pair. Tiles with none are never computed, which is where a sparse
+pattern saves time. Any boolean mask is turned into a BlockMask here with one `mask_mod` that
+looks up the few partial tiles, so every pattern shares one compiled kernel (compiling takes tens
+of seconds on CPU; one kernel per pattern would multiply that).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.nn.attention.flex_attention import BlockMask, flex_attention
+
+BLOCK_SIZE = 128  # FlexAttention's default tile; one size keeps one compiled kernel
+
+
+def as_bool_tensor(mask: np.ndarray | torch.Tensor) -> torch.Tensor:
+    """A (query_pos, key_pos) mask as a CPU bool tensor."""
+    return torch.as_tensor(np.asarray(mask, dtype=bool))
+
+
+def dense_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Scaled dot-product attention over every pair, masked; q, k, v (B, H, T, d_head)."""
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, Q, d_head)
+
+
+def _tile_order(tiles: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Count and indices of the True key blocks per query block, in BlockMask's layout."""
+    counts = tiles.sum(dim=-1).to(torch.int32)  # (n_qb,)
+    # Stable sort puts the live key blocks first, in increasing order.
+    order = torch.argsort(tiles.to(torch.int8), dim=-1, descending=True, stable=True)
+    return counts[None, None], order.to(torch.int32)[None, None]  # (1, 1, n_qb), (1, 1, n_qb, n_kb)
+
+
+def block_mask_from_dense(mask: np.ndarray | torch.Tensor, block_size: int = BLOCK_SIZE) -> BlockMask:
+    """A FlexAttention BlockMask equal to a boolean (query_pos, key_pos) mask."""
+    mask = as_bool_tensor(mask)
+    n_query, n_key = mask.shape
+    n_qb, n_kb = -(-n_query // block_size), -(-n_key // block_size)
+    padded = torch.zeros(n_qb * block_size, n_kb * block_size, dtype=torch.bool)
+    padded[:n_query, :n_key] = mask
+    # (n_qb, n_kb, block, block): one tile per pair of blocks
+    tiles = padded.view(n_qb, block_size, n_kb, block_size).permute(0, 2, 1, 3)
+    any_allowed = tiles.any(dim=-1).any(dim=-1)  # (n_qb, n_kb)
+    full = tiles.all(dim=-1).all(dim=-1)
+    partial = any_allowed & ~full
+    # Only partial tiles need a per-pair lookup; the rest point at an all-False tile.
+    tile_index = torch.zeros(n_qb, n_kb, dtype=torch.int32)
+    # Two blank tiles, not one: a dimension of size 1 would make torch.compile specialise.
+    tile_index[partial] = torch.arange(2, int(partial.sum()) + 2, dtype=torch.int32)
+    blank = torch.zeros(2, block_size, block_size, dtype=torch.bool)
+    partial_tiles = torch.cat([blank, tiles[partial]])  # (2 + partial tiles, block, block)
+
+    def mask_mod(b, h, q_idx, kv_idx):  # noqa: ANN001, ANN202 (FlexAttention's signature)
+        qb, kb = q_idx // block_size, kv_idx // block_size
+        return full[qb, kb] | partial_tiles[tile_index[qb, kb], q_idx % block_size, kv_idx % block_size]
+
+    partial_counts, partial_order = _tile_order(partial)
+    full_counts, full_order = _tile_order(full)
+    return BlockMask.from_kv_blocks(
+        partial_counts,
+        partial_order,
+        full_counts,
+        full_order,
+        BLOCK_SIZE=block_size,
+        mask_mod=mask_mod,
+        seq_lengths=(n_query, n_key),
+    )
+
+
+def tiles_computed(block_mask: BlockMask) -> float:
+    """Share of (query block, key block) tiles the sparse kernel computes."""
+    return 1.0 - block_mask.sparsity() / 100.0
+
+
+@functools.cache
+def compiled_flex_attention() -> Callable[..., torch.Tensor]:
+    """FlexAttention compiled once for any length (dynamic shapes); eager is for debugging only."""
+    return torch.compile(flex_attention, dynamic=True)
+
+
+def sparse_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_mask: BlockMask
+) -> torch.Tensor:
+    """Attention that computes only the tiles the block mask keeps; (B, H, Q, d_head)."""
+    return compiled_flex_attention()(q, k, v, block_mask=block_mask)
+
+
+def _read_rss() -> tuple[int, int]:
+    """Resident and peak resident bytes of this process (Linux)."""
+    status = Path("/proc/self/status").read_text()
+    rss = int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) * 1024
+    peak = int(re.search(r"VmHWM:\s+(\d+)", status).group(1)) * 1024
+    return rss, peak
+
+
+@functools.cache
+def track_large_allocations() -> bool:
+    """Make glibc hand every allocation over 64 KiB back to the OS when freed (call once).
+
+    Otherwise freed tensors stay in malloc's pools, later ones reuse them, and the peak RSS of a
+    call reads as zero. Process-wide and slightly slower, so only benchmarks turn it on.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    return bool(libc.mallopt(m_mmap_threshold, 64 * 1024) and libc.mallopt(m_trim_threshold, 0))
+
+
+def _reset_peak() -> bool:
+    """Reset the kernel's peak-RSS counter; False where the OS does not allow it."""
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+        return True
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Best wall time of a call and the most memory it added above what was resident before."""
+
+    seconds: float
+    peak_bytes: int | None  # None where peak memory cannot be read (not Linux)
+
+
+def measure(fn: Callable[[], object], repeats: int = 1) -> Measurement:
+    """Time fn and its peak added memory, each the best of repeats."""
+    best, peak = float("inf"), None
+    for _ in range(max(1, repeats)):
+        can_peak = _reset_peak()
+        before, _ = _read_rss() if can_peak else (0, 0)
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+        if can_peak:
+            # The smallest of the repeats: one-off lazy allocations are not the call's footprint.
+            added = _read_rss()[1] - before
+            peak = added if peak is None else min(peak, added)
+    return Measurement(best, peak)
+
+
+def random_qkv(
+    n: int, n_heads: int = 4, d_head: int = 64, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Seeded random queries, keys and values, each (1, n_heads, n, d_head) float32."""
+    generator = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(1, n_heads, n, d_head, generator=generator) for _ in range(3))
