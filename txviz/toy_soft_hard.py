@@ -298,3 +298,32 @@ def attention_map(run: TrainedRun, example: int = 0) -> tuple[np.ndarray, tuple,
     weights = attention_weights(run.model, batch, run.method)[example].numpy().astype(np.float32)
     queries, pairs = example_tokens(batch, example)
     return weights, queries, pairs
+
+
+def attention_maps(
+    runs: dict[str, TrainedRun], example: int = 0
+) -> dict[str, tuple[np.ndarray, tuple, tuple]]:
+    """Method label -> test-time attention map of one held-out example, for each run."""
+    return {METHOD_LABELS[m]: attention_map(run, example) for m, run in runs.items()}
+
+
+def curves_by_label(runs: dict[str, TrainedRun]) -> dict[str, dict[str, list[float]]]:
+    """Method label -> that run's curves."""
+    return {METHOD_LABELS[m]: run.curves for m, run in runs.items()}
+
+
+def accuracy_rows(runs: dict[str, TrainedRun]) -> list[dict[str, object]]:
+    """One row per run: how it trained and its held-out accuracy read soft and read hard."""
+    rows = []
+    for method, run in runs.items():
+        held_out = eval_batch(run.config)
+        rows.append(
+            {
+                "training": METHOD_LABELS[method],
+                "steps": run.config.steps,
+                "seconds": round(run.seconds, 1),
+                "accuracy, read with softmax": accuracy(run.model, held_out, "soft"),
+                "accuracy, read with argmax": accuracy(run.model, held_out, "hard"),
+            }
+        )
+    return rows

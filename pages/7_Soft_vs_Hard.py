@@ -1,0 +1,135 @@
+"""Soft vs hard attention: one real model under five normalizers, and a toy trained both ways."""
+
+import streamlit as st
+
+from txviz import soft_hard, ui
+from txviz import toy_soft_hard as toy
+from txviz.figures import soft_hard as figures
+
+DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
+
+ui.setup_page(
+    "Soft vs hard attention",
+    "Softmax gives every key some weight; hard attention picks one. In between: a temperature, "
+    "top-k and sparsemax. Rows are queries, columns are keys.",
+)
+
+
+@st.cache_resource(max_entries=4, show_spinner="Running the model under each normalizer...")
+def cached_comparison(_loaded, name: str, device: str, text: str, temperature: float, k: int):
+    return soft_hard.compare(_loaded, text, soft_hard.NormalizerSettings(temperature, k))
+
+
+@st.cache_resource(max_entries=4, show_spinner="Generating under each normalizer...")
+def cached_effect(_loaded, name: str, device: str, text: str, temperature: float, k: int, new: int):
+    settings = soft_hard.NormalizerSettings(temperature, k)
+    return soft_hard.output_effect(_loaded, text, settings, new)
+
+
+@st.cache_resource(show_spinner=False)
+def shipped_runs():
+    return toy.load_runs()
+
+
+st.header("On a real model")
+left, right = st.columns([1, 2])
+with left:
+    name = ui.model_picker(kinds=("encoder", "decoder"))
+    temperature = st.number_input("Temperature", value=0.5, step=0.1, format="%.2f", key="temperature")
+    k = int(st.number_input("k of top-k", value=2, step=1, key="k"))
+with right:
+    text = ui.text_input("Text", DEFAULT_TEXT)
+loaded = ui.load_model(name, kinds=("encoder", "decoder"))
+device = ui.current_device()
+with ui.user_errors():
+    comparison = cached_comparison(loaded, name, device, text, temperature, k)
+first = next(iter(comparison.traces.values()))
+if first.notice:
+    st.warning(f"{first.notice} This page reads at most {soft_hard.MAX_TOKENS} tokens.")
+
+layer_col, head_col = st.columns(2)
+layer = layer_col.slider("Layer", 0, first.n_layers - 1, 0, key="layer")
+head = head_col.slider("Head", 0, first.n_heads - 1, 0, key="head")
+ui.show_figure(figures.normalizer_heatmaps(comparison, layer, head))
+st.caption(
+    "Each normalizer runs in every layer, so from layer 1 on the scores themselves differ. "
+    "Layer 0 reads the same scores under all five: there the panels differ by the normalizer alone."
+)
+measure = st.radio("Per head", ["entropy", "keys kept"], horizontal=True, key="measure")
+values = comparison.entropy() if measure == "entropy" else comparison.kept_fraction()
+labelled = {comparison.labels[n]: v for n, v in values.items()}
+y_title = "entropy (nats)" if measure == "entropy" else "fraction of visible keys with weight > 0"
+ui.show_figure(figures.entropy_bars(labelled, layer, y_title=y_title))
+
+st.subheader("Effect on the output")
+new_tokens = 8
+if loaded.kind == "decoder":
+    new_tokens = st.slider("New tokens (greedy)", 1, soft_hard.MAX_NEW_TOKENS, 8, key="new_tokens")
+with ui.user_errors():
+    effect = cached_effect(loaded, name, device, text, temperature, k, new_tokens)
+if effect.kind == "decoder":
+    st.dataframe(
+        [
+            {
+                "normalizer": comparison.labels[n],
+                "greedy continuation of the text": effect.continuations[n],
+                "mean next-token loss on the text (nats)": round(effect.loss[n], 3),
+            }
+            for n in effect.continuations
+        ],
+        hide_index=True,
+    )
+else:
+    similarity = {comparison.labels[n]: v for n, v in effect.similarity.items()}
+    ui.show_figure(figures.similarity_bars(similarity))
+    st.caption("Sentence embedding: the mean of the last hidden states, as all-MiniLM-L6-v2 pools.")
+
+st.header("Training, where the difference is real")
+st.markdown(
+    "A toy task: each example stores 16 pairs such as `c=7`, then asks for every stored key "
+    "(`c?`). One attention head must find the pair and read its value. **Soft** attention is "
+    "trained by gradient descent through the softmax. **Hard** attention samples one pair per "
+    "query: that choice has no gradient, so its scores are trained by **REINFORCE** (the "
+    "score-function estimator, with the batch's mean loss as a baseline); at test time it takes "
+    "the argmax."
+)
+with st.expander("Train both again, live (about 10 to 30 s on one CPU thread)"):
+    with st.form("train"):
+        seed = int(st.number_input("Seed", value=0, step=1, key="seed"))
+        steps = st.slider("Steps", 50, 600, toy.ToyConfig.steps, 50, key="steps")
+        n_pairs = st.slider("Stored pairs", 2, 24, toy.ToyConfig.n_pairs, key="n_pairs")
+        retrain = st.form_submit_button("Train")
+    if retrain:
+        with ui.user_errors():
+            config = toy.ToyConfig(seed=seed, steps=steps, n_pairs=n_pairs)
+        bar, runs = st.progress(0.0, text="Training..."), {}
+        for i, method in enumerate(toy.METHODS):
+
+            def report(step: int, total: int, i: int = i, method: str = method) -> None:
+                bar.progress((i + step / total) / len(toy.METHODS), text=f"{method}: step {step}")
+
+            runs[method] = toy.train(method, config, progress=report)
+        bar.empty()
+        st.session_state["toy_runs"] = runs
+    if "toy_runs" in st.session_state and st.button("Back to the shipped runs", key="reset"):
+        del st.session_state["toy_runs"]
+runs = st.session_state.get("toy_runs") or shipped_runs()
+st.caption("Shipped runs (`python -m txviz train soft_hard`)" if runs is shipped_runs() else "Your run")
+chance = 1 / next(iter(runs.values())).config.n_values
+ui.show_figure(figures.training_curves(toy.curves_by_label(runs), chance=chance))
+st.dataframe(toy.accuracy_rows(runs), hide_index=True)
+example = st.slider("Held-out example", 0, 49, 0, key="example")
+ui.show_figure(
+    figures.heatmaps_of(toy.attention_maps(runs, example), query_title="query", key_title="stored pair")
+)
+
+st.header("Reading attention as explanation")
+st.info(
+    "Attention weights say where a head read from, not why the model answered as it did. "
+    "Jain and Wallace (2019, *Attention is not Explanation*, NAACL) found attention often "
+    "uncorrelated with gradient-based importance, and different weights giving the same "
+    "prediction. Wiegreffe and Pinter (2019, *Attention is not not Explanation*, EMNLP) showed "
+    "such alternatives are not always found by training and that whether attention explains "
+    "depends on the model and the claim. Hard attention makes the choice exact, but the chosen "
+    "key is still one step in a computation, not a reason."
+)
