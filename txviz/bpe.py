@@ -33,9 +33,7 @@ MAX_CORPUS_BYTES = 1_000_000  # a page trains in a few seconds on this much text
 MAX_MERGES = 5_000  # keeps a page responsive whatever target a user types
 
 _WHITESPACE = re.compile(r"\s")
-_PRE_TOKEN = re.compile(
-    r"[^ ]* |[^ ]+"
-)  # word plus its one trailing space, or a final word
+_PRE_TOKEN = re.compile(r"[^ ]* |[^ ]+")  # word plus its one trailing space, or a final word
 
 
 class BpeInputError(ValueError):
@@ -50,13 +48,9 @@ class BpeStep:
     pair: tuple[str, str]
     new_token: str
     pair_count: int  # adjacent occurrences of the pair when it was chosen
-    merged: (
-        int  # occurrences replaced; fewer than pair_count only in runs such as "sss"
-    )
+    merged: int  # occurrences replaced; fewer than pair_count only in runs such as "sss"
     changed_counts: tuple[tuple[str, int], ...]  # (token, count after this merge)
-    vocab_size: (
-        int  # learned vocabulary: alphabet plus every distinct token made so far
-    )
+    vocab_size: int  # learned vocabulary: alphabet plus every distinct token made so far
     tokens_in_use: int  # distinct tokens with a count above zero in the corpus
     corpus_tokens: int  # length of the whole corpus in tokens
 
@@ -66,12 +60,8 @@ class BpeTrace:
     """A whole BPE training run: the starting counts and every merge after it."""
 
     alphabet: tuple[str, ...]  # initial characters in code-point order (their ids)
-    initial_counts: tuple[
-        tuple[str, int], ...
-    ]  # (character, count), most frequent first
-    word_counts: tuple[
-        tuple[str, int], ...
-    ]  # pre-tokens and their counts, most frequent first
+    initial_counts: tuple[tuple[str, int], ...]  # (character, count), most frequent first
+    word_counts: tuple[tuple[str, int], ...]  # pre-tokens and their counts, most frequent first
     steps: tuple[BpeStep, ...]
     stop_reason: str
 
@@ -135,9 +125,7 @@ def pre_tokenize(text: str) -> list[str]:
 def check_corpus(text: str) -> str:
     """The normalised corpus, or a BpeInputError when there is nothing to train on."""
     if not text or not text.strip():
-        raise BpeInputError(
-            "The corpus is empty: type some text or upload a .txt file."
-        )
+        raise BpeInputError("The corpus is empty: type some text or upload a .txt file.")
     if len(text.encode("utf-8")) > MAX_CORPUS_BYTES:
         raise BpeInputError(
             f"The corpus is longer than {MAX_CORPUS_BYTES / 1e6:.0f} MB; use a shorter excerpt."
@@ -150,19 +138,13 @@ def count_words(text: str) -> Counter[str]:
     return Counter(pre_tokenize(text))
 
 
-def train_bpe(
-    text: str, vocab_size: int | None = None, max_merges: int | None = MAX_MERGES
-) -> BpeTrace:
+def train_bpe(text: str, vocab_size: int | None = None, max_merges: int | None = MAX_MERGES) -> BpeTrace:
     """Train BPE on a corpus, recording every merge, until the target vocabulary is reached."""
     corpus = check_corpus(text)
-    return train_bpe_on_words(
-        count_words(corpus), vocab_size=vocab_size, max_merges=max_merges
-    )
+    return train_bpe_on_words(count_words(corpus), vocab_size=vocab_size, max_merges=max_merges)
 
 
-def _merge_symbols(
-    symbols: list[int], left: int, right: int, new: int
-) -> tuple[list[int], int]:
+def _merge_symbols(symbols: list[int], left: int, right: int, new: int) -> tuple[list[int], int]:
     """Replace every (left, right) in a word, scanning left to right; return it and the count."""
     out: list[int] = []
     merged = 0
@@ -193,9 +175,7 @@ def train_bpe_on_words(
         key=lambda item: (-item[1], item[0]),
     )
     if not entries:
-        raise BpeInputError(
-            "The corpus is empty: type some text or upload a .txt file."
-        )
+        raise BpeInputError("The corpus is empty: type some text or upload a .txt file.")
 
     char_counts: Counter[str] = Counter()
     for word, count in entries:
@@ -205,18 +185,14 @@ def train_bpe_on_words(
     id_of = {token: i for i, token in enumerate(alphabet)}
     token_of = list(alphabet)
 
-    words = [
-        [id_of[char] for char in word] for word, _ in entries
-    ]  # symbol ids per word
+    words = [[id_of[char] for char in word] for word, _ in entries]  # symbol ids per word
     counts = [count for _, count in entries]
     token_counts = [char_counts[char] for char in alphabet]  # by token id
     in_use = len(alphabet)
     corpus_tokens = sum(token_counts)
 
     pair_counts: dict[tuple[int, int], int] = {}
-    where: dict[
-        tuple[int, int], set[int]
-    ] = {}  # words that may hold a pair (a superset)
+    where: dict[tuple[int, int], set[int]] = {}  # words that may hold a pair (a superset)
     for w, symbols in enumerate(words):
         for pair in pairwise(symbols):
             pair_counts[pair] = pair_counts.get(pair, 0) + counts[w]
@@ -226,15 +202,15 @@ def train_bpe_on_words(
     heapq.heapify(heap)
 
     steps: list[BpeStep] = []
-    stop_reason = "no adjacent pair left to merge: every word is one token"
+    stop_reason = "no two tokens stand side by side any more: every word is one token"
     target = vocab_size
     limit = max_merges if max_merges is not None else float("inf")
     while True:
         if target is not None and len(token_of) >= target:
-            stop_reason = f"target vocabulary of {target} reached"
+            stop_reason = f"the target vocabulary of {target} tokens was reached"
             break
         if len(steps) >= limit:
-            stop_reason = f"merge limit of {limit} reached"
+            stop_reason = f"the limit of {limit} merges was reached"
             break
         if not heap:
             break
@@ -310,16 +286,12 @@ def train_bpe_on_words(
     )
 
 
-def apply_merges(
-    pieces: list[str], ranks: dict[tuple[str, str], int]
-) -> list[MergeStage]:
+def apply_merges(pieces: list[str], ranks: dict[tuple[str, str], int]) -> list[MergeStage]:
     """Segment one word by always applying its lowest-rank merge; one stage per merge."""
     stages: list[MergeStage] = []
     pieces = list(pieces)
     while len(pieces) > 1:
-        candidates = [
-            (ranks[pair], i) for i, pair in enumerate(pairwise(pieces)) if pair in ranks
-        ]
+        candidates = [(ranks[pair], i) for i, pair in enumerate(pairwise(pieces)) if pair in ranks]
         if not candidates:
             break
         rank, i = min(candidates)
@@ -334,12 +306,8 @@ def _tokenizers_trainer(vocab_size: int):
 
     tokenizer = Tokenizer(models.BPE())
     # The same cut as pre_tokenize: a word keeps its one trailing space.
-    tokenizer.pre_tokenizer = pre_tokenizers.Split(
-        Regex(_PRE_TOKEN.pattern), behavior="isolated"
-    )
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, show_progress=False, min_frequency=0
-    )
+    tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex(_PRE_TOKEN.pattern), behavior="isolated")
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False, min_frequency=0)
     return tokenizer, trainer
 
 
@@ -379,9 +347,7 @@ class TokenCountRow:
     is_new: bool  # made by this step's merge
 
 
-def count_table(
-    trace: BpeTrace, step: int, top: int | None = None
-) -> list[TokenCountRow]:
+def count_table(trace: BpeTrace, step: int, top: int | None = None) -> list[TokenCountRow]:
     """Tokens and counts after `step` merges, most frequent first, with the change it made."""
     now = trace.counts_at(step)
     before = trace.counts_at(step - 1) if step > 0 else now

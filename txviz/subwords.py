@@ -21,6 +21,7 @@ class WordTokens:
     tokens: tuple[str, ...]  # the tokenizer's own pieces (Ġ, ##)
     readable: tuple[str, ...]  # the same pieces as text a person reads
     ids: tuple[int, ...]
+    offsets: tuple[tuple[int, int], ...] = ()  # (start, end) of each token in the user's text
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,8 @@ def _encode(tokenizer, text: str):
     return encoding.tokens(), encoding["input_ids"], encoding.word_ids(), encoding["offset_mapping"]
 
 
-def _group_by_word(tokenizer, text: str) -> list[tuple[int, str, list[str], list[int]]]:
-    """(word index, word text, tokens, ids) for each word the pre-tokenizer made."""
+def _group_by_word(tokenizer, text: str) -> list[tuple[int, str, list[str], list[int], list]]:
+    """(word index, word text, tokens, ids, offsets) for each word the pre-tokenizer made."""
     tokens, ids, word_ids, offsets = _encode(tokenizer, text)
     groups: dict[int, tuple[list[str], list[int], list[tuple[int, int]]]] = {}
     for token, token_id, word, span in zip(tokens, ids, word_ids, offsets, strict=True):
@@ -69,7 +70,7 @@ def _group_by_word(tokenizer, text: str) -> list[tuple[int, str, list[str], list
         group[1].append(int(token_id))
         group[2].append(tuple(span))
     return [
-        (word, text[spans[0][0] : spans[-1][1]], toks, tids)
+        (word, text[spans[0][0] : spans[-1][1]], toks, tids, spans)
         for word, (toks, tids, spans) in sorted(groups.items())
     ]
 
@@ -83,7 +84,7 @@ def byte_level_words(tokenizer, text: str, ranks: MergeRanks | None = None) -> l
     words = [piece for piece, _ in backend.pre_tokenizer.pre_tokenize_str(normalized)]
     vocab = tokenizer.get_vocab()
     out = []
-    for word, word_text, tokens, ids in _group_by_word(tokenizer, text):
+    for word, word_text, tokens, ids, spans in _group_by_word(tokenizer, text):
         raw_word = words[word]
         symbols = tuple(raw_word)
         if ranks.ignore_merges and raw_word in vocab:
@@ -98,6 +99,7 @@ def byte_level_words(tokenizer, text: str, ranks: MergeRanks | None = None) -> l
                 tokens=tuple(tokens),
                 readable=tuple(readable_piece(tokenizer, t) for t in tokens),
                 ids=tuple(ids),
+                offsets=tuple(spans),
             )
         )
     return out
@@ -106,7 +108,7 @@ def byte_level_words(tokenizer, text: str, ranks: MergeRanks | None = None) -> l
 def wordpiece_words(tokenizer, text: str) -> list[WordTokens]:
     """Each word of a text through a WordPiece tokenizer (greedy longest match, ## inside)."""
     out = []
-    for _, word_text, tokens, ids in _group_by_word(tokenizer, text[:MAX_TEXT_CHARS]):
+    for _, word_text, tokens, ids, spans in _group_by_word(tokenizer, text[:MAX_TEXT_CHARS]):
         out.append(
             WordTokens(
                 text=word_text,
@@ -115,6 +117,7 @@ def wordpiece_words(tokenizer, text: str) -> list[WordTokens]:
                 tokens=tuple(tokens),
                 readable=tuple(readable_piece(tokenizer, t) for t in tokens),
                 ids=tuple(ids),
+                offsets=tuple(spans),
             )
         )
     return out

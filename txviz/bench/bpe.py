@@ -32,9 +32,7 @@ _VOWELS = ("a", "e", "i", "o", "u", "ea", "ou", "ai")
 _CODAS = ("", "", "n", "r", "s", "t", "l", "nd", "ng", "st")
 
 
-def synthetic_corpus(
-    n_bytes: int = 1_000_000, seed: int = 0, n_words: int = 20_000
-) -> str:
+def synthetic_corpus(n_bytes: int = 1_000_000, seed: int = 0, n_words: int = 20_000) -> str:
     """Deterministic English-like text: Zipf-distributed words built from syllables."""
     rng = random.Random(seed)
     lexicon: list[str] = []
@@ -47,9 +45,7 @@ def synthetic_corpus(
         if word not in seen:
             seen.add(word)
             lexicon.append(word)
-    cum_weights = list(
-        accumulate(1.0 / (rank + 1) for rank in range(n_words))
-    )  # Zipf, s = 1
+    cum_weights = list(accumulate(1.0 / (rank + 1) for rank in range(n_words)))  # Zipf, s = 1
     parts: list[str] = []
     size = 0
     while size < n_bytes:
@@ -61,14 +57,10 @@ def synthetic_corpus(
 
 def main(argv: list[str] | None = None) -> int:
     """Time both trainers on ~1 MB and 1,000 merges; print the ratio and whether they agree."""
-    parser = argparse.ArgumentParser(
-        prog="python -m txviz bench bpe", description=__doc__
-    )
+    parser = argparse.ArgumentParser(prog="python -m txviz bench bpe", description=__doc__)
     parser.add_argument("--bytes", type=int, default=1_000_000, help="corpus size")
     parser.add_argument("--merges", type=int, default=1_000, help="merges to learn")
-    parser.add_argument(
-        "--file", help="a UTF-8 text file instead of the synthetic corpus"
-    )
+    parser.add_argument("--file", help="a UTF-8 text file instead of the synthetic corpus")
     args = parser.parse_args(argv)
 
     if args.file:
@@ -80,9 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     vocab_size = bpe.alphabet_size(corpus) + args.merges
 
     start = time.perf_counter()
-    trace = bpe.train_bpe_on_words(
-        bpe.count_words(corpus), vocab_size=vocab_size, max_merges=None
-    )
+    trace = bpe.train_bpe_on_words(bpe.count_words(corpus), vocab_size=vocab_size, max_merges=None)
     ours = time.perf_counter() - start
 
     start = time.perf_counter()
@@ -90,9 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     theirs = time.perf_counter() - start
 
     agree = trace.merges == theirs_merges
-    print(
-        f"corpus: {len(corpus.encode('utf-8')):,} bytes, {len(trace.word_counts):,} distinct words"
-    )
+    print(f"corpus: {len(corpus.encode('utf-8')):,} bytes, {len(trace.word_counts):,} distinct words")
     print(f"merges: {trace.n_steps:,} (recorded, every step's counts)")
     print(f"txviz.bpe (pure Python, recording): {ours:.3f} s")
     print(f"tokenizers BpeTrainer (Rust):        {theirs:.3f} s")

@@ -1,0 +1,185 @@
+"""BPE merge lab: train byte-pair encoding merge by merge, then see real tokenizers cut your text."""
+
+import streamlit as st
+
+from txviz import bpe, subwords, ui
+from txviz.figures import bpe as figs
+
+PLAY_SECONDS = 0.8
+TABLE_ROWS = 60
+REAL_TEXT = "The sailors couldn't see unbelievably far: 12345 waves, naïve tokenizers!"
+
+ui.setup_page(
+    "BPE merge lab",
+    "Byte-pair encoding starts from characters and merges the most frequent adjacent pair, again "
+    "and again. Whitespace shows as _, and the first token of a pair may not end in whitespace, "
+    "so no token reaches across two words.",
+)
+train_tab, real_tab = st.tabs(
+    ["Train BPE step by step", "Real tokenizers on your text"], key="bpe_view", on_change="rerun"
+)
+
+
+@st.cache_data(max_entries=8, show_spinner="Training BPE...")
+def train(corpus: str, target: int) -> bpe.BpeTrace:
+    return bpe.train_bpe(corpus, vocab_size=target or None)
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def merge_ranks(name: str, _tokenizer) -> subwords.MergeRanks:
+    return subwords.MergeRanks.from_tokenizer(_tokenizer)
+
+
+def toggle_play(n_steps: int) -> None:
+    playing = not st.session_state.get("bpe_playing", False)
+    if playing and st.session_state.get("bpe_step", 0) >= n_steps:
+        st.session_state.bpe_step = 0  # play again from the start
+    st.session_state.bpe_playing = playing
+
+
+def show_step(trace: bpe.BpeTrace) -> None:
+    """Slider, the step's merge, the counts table and the figures at that step."""
+    n = trace.n_steps
+    if st.session_state.get("bpe_playing"):
+        if st.session_state.get("bpe_step", 0) >= n:
+            st.session_state.bpe_playing = False
+            st.rerun()  # the whole page, so the timer stops
+        st.session_state.bpe_step = st.session_state.get("bpe_step", 0) + 1
+    st.session_state.bpe_step = min(st.session_state.get("bpe_step", 0), n)
+    step = st.slider("Merge step (0 = characters only)", 0, max(n, 1), key="bpe_step", disabled=n == 0)
+    left, right = st.columns([2, 3])
+    with left:
+        if step == 0:
+            st.markdown(f"**Start**: {len(trace.alphabet)} characters, each its own token.")
+        else:
+            record = trace.steps[step - 1]
+            a, b = (bpe.show_whitespace(t) for t in record.pair)
+            st.markdown(
+                f"**Merge {step}**: `{a}` + `{b}` → `{bpe.show_whitespace(record.new_token)}` "
+                f"(pair seen {record.pair_count} times). {record.tokens_in_use} distinct tokens "
+                f"in the corpus, {record.vocab_size} learned."
+            )
+        rows = bpe.count_table(trace, step, top=TABLE_ROWS)
+        st.dataframe(
+            [
+                {"token": r.token, "count": r.count, "change": r.count - r.previous, "new": r.is_new}
+                for r in rows
+            ],
+            hide_index=True,
+            width="stretch",
+            height=420,
+        )
+        words = [word for word, _ in trace.word_counts[:50]]
+        word = st.selectbox("Word to follow", words, format_func=bpe.show_whitespace, key="bpe_word")
+        initial = list(bpe.normalize_corpus(word))
+        ui.show_figure(
+            figs.merge_tree(
+                initial, trace.segment(word, upto=step), f"'{bpe.show_whitespace(word)}' after {step} merges"
+            ),
+            key="bpe_tree",
+        )
+    with right:
+        ui.show_figure(figs.vocab_curve(trace, step), key="bpe_curve")
+        ui.show_figure(figs.step_heatmap(trace, step), key="bpe_heatmap")
+
+
+if train_tab.open:
+    with train_tab:
+        corpus = ui.text_input("Corpus", bpe.SAILOR_RHYME, key="bpe_corpus", height=140)
+        target = st.number_input(
+            "Target vocabulary size (characters + merges; 0 = merge until every word is one token)",
+            min_value=0,
+            max_value=bpe.MAX_MERGES,
+            value=0,
+            step=1,
+            key="bpe_target",
+        )
+        with ui.user_errors():
+            trace = train(corpus, int(target))
+        st.caption(
+            f"{len(trace.alphabet)} characters, {len(trace.word_counts):,} distinct words, "
+            f"{trace.n_steps} merges: stopped because {trace.stop_reason}. Ties go to the "
+            "pair of the oldest tokens (characters in code-point order, then merges in order), "
+            "as in the tokenizers library's trainer, which learns the same merges."
+        )
+        if trace.n_steps == 0:
+            st.warning(
+                "No merge to show: "
+                + (
+                    "the target is not above the number of characters."
+                    if target
+                    else "no two tokens stand side by side within a word."
+                )
+            )
+        st.button(
+            "Pause" if st.session_state.get("bpe_playing") else "Play",
+            icon=":material/pause:" if st.session_state.get("bpe_playing") else ":material/play_arrow:",
+            on_click=toggle_play,
+            args=(trace.n_steps,),
+            key="bpe_play",
+            disabled=trace.n_steps == 0,
+        )
+        st.fragment(show_step, run_every=PLAY_SECONDS if st.session_state.get("bpe_playing") else None)(trace)
+
+if real_tab.open:
+    with real_tab:
+        text = st.text_area("Your text", REAL_TEXT, key="bpe_real_text", max_chars=subwords.MAX_TEXT_CHARS)
+        if not text.strip():
+            st.warning("The text is empty: type something to tokenize.")
+            st.stop()
+        smol = ui.load_model("smollm2")
+        mini = ui.load_model("minilm")
+        with ui.user_errors():
+            ranks = merge_ranks("smollm2", smol.tokenizer)
+            smol_words = subwords.byte_level_words(smol.tokenizer, text, ranks)
+            mini_words = subwords.wordpiece_words(mini.tokenizer, text)
+        ui.show_figure(
+            figs.token_strips([("SmolLM2 byte-level BPE", smol_words), ("MiniLM WordPiece", mini_words)]),
+            key="bpe_strips",
+        )
+        st.caption(
+            "␣ is a space the token carries; � is part of a character that spans several byte "
+            "tokens. WordPiece lower-cases, strips accents and marks word-inner pieces with ##."
+        )
+        left, right = st.columns(2)
+        with left:
+            st.markdown("**SmolLM2**: byte-level BPE, merges applied lowest rank first")
+            index = st.selectbox(
+                "Word",
+                range(len(smol_words)),
+                format_func=lambda i: smol_words[i].text.strip() or repr(smol_words[i].text),
+                key="bpe_real_word",
+            )
+            chosen = smol_words[index]
+            ui.show_figure(
+                figs.merge_tree(
+                    chosen.raw_symbols,
+                    chosen.stages,
+                    f"'{chosen.text}': {len(chosen.stages)} merges → {len(chosen.tokens)} token(s)",
+                    display=lambda piece: subwords.readable_piece(smol.tokenizer, piece),
+                ),
+                key="bpe_real_tree",
+            )
+            st.dataframe(
+                [
+                    {
+                        "rank": s.rank,
+                        "merge": f"{s.pair[0]} + {s.pair[1]}",
+                        "pieces after": " ".join(s.pieces),
+                    }
+                    for s in chosen.stages
+                ],
+                hide_index=True,
+                width="stretch",
+            )
+            st.caption(f"Final tokens {list(chosen.tokens)}, ids {list(chosen.ids)}.")
+        with right:
+            st.markdown("**MiniLM**: WordPiece, greedy longest match from the left")
+            st.dataframe(
+                [
+                    {"word": w.text, "tokens": " ".join(w.tokens), "ids": " ".join(map(str, w.ids))}
+                    for w in mini_words
+                ],
+                hide_index=True,
+                width="stretch",
+            )

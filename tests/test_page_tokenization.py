@@ -1,0 +1,149 @@
+"""The BPE merge lab page: widgets move without errors, bad corpora get clear messages."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import FIGURE, ROOT, page_url, screenshot, wait_for_app
+from streamlit.testing.v1 import AppTest
+
+from txviz import bpe, subwords
+from txviz.figures import bpe as figs
+
+PAGE = "pages/4_Tokenization.py"
+REAL = "Real tokenizers on your text"
+
+
+def run_page(view: str = "Train BPE step by step", **state) -> AppTest:
+    at = AppTest.from_file(str(ROOT / PAGE), default_timeout=180)
+    at.session_state["bpe_view"] = view
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def table(at: AppTest) -> dict[str, int]:
+    return dict(zip(at.dataframe[0].value["token"], at.dataframe[0].value["count"], strict=True))
+
+
+def test_train_tab_moves_its_widgets() -> None:
+    at = run_page()
+    assert not at.exception and not at.error
+    assert at.slider(key="bpe_step").max == 50  # the rhyme merges into whole words in 50 steps
+    assert table(at)["_"] == 33 and table(at)["e"] == 28
+    at.slider(key="bpe_step").set_value(1).run()
+    assert table(at)["se"] == 13 and table(at)["s"] == 2
+    at.button(key="bpe_play").click().run()  # playing advances one merge per tick
+    assert at.session_state["bpe_playing"] and at.slider(key="bpe_step").value == 2
+    assert table(at)["e_"] == 12
+    at.button(key="bpe_play").click().run()
+    assert not at.session_state["bpe_playing"]
+    at.selectbox(key="bpe_word").set_value("could ").run()
+    at.number_input(key="bpe_target").set_value(25).run()
+    assert at.slider(key="bpe_step").max == 6 and at.slider(key="bpe_step").value == 2
+    at.slider(key="bpe_step").set_value(6).run()
+    assert not at.exception and not at.error
+
+
+def test_play_at_the_end_starts_again_and_stops_at_the_last_merge() -> None:
+    at = run_page(bpe_target=21)  # two merges
+    at.slider(key="bpe_step").set_value(2).run()
+    at.button(key="bpe_play").click().run()
+    assert at.slider(key="bpe_step").value == 1
+    at.session_state["bpe_step"] = 2
+    at.run()  # a tick at the last merge stops playing
+    assert not at.session_state["bpe_playing"] and not at.exception
+
+
+def test_own_text_one_character_repeated() -> None:
+    at = run_page(bpe_corpus="aaaaaaaa")
+    assert not at.exception and not at.error
+    assert at.slider(key="bpe_step").max == 3
+    at.slider(key="bpe_step").set_value(3).run()
+    assert table(at) == {"aaaaaaaa": 1, "aaaa": 0}
+
+
+@pytest.mark.parametrize("text", ["", "   \n "])
+def test_empty_corpus_gives_a_message(text: str) -> None:
+    at = run_page(bpe_corpus=text)
+    assert not at.exception
+    assert any("empty" in w.value for w in at.warning)
+
+
+def test_single_character_has_no_merge_and_says_so() -> None:
+    at = run_page(bpe_corpus="a")
+    assert not at.exception
+    assert any("No merge" in w.value for w in at.warning)
+
+
+def test_five_megabyte_upload_is_cut_with_a_warning() -> None:
+    at = run_page(bpe_corpus_source="Upload a .txt file")
+    data = (bpe.SAILOR_RHYME * (5_000_000 // len(bpe.SAILOR_RHYME) + 1)).encode()[:5_000_000]
+    at.file_uploader(key="bpe_corpus_upload").upload("big.txt", data, "text/plain").run()
+    assert not at.exception and not at.error
+    assert any("first 100,000" in w.value for w in at.warning)
+    expected = bpe.train_bpe(data.decode()[:100_000])  # the page trains on what it kept
+    assert at.slider(key="bpe_step").max == expected.n_steps
+
+
+def test_non_utf8_upload_gives_a_message() -> None:
+    at = run_page(bpe_corpus_source="Upload a .txt file")
+    at.file_uploader(key="bpe_corpus_upload").upload("latin.txt", "naïve café".encode("latin-1")).run()
+    assert not at.exception
+    assert any("not UTF-8" in e.value for e in at.error)
+
+
+def test_real_tokenizer_tab_moves_its_widgets() -> None:
+    at = run_page(REAL)
+    assert not at.exception and not at.error
+    words = at.dataframe[1].value  # MiniLM's words
+    assert "##" in "".join(words["tokens"])
+    at.text_area(key="bpe_real_text").input("Unbelievably, tokenization works.").run()
+    at.selectbox(key="bpe_real_word").set_value(2).run()  # " tokenization"
+    merges = at.dataframe[0].value
+    assert list(merges["rank"]) == sorted(merges["rank"]) and len(merges) > 3
+    assert merges["pieces after"].iloc[-1] == "Ġtoken ization"
+    at.text_area(key="bpe_real_text").input("  ").run()
+    assert not at.exception
+    assert any("empty" in w.value for w in at.warning)
+
+
+def test_byte_level_replay_gives_the_tokenizers_own_tokens(smollm2, minilm) -> None:
+    text = "Héllo wörld, 12345 isn't  easy!\n日本語 🙂 tokenization"
+    words = subwords.byte_level_words(smollm2.tokenizer, text)
+    assert all(subwords.final_pieces(w) == w.tokens for w in words)
+    ids = smollm2.tokenizer(text, add_special_tokens=False)["input_ids"]
+    assert [i for w in words for i in w.ids] == ids
+    for word in words:  # lowest rank first: each merge makes pairs that were learned later
+        ranks = [stage.rank for stage in word.stages]
+        assert ranks == sorted(ranks)
+    pieces = subwords.wordpiece_words(minilm.tokenizer, text)
+    assert [i for w in pieces for i in w.ids] == minilm.tokenizer(text, add_special_tokens=False)["input_ids"]
+    token = next(w for w in pieces if w.text == "tokenization")
+    assert token.tokens == ("token", "##ization") and token.readable == ("token", "ization")
+    # The strips put both tokenizers' pieces at their characters, so words line up.
+    strips = figs.token_strips([("smol", words), ("mini", pieces)]).to_dict()["data"]
+    mini_starts = [start for w in pieces for start, _ in w.offsets]
+    assert list(strips[1]["base"]) == mini_starts
+    smol_bases = list(strips[0]["base"])
+    emoji = [i for i, t in enumerate(t for w in words for t in w.tokens) if t == "ĠðŁĻĤ"]
+    assert emoji and smol_bases[emoji[0]] == text.index(" 🙂")
+    japanese = next(w for w in words if w.text.strip() == "日本語")
+    assert len(japanese.tokens) > 3  # byte pieces of three characters share their spans
+    spans = figs.token_spans([japanese])
+    assert abs(sum(width for _, width in spans) - len(japanese.text)) < 1e-9
+
+
+@pytest.mark.browser
+def test_browser_plays_the_rhyme(app_server, browser_page) -> None:
+    browser_page.goto(page_url(app_server, PAGE))
+    wait_for_app(browser_page)
+    browser_page.wait_for_selector(FIGURE, timeout=180_000)
+    assert browser_page.get_by_text("Merge step").first.is_visible()
+    browser_page.get_by_role("button", name=re.compile("Play")).click()
+    browser_page.get_by_text("Merge 3").first.wait_for(timeout=30_000)
+    browser_page.get_by_role("button", name=re.compile("Pause")).click()
+    wait_for_app(browser_page)
+    assert browser_page.locator('[data-testid="stException"]').count() == 0
+    screenshot(browser_page, "4_Tokenization_playing")
