@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import threading
 
 import numpy as np
@@ -71,18 +72,14 @@ def prompt_ids(loaded: LoadedModel, text: str) -> torch.Tensor:
 
 def greedy_reference(loaded: LoadedModel, text: str, n: int) -> list[int]:
     ids = prompt_ids(loaded, text)
-    out = loaded.model.generate(
-        ids, do_sample=False, max_new_tokens=n, min_new_tokens=n
-    )
+    out = loaded.model.generate(ids, do_sample=False, max_new_tokens=n, min_new_tokens=n)
     return out[0, ids.shape[1] :].tolist()
 
 
 def test_greedy_matches_model_generate(tiny):
     steps = list(generate(tiny, GenerationRequest("the cat sat", max_new_tokens=12)))
     assert [s.token_id for s in steps] == greedy_reference(tiny, "the cat sat", 12)
-    assert [s.position for s in steps] == list(
-        range(3, 15)
-    )  # "the cat sat" is 3 tokens
+    assert [s.position for s in steps] == list(range(3, 15))  # "the cat sat" is 3 tokens
     assert steps[-1].text == tiny.tokenizer.decode([s.token_id for s in steps])
 
 
@@ -101,12 +98,8 @@ def test_attention_rows_equal_a_full_forward(tiny):
         query = n_prompt + i - 1
         assert step.query_position == query
         assert step.attention.shape == (2, 4, query + 1)
-        np.testing.assert_allclose(
-            step.attention, full[:, :, query, : query + 1], atol=1e-3
-        )
-        np.testing.assert_allclose(
-            step.attention.astype(np.float32).sum(-1), 1.0, atol=3e-3
-        )
+        np.testing.assert_allclose(step.attention, full[:, :, query, : query + 1], atol=1e-3)
+        np.testing.assert_allclose(step.attention.astype(np.float32).sum(-1), 1.0, atol=3e-3)
 
 
 def test_candidates_carry_the_models_distribution(tiny):
@@ -116,13 +109,9 @@ def test_candidates_carry_the_models_distribution(tiny):
     probs = torch.softmax(logits, -1)
     expected = probs.topk(10)
     assert step.candidate_ids == tuple(expected.indices.tolist())
-    np.testing.assert_allclose(
-        step.candidate_probs[0], expected.values.numpy(), atol=1e-5
-    )
+    np.testing.assert_allclose(step.candidate_probs[0], expected.values.numpy(), atol=1e-5)
     assert step.stage_names == ("model", "greedy")
-    assert (
-        step.candidate_probs[1].tolist() == [1.0] + [0.0] * 9
-    )  # greedy takes the top one
+    assert step.candidate_probs[1].tolist() == [1.0] + [0.0] * 9  # greedy takes the top one
     assert step.chosen_rank == 0
 
 
@@ -132,19 +121,13 @@ def test_filters_shape_the_candidates_and_a_seed_repeats_the_run(tiny):
     first = list(generate(tiny, request))
     again = list(generate(tiny, request))
     assert [s.token_id for s in first] == [s.token_id for s in again]
-    other = list(
-        generate(
-            tiny, GenerationRequest("the mat", 10, SamplingSettings(1.5, 5, 0.9, 12))
-        )
-    )
+    other = list(generate(tiny, GenerationRequest("the mat", 10, SamplingSettings(1.5, 5, 0.9, 12))))
     assert [s.token_id for s in first] != [s.token_id for s in other]
     for step in first:
         assert step.stage_names == ("model", "temperature 1.5", "top-k 5", "top-p 0.9")
         after = step.candidate_probs[-1]
         assert (after[5:] == 0).all()  # top-k 5 left nothing past the fifth candidate
-        assert (
-            after[step.chosen_rank] > 0
-        )  # a token the filters removed is never chosen
+        assert after[step.chosen_rank] > 0  # a token the filters removed is never chosen
 
 
 def test_kv_cache_grows_one_token_a_step_with_exact_bytes(tiny):
@@ -166,9 +149,7 @@ def test_stopping_keeps_what_was_made_and_leaves_no_capture_open(tiny):
 
 
 def test_end_of_sequence_stops_the_run(tiny):
-    first = next(
-        generate(tiny, GenerationRequest("the cat sat", max_new_tokens=1))
-    ).token_id
+    first = next(generate(tiny, GenerationRequest("the cat sat", max_new_tokens=1))).token_id
     config = tiny.model.generation_config
     saved = config.eos_token_id
     config.eos_token_id = first  # this test's own expectation; restored below
@@ -195,12 +176,8 @@ def test_recording_off_keeps_tokens_and_no_rows(tiny):
 
 def test_two_sessions_at_once_keep_their_own_tokens_and_attention(tiny):
     requests = {
-        "a": GenerationRequest(
-            "the cat sat", 15, SamplingSettings(temperature=1.0, seed=1)
-        ),
-        "b": GenerationRequest(
-            "on the log and", 15, SamplingSettings(temperature=1.0, seed=2)
-        ),
+        "a": GenerationRequest("the cat sat", 15, SamplingSettings(temperature=1.0, seed=1)),
+        "b": GenerationRequest("on the log and", 15, SamplingSettings(temperature=1.0, seed=2)),
     }
     alone = {k: list(generate(tiny, r)) for k, r in requests.items()}
     together: dict[str, list] = {}
@@ -263,12 +240,8 @@ def test_bad_requests_give_clear_messages(tiny, request_, message):
 
 
 def test_temperature_zero_is_greedy(tiny):
-    request = GenerationRequest(
-        "the cat", 6, SamplingSettings(temperature=0.0, top_k=3, seed=5)
-    )
-    assert [s.token_id for s in generate(tiny, request)] == greedy_reference(
-        tiny, "the cat", 6
-    )
+    request = GenerationRequest("the cat", 6, SamplingSettings(temperature=0.0, top_k=3, seed=5))
+    assert [s.token_id for s in generate(tiny, request)] == greedy_reference(tiny, "the cat", 6)
 
 
 def test_encoder_only_model_is_refused_with_a_message(tiny):
@@ -279,8 +252,76 @@ def test_encoder_only_model_is_refused_with_a_message(tiny):
         num_attention_heads=2,
         intermediate_size=32,
     )
-    encoder = LoadedModel(
-        "bert-tiny", "encoder", BertModel(config), tiny.tokenizer, None, "cpu"
-    )
+    encoder = LoadedModel("bert-tiny", "encoder", BertModel(config), tiny.tokenizer, None, "cpu")
     with pytest.raises(GenerationError, match="encoder.*no next-token head"):
         prepare(encoder, GenerationRequest("the cat"))
+
+
+# Figures: the data they carry, checked against the records they were built from.
+
+
+def plotly_array(value) -> np.ndarray:
+    """A figure's data as numpy, whether plotly wrote a list or a typed base64 array."""
+    if isinstance(value, dict) and "bdata" in value:
+        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        shape = value.get("shape")
+        return array.reshape([int(n) for n in str(shape).split(",")]) if shape else array
+    return np.asarray(value, dtype=float)
+
+
+def test_candidate_bars_show_each_stage_and_mark_the_chosen(tiny):
+    from txviz.figures.generation import candidate_bars
+
+    sampling = SamplingSettings(temperature=0.7, top_k=4, seed=3)
+    step = next(generate(tiny, GenerationRequest("the cat", 1, sampling)))
+    data = candidate_bars(step).to_dict()["data"]
+    assert [trace["name"] for trace in data] == ["model", "temperature 0.7", "top-k 4"]
+    for trace, probs in zip(data, step.candidate_probs, strict=True):
+        np.testing.assert_allclose(plotly_array(trace["x"]), probs)
+        widths = trace["marker"]["line"]["width"]
+        assert widths[step.chosen_rank] > 0 and sum(widths) == widths[step.chosen_rank]
+    ticks = candidate_bars(step).to_dict()["layout"]["yaxis"]["ticktext"]
+    assert ticks[step.chosen_rank].startswith("▶")
+
+
+def test_newest_attention_figures_carry_the_rows(tiny):
+    from txviz.figures.generation import newest_attention_all_heads, newest_attention_head
+    from txviz.generation import sequence_tokens
+
+    prompt = prepare(tiny, GenerationRequest("the cat sat"))
+    steps = list(generate(tiny, GenerationRequest("the cat sat", 3), prompt))
+    tokens = sequence_tokens(prompt, steps)
+    step = steps[2]
+    bar = newest_attention_head(step, tokens, layer=1, head=3).to_dict()
+    np.testing.assert_allclose(plotly_array(bar["data"][0]["y"]), step.attention[1, 3].astype(np.float32))
+    assert bar["layout"]["xaxis"]["ticktext"] == list(tokens[:5])
+    heat = newest_attention_all_heads(step, tokens, layer=0).to_dict()
+    np.testing.assert_allclose(plotly_array(heat["data"][0]["z"]), step.attention[0], atol=1e-6)
+    assert heat["layout"]["yaxis"]["title"]["text"] == "head"
+
+
+def test_sequence_heatmap_rows_are_queries_with_masked_cells_blank(tiny):
+    from txviz.figures.generation import sequence_heatmap
+    from txviz.generation import sequence_tokens
+
+    prompt = prepare(tiny, GenerationRequest("the cat sat"))
+    steps = list(generate(tiny, GenerationRequest("the cat sat", 4), prompt))
+    tokens = sequence_tokens(prompt, steps)
+    figure = sequence_heatmap(steps, tokens, layer=0, head=1).to_dict()
+    z = plotly_array(figure["data"][0]["z"]).astype(float)
+    assert figure["data"][0]["y"] == [2, 3, 4, 5]
+    np.testing.assert_allclose(z[1, :4], steps[1].attention[0, 1].astype(np.float32))
+    assert np.isnan(z[1, 4:]).all() and not np.isnan(z[3]).any()
+    assert figure["layout"]["yaxis"]["ticktext"] == list(tokens[2:6])
+
+
+def test_kv_cache_figures_match_the_steps(tiny):
+    from txviz.figures.generation import kv_cache_growth, kv_cache_per_layer
+
+    steps = list(generate(tiny, GenerationRequest("the cat sat", 3)))
+    growth = kv_cache_growth(steps, current=1).to_dict()["data"][0]
+    assert growth["y"] == pytest.approx([sum(s.kv_bytes) / 1e6 for s in steps])
+    assert list(growth["customdata"]) == [3, 4, 5]
+    per_layer = kv_cache_per_layer(steps[-1]).to_dict()["data"][0]
+    assert list(per_layer["customdata"]) == [5, 5]
+    assert per_layer["y"] == pytest.approx([b / 1e3 for b in steps[-1].kv_bytes])

@@ -53,9 +53,7 @@ def test_top_k_keeps_k_most_likely_renormalised():
     logits = logits_of([0.1, 0.4, 0.2, 0.3])
     filtered = top_k_filter(logits, 2)
     assert kept(filtered) == [1, 3]
-    assert torch.softmax(filtered, -1).tolist() == pytest.approx(
-        [0, 4 / 7, 0, 3 / 7], abs=1e-6
-    )
+    assert torch.softmax(filtered, -1).tolist() == pytest.approx([0, 4 / 7, 0, 3 / 7], abs=1e-6)
     assert top_k_filter(logits, 0) is logits  # off
     assert kept(top_k_filter(logits, 10)) == [
         0,
@@ -91,9 +89,7 @@ def test_top_k_agrees_with_transformers(k):
 
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.9, 0.99])
 def test_top_p_agrees_with_transformers(p):
-    logits = 3 * torch.randn(
-        1, 1000, generator=torch.Generator().manual_seed(int(p * 100))
-    )
+    logits = 3 * torch.randn(1, 1000, generator=torch.Generator().manual_seed(int(p * 100)))
     ours = top_p_filter(logits[0], p)
     theirs = TopPLogitsWarper(top_p=p)(None, logits.clone())[0]
     assert torch.equal(torch.isfinite(ours), torch.isfinite(theirs))

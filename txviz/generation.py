@@ -14,13 +14,9 @@ from txviz.models import LoadedModel
 from txviz.sampling import SamplingSettings, choose, make_generator
 from txviz.tokens import readable_token, readable_tokens
 
-MAX_NEW_TOKENS = (
-    512  # newest rows of 30 x 9 heads stay near 80 MB of float16 at this length
-)
+MAX_NEW_TOKENS = 512  # newest rows of 30 x 9 heads stay near 80 MB of float16 at this length
 TOP_CANDIDATES = 10
-ROW_DTYPE = (
-    np.float16
-)  # attention rows are kept for every step: half the memory of float32
+ROW_DTYPE = np.float16  # attention rows are kept for every step: half the memory of float32
 
 
 class GenerationError(ValueError):
@@ -62,20 +58,12 @@ class GenerationStep:
     token_id: int
     token: str  # readable text of the token alone
     text: str  # the generated text so far, decoded as a whole (bytes joined properly)
-    candidate_ids: tuple[
-        int, ...
-    ]  # most likely tokens by the model, the chosen one included
+    candidate_ids: tuple[int, ...]  # most likely tokens by the model, the chosen one included
     candidate_tokens: tuple[str, ...]
     stage_names: tuple[str, ...]  # "model", then each filter applied, e.g. "top-k 40"
-    candidate_probs: (
-        np.ndarray
-    )  # float32 [stage, candidate]: how each filter reshaped them
-    attention: (
-        np.ndarray | None
-    )  # [layer, head, key_pos] row of the query at position - 1
-    kv_tokens: tuple[
-        int, ...
-    ]  # tokens held in the KV cache, per layer, after this step
+    candidate_probs: np.ndarray  # float32 [stage, candidate]: how each filter reshaped them
+    attention: np.ndarray | None  # [layer, head, key_pos] row of the query at position - 1
+    kv_tokens: tuple[int, ...]  # tokens held in the KV cache, per layer, after this step
     kv_bytes: tuple[int, ...]  # bytes of keys and values, per layer, after this step
     elapsed_s: float  # since generation started, prompt included
     finished: bool = False  # the model emitted an end-of-sequence token
@@ -103,13 +91,9 @@ def check_model(loaded: LoadedModel) -> None:
             "encoder-decoder": "an encoder-decoder: this page runs decoder-only (causal) models",
             "vision": "a vision model: it reads images, not text",
         }.get(loaded.kind, f"a {loaded.kind} model")
-        raise GenerationError(
-            f"{loaded.name} is {what}. Choose a causal language model such as smollm2."
-        )
+        raise GenerationError(f"{loaded.name} is {what}. Choose a causal language model such as smollm2.")
     if loaded.tokenizer is None:
-        raise GenerationError(
-            f"{loaded.name} has no tokenizer, so it cannot read a prompt."
-        )
+        raise GenerationError(f"{loaded.name} has no tokenizer, so it cannot read a prompt.")
 
 
 def has_chat_template(loaded: LoadedModel) -> bool:
@@ -121,9 +105,7 @@ def prepare(loaded: LoadedModel, request: GenerationRequest) -> Prompt:
     """Check the request against the model and tokenise the prompt; errors speak to the user."""
     check_model(loaded)
     if not request.prompt or not request.prompt.strip():
-        raise GenerationError(
-            "The prompt is empty: type a few words for the model to continue."
-        )
+        raise GenerationError("The prompt is empty: type a few words for the model to continue.")
     if request.max_new_tokens < 1:
         raise GenerationError("Max new tokens must be at least 1.")
     if request.max_new_tokens > MAX_NEW_TOKENS:
@@ -138,13 +120,9 @@ def prepare(loaded: LoadedModel, request: GenerationRequest) -> Prompt:
     tokenizer = loaded.tokenizer
     if request.chat:
         if not has_chat_template(loaded):
-            raise GenerationError(
-                f"{loaded.name} has no chat template: turn the chat template off."
-            )
+            raise GenerationError(f"{loaded.name} has no chat template: turn the chat template off.")
         messages = [{"role": "user", "content": request.prompt}]
-        text = tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, tokenize=False
-        )
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     else:
         text = request.prompt
@@ -152,8 +130,7 @@ def prepare(loaded: LoadedModel, request: GenerationRequest) -> Prompt:
     n_ctx = loaded.n_ctx
     if len(ids) >= n_ctx:
         raise GenerationError(
-            f"The prompt has {len(ids):,} tokens, but {loaded.name} reads at most {n_ctx:,}: "
-            "shorten it."
+            f"The prompt has {len(ids):,} tokens, but {loaded.name} reads at most {n_ctx:,}: shorten it."
         )
     if len(ids) + request.max_new_tokens > n_ctx:
         raise GenerationError(
@@ -185,23 +162,17 @@ def kv_cache_size(cache) -> tuple[tuple[int, ...], tuple[int, ...]]:
             sizes.append(0)
             continue
         tokens.append(int(keys.shape[-2]))  # (B, H_kv, T, D)
-        sizes.append(
-            keys.numel() * keys.element_size() + values.numel() * values.element_size()
-        )
+        sizes.append(keys.numel() * keys.element_size() + values.numel() * values.element_size())
     return tuple(tokens), tuple(sizes)
 
 
-def _candidates(
-    loaded: LoadedModel, choice, n: int
-) -> tuple[tuple[int, ...], np.ndarray]:
+def _candidates(loaded: LoadedModel, choice, n: int) -> tuple[tuple[int, ...], np.ndarray]:
     """Ids of the n most likely tokens (chosen one added if missing) and their staged probs."""
     top = choice.before.topk(min(n, choice.before.numel())).indices.tolist()
     if choice.token_id not in top:
         top.append(choice.token_id)
     index = torch.tensor(top)
-    probs = torch.stack(
-        [stage[index] for _, stage in choice.stages]
-    )  # (stage, candidate)
+    probs = torch.stack([stage[index] for _, stage in choice.stages])  # (stage, candidate)
     return tuple(top), probs.numpy().astype(np.float32)
 
 
@@ -231,9 +202,7 @@ def generate(
         choice = choose(output.logits[0, -1], request.sampling, generator)
         attention = None
         if request.record_attention:
-            attention = recorder.stack("weights")[:, :, -1, :].astype(
-                ROW_DTYPE
-            )  # (L, H, K)
+            attention = recorder.stack("weights")[:, :, -1, :].astype(ROW_DTYPE)  # (L, H, K)
         token_id = choice.token_id
         generated.append(token_id)
         ids, probs = _candidates(loaded, choice, request.top_candidates)
@@ -260,9 +229,7 @@ def generate(
         next_input = torch.tensor([[token_id]], device=loaded.device)
 
 
-def sequence_attention(
-    steps: list[GenerationStep], layer: int, head: int
-) -> np.ndarray:
+def sequence_attention(steps: list[GenerationStep], layer: int, head: int) -> np.ndarray:
     """One head's causal attention over the generation: float32 [step, key_pos], 0 past each row."""
     rows = [s.attention[layer, head] for s in steps if s.attention is not None]
     if not rows:
@@ -273,13 +240,14 @@ def sequence_attention(
     return out
 
 
-def attention_bytes(
-    n_layers: int, n_heads: int, n_prompt: int, n_new: int
-) -> tuple[int, int]:
+def attention_bytes(n_layers: int, n_heads: int, n_prompt: int, n_new: int) -> tuple[int, int]:
     """(bytes of the newest step's rows, bytes of every step's rows) held for a run."""
     itemsize = np.dtype(ROW_DTYPE).itemsize
     newest = n_layers * n_heads * (n_prompt + n_new - 1) * itemsize
-    keys_total = sum(
-        n_prompt + i for i in range(n_new)
-    )  # step i's row covers prompt + i keys
+    keys_total = sum(n_prompt + i for i in range(n_new))  # step i's row covers prompt + i keys
     return newest, n_layers * n_heads * keys_total * itemsize
+
+
+def sequence_tokens(prompt: Prompt, steps: list[GenerationStep]) -> tuple[str, ...]:
+    """Readable token at every position: the prompt's, then each new one's."""
+    return prompt.tokens + tuple(s.token for s in steps)

@@ -6,9 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-MAX_TEMPERATURE = (
-    5.0  # past this every distribution looks uniform; nothing left to teach
-)
+MAX_TEMPERATURE = 5.0  # past this every distribution looks uniform; nothing left to teach
 
 
 @dataclass(frozen=True)
@@ -27,9 +25,7 @@ class SamplingSettings:
     def validate(self) -> None:
         """Raise ValueError with a message a user can act on."""
         if not 0.0 <= self.temperature <= MAX_TEMPERATURE:
-            raise ValueError(
-                f"Temperature must be between 0 and {MAX_TEMPERATURE} (0 is greedy)."
-            )
+            raise ValueError(f"Temperature must be between 0 and {MAX_TEMPERATURE} (0 is greedy).")
         if self.top_k < 0:
             raise ValueError("Top-k must be 0 (off) or a positive number of tokens.")
         if not 0.0 < self.top_p <= 1.0:
@@ -52,9 +48,7 @@ class Choice:
     """One sampling step: the token chosen and each stage of the distribution that led to it."""
 
     token_id: int
-    stages: tuple[
-        tuple[str, torch.Tensor], ...
-    ]  # (name, probabilities (V,) float32), in order
+    stages: tuple[tuple[str, torch.Tensor], ...]  # (name, probabilities (V,) float32), in order
 
     @property
     def before(self) -> torch.Tensor:
@@ -126,9 +120,7 @@ def choose(
     shaped = logits
     if settings.temperature != 1.0:
         shaped = apply_temperature(shaped, settings.temperature)
-        stages.append(
-            (f"temperature {settings.temperature:g}", torch.softmax(shaped, dim=-1))
-        )
+        stages.append((f"temperature {settings.temperature:g}", torch.softmax(shaped, dim=-1)))
     if settings.top_k:
         shaped = top_k_filter(shaped, settings.top_k)
         stages.append((f"top-k {settings.top_k}", torch.softmax(shaped, dim=-1)))

@@ -1,0 +1,82 @@
+"""Throughput of the page's generation loop against plain `model.generate`, and its memory."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import time
+
+import torch
+
+from txviz.generation import GenerationRequest, attention_bytes, generate, prepare
+from txviz.models import load
+
+PROMPT = "The history of the printing press begins"
+GOAL = 0.85
+
+
+def plain_generate(model, input_ids: torch.Tensor, n_new: int) -> tuple[list[int], float]:
+    """Greedy `model.generate` with nothing recorded (fast SDPA path); (tokens, seconds)."""
+    config = copy.deepcopy(model.generation_config)
+    config.eos_token_id = None  # always n_new tokens, as the loop below makes
+    config.do_sample, config.max_new_tokens = False, n_new
+    start = time.perf_counter()
+    with torch.no_grad():
+        out = model.generate(input_ids, generation_config=config)
+    seconds = time.perf_counter() - start
+    return out[0, input_ids.shape[1] :].tolist(), seconds
+
+
+def recorded_loop(loaded, request: GenerationRequest) -> tuple[list[int], float]:
+    """The page's loop recording the newest attention row of every layer and head."""
+    start = time.perf_counter()
+    steps = list(generate(loaded, request))
+    seconds = time.perf_counter() - start
+    return [s.token_id for s in steps], seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print tokens/s of both ways, their ratio, and the bytes held for attention rows."""
+    parser = argparse.ArgumentParser(prog="python -m txviz bench generate", description=__doc__)
+    parser.add_argument("--model", default="smollm2")
+    parser.add_argument("--tokens", type=int, default=128, help="new tokens per run")
+    parser.add_argument("--repeats", type=int, default=2, help="runs of each; the best counts")
+    parser.add_argument("--prompt", default=PROMPT)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads; 0 keeps torch's")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    loaded = load(args.model, device="cpu", progress=print)
+    request = GenerationRequest(args.prompt, max_new_tokens=args.tokens, stop_at_eos=False)
+    prompt = prepare(loaded, request)
+    input_ids = torch.tensor([prompt.ids])
+    print(f"{loaded.name} on cpu, {torch.get_num_threads()} threads, prompt {len(prompt)} tokens")
+
+    # warm-up: first calls allocate and pick kernels
+    plain_generate(loaded.model, input_ids, 4)
+    recorded_loop(loaded, GenerationRequest(args.prompt, max_new_tokens=4))
+
+    plain_times, loop_times = [], []
+    for _ in range(args.repeats):  # interleaved, so a busy moment hurts both alike
+        plain_tokens, seconds = plain_generate(loaded.model, input_ids, args.tokens)
+        plain_times.append(seconds)
+        loop_tokens, seconds = recorded_loop(loaded, request)
+        loop_times.append(seconds)
+
+    plain_rate = args.tokens / min(plain_times)
+    loop_rate = args.tokens / min(loop_times)
+    ratio = loop_rate / plain_rate
+    same = "same" if plain_tokens == loop_tokens else "DIFFERENT"
+    print(f"model.generate (fast path, nothing recorded): {plain_rate:7.1f} tokens/s")
+    print(f"page loop (newest rows, all layers x heads):  {loop_rate:7.1f} tokens/s")
+    print(f"throughput ratio: {ratio:.3f} (goal >= {GOAL}); greedy tokens: {same}")
+
+    n_layers, n_heads = loaded.n_layers, loaded.n_heads
+    newest, total = attention_bytes(n_layers, n_heads, len(prompt), 1024)
+    print(
+        f"attention held for 1,024 new tokens ({n_layers} layers x {n_heads} heads, float16): "
+        f"{newest / 1e6:.2f} MB in the newest step's rows, {total / 1e6:.1f} MB for all steps "
+        f"(a full matrix per step would be {n_layers * n_heads * (len(prompt) + 1024) ** 2 * 2 / 1e6:.0f} MB)"
+    )
+    return 0 if ratio >= GOAL and same == "same" else 1
