@@ -127,6 +127,14 @@ def apply_pattern(
     return MaskedRun(before, after, fixed.mask, notice, effect)
 
 
+def prediction_rows(effect: DecoderEffect) -> list[dict[str, str]]:
+    """The top next tokens without and with the mask, as table rows."""
+    return [
+        {"rank": str(i + 1), "unmasked": f"{b[0]!r} {b[1]:.1%}", "with the pattern": f"{a[0]!r} {a[1]:.1%}"}
+        for i, (b, a) in enumerate(zip(effect.top_before, effect.top_after, strict=True))
+    ]
+
+
 def forbidden_weight(run: MaskedRun) -> float:
     """Largest weight any head puts where the mask forbids (0.0 when the mask holds)."""
     return float(run.after.weights[..., ~run.mask].max(initial=0.0))

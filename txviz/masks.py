@@ -34,7 +34,7 @@ def _check_non_negative(name: str, value: int) -> int:
 
 def _offsets(n: int) -> np.ndarray:
     """Query minus key position for every pair; (n, n) ints."""
-    pos = np.arange(n)
+    pos = np.arange(n, dtype=np.int32)  # int32 halves the memory of n x n offsets
     return pos[:, None] - pos[None, :]
 
 
@@ -428,6 +428,12 @@ TEXTBOOK_EIGHT: tuple[tuple[str, str, dict[str, int]], ...] = (
 def textbook_eight(n: int = 16) -> list[tuple[str, np.ndarray]]:
     """The textbook's eight interaction matrices for n tokens, as (caption, mask) pairs."""
     return [(caption, PATTERNS[key].mask(n, **params)) for caption, key, params in TEXTBOOK_EIGHT]
+
+
+def fraction_kept_by_pattern(n: int) -> tuple[tuple[str, ...], tuple[float, ...]]:
+    """Labels and fraction of pairs kept of every pattern at its default parameters, for n tokens."""
+    labels = tuple(p.label for p in PATTERNS.values())
+    return labels, tuple(fraction_kept(p.mask(n)) for p in PATTERNS.values())
 
 
 def pairs_computed(pattern: Pattern, ns: Sequence[int], **params: int) -> list[int]:

@@ -95,8 +95,10 @@ class Row:
     n: int
     fraction_kept: float  # of (query, key) pairs
     tiles_computed: float  # of 128 x 128 tiles the sparse kernel visits
-    dense_s: float
+    dense_s: float  # CPU seconds (steady on a shared machine); wall seconds below
     sparse_s: float
+    dense_wall_s: float
+    sparse_wall_s: float
     dense_bytes: int | None
     sparse_bytes: int | None
     max_abs_difference: float  # between the two outputs
@@ -104,6 +106,10 @@ class Row:
     @property
     def speedup(self) -> float:
         return self.dense_s / self.sparse_s
+
+    @property
+    def wall_speedup(self) -> float:
+        return self.dense_wall_s / self.sparse_wall_s
 
     @property
     def memory_ratio(self) -> float | None:
@@ -147,8 +153,10 @@ def measure_pattern(pattern: BenchPattern, n: int, repeats: int | None = None) -
         n=n,
         fraction_kept=masks.fraction_kept(fixed.mask),
         tiles_computed=sa.tiles_computed(block_mask),
-        dense_s=dense.seconds,
-        sparse_s=sparse.seconds,
+        dense_s=dense.cpu_seconds,
+        sparse_s=sparse.cpu_seconds,
+        dense_wall_s=dense.seconds,
+        sparse_wall_s=sparse.seconds,
         dense_bytes=dense.peak_bytes,
         sparse_bytes=sparse.peak_bytes,
         max_abs_difference=float((outputs["dense"] - outputs["sparse"]).abs().max()),
@@ -195,6 +203,28 @@ def load_saved(path: Path = SAVED) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def saved_rows(pattern: str, saved: dict | None) -> list[Row]:
+    """The rows of one pattern from a saved run, smallest n first."""
+    rows = [Row(**r) for r in (saved or {}).get("rows", []) if r["pattern"] == pattern]
+    return sorted(rows, key=lambda r: r.n)
+
+
+def summary_rows(rows: list[Row]) -> list[dict[str, str]]:
+    """Rows as a short table for the page."""
+    return [
+        {
+            "n": f"{r.n:,}",
+            "pairs kept": f"{r.fraction_kept:.1%}",
+            "tiles computed": f"{r.tiles_computed:.1%}",
+            "dense (CPU s)": f"{r.dense_s:.3f}",
+            "sparse (CPU s)": f"{r.sparse_s:.3f}",
+            "speed-up": f"{r.speedup:.2f}×",
+            "memory ratio": "n/a" if r.memory_ratio is None else f"{r.memory_ratio:.1f}×",
+        }
+        for r in rows
+    ]
+
+
 def _mib(value: int | None) -> str:
     return "n/a" if value is None else f"{value / 2**20:7.1f}"
 
@@ -203,13 +233,14 @@ def format_table(rows: list[Row]) -> str:
     """Rows as a fixed-width table with the ratios."""
     lines = [
         f"{'pattern':<44}{'n':>6}{'kept':>7}{'tiles':>7}{'dense s':>9}{'sparse s':>9}"
-        f"{'speedup':>9}{'dense MiB':>10}{'sparse MiB':>11}{'mem ratio':>10}{'max diff':>10}"
+        f"{'speedup':>9}{'(wall)':>8}{'dense MiB':>10}{'sparse MiB':>11}{'mem ratio':>10}{'max diff':>10}"
     ]
     for r in rows:
         ratio = "n/a" if r.memory_ratio is None else f"{r.memory_ratio:.2f}x"
         lines.append(
             f"{r.label:<44}{r.n:>6}{r.fraction_kept:>7.1%}{r.tiles_computed:>7.1%}"
-            f"{r.dense_s:>9.3f}{r.sparse_s:>9.3f}{r.speedup:>8.2f}x{_mib(r.dense_bytes):>10}"
+            f"{r.dense_s:>9.3f}{r.sparse_s:>9.3f}{r.speedup:>8.2f}x{r.wall_speedup:>7.2f}x"
+            f"{_mib(r.dense_bytes):>10}"
             f"{_mib(r.sparse_bytes):>11}{ratio:>10}{r.max_abs_difference:>10.1e}"
         )
     return "\n".join(lines)
@@ -237,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         f"torch {torch.__version__}.",
         flush=True,
     )
+    started = time.perf_counter()
     compile_s = compile_kernel()
     print(f"Compiled FlexAttention once in {compile_s:.1f} s (shared by every pattern).", flush=True)
     try:
@@ -250,7 +282,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}")
         return 2
     print(format_table(rows))
+    print(f"Total {time.perf_counter() - started:.0f} s wall, {time.process_time():.0f} s CPU.")
     print(
+        "Times are CPU seconds of this process (wall-clock speedup in brackets: it suffers when "
+        "other programs share the cores).\n"
         "speedup = dense time / sparse time; mem ratio = dense peak / sparse peak (memory added "
         "during the call, read from the process's peak RSS); tiles = share of tiles computed."
     )

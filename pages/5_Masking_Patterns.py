@@ -1,0 +1,166 @@
+"""Masking patterns: which pairs attention computes, what a pattern does to a real model, and what it saves."""
+
+import streamlit as st
+
+from txviz import masks, ui
+from txviz.bench import masks as bench
+from txviz.figures import masks as figs
+from txviz.masking_effects import DecoderEffect, apply_pattern, prediction_rows
+
+COST_SIZES = (256, 512, 1024, 2048)  # live measurement stays well under a minute after compiling
+PAIRS_NS = (16, 32, 64, 128, 256, 512, 1024, 2048)
+
+ui.setup_page(
+    "Masking patterns",
+    "A mask says which keys each query may see. Sparse patterns compute fewer pairs: look at them, "
+    "apply them to a real model, and time a block-sparse kernel against dense attention.",
+)
+gallery_tab, model_tab, cost_tab, swin_tab = st.tabs(
+    ["Gallery", "On a real model", "Real cost", "Images (Swin)"], key="view", on_change="rerun"
+)
+labels = {key: p.label for key, p in masks.PATTERNS.items()}
+
+
+def pattern_widgets(prefix: str, default: str = "local") -> tuple[str, dict[str, int]]:
+    """A pattern picker and one number input per parameter of the chosen pattern."""
+    key = st.selectbox(
+        "Pattern",
+        list(labels),
+        index=list(labels).index(default),
+        format_func=labels.get,
+        key=f"{prefix}_pattern",
+    )
+    pattern = masks.PATTERNS[key]
+    st.caption(pattern.description)
+    columns = st.columns(max(1, len(pattern.params)))
+    params = {
+        p.name: int(
+            col.number_input(
+                p.label, p.minimum, 10_000, p.default, help=p.help or None, key=f"{prefix}_{key}_{p.name}"
+            )
+        )
+        for col, p in zip(columns, pattern.params, strict=False)
+    }
+    return key, params
+
+
+if gallery_tab.open:
+    with gallery_tab:
+        left, right = st.columns([2, 3])
+        with left:
+            key, params = pattern_widgets("gallery")
+            n = st.slider("Tokens n", 2, 64, 16, key="gallery_n")
+        with ui.user_errors():
+            fixed = masks.ensure_attendable(masks.PATTERNS[key].mask(n, **params))
+            pairs = {labels[key]: masks.pairs_computed(masks.PATTERNS[key], PAIRS_NS, **params)}
+        with right:
+            title = f"{labels[key]}: {masks.fraction_kept(fixed.mask):.1%} of pairs kept"
+            ui.show_figure(figs.mask_grid(fixed.mask, title), key="grid")
+            if fixed.notice:
+                st.warning(fixed.notice)
+        ui.show_figure(figs.pairs_vs_n(PAIRS_NS, pairs), key="pairs")
+        st.subheader("The textbook's eight interaction matrices")
+        st.caption("Prince, Understanding Deep Learning, fig. 12.15, a) to h), drawn here for n tokens.")
+        ui.show_figure(figs.mask_gallery(masks.textbook_eight(max(n, 8))), key="eight")
+        ui.show_figure(figs.fraction_kept_bars(*masks.fraction_kept_by_pattern(n), n=n), key="kept")
+
+
+@st.cache_data(max_entries=8, show_spinner="Running the model with and without the pattern...")
+def masked_run(_loaded, name: str, device: str, text: str, pattern: str, params: tuple):
+    return apply_pattern(_loaded, text, pattern, **dict(params))
+
+
+if model_tab.open:
+    with model_tab:
+        name = ui.model_picker(kinds=("encoder", "decoder"), default="smollm2", key="model")
+        loaded = ui.load_model(name, kinds=("encoder", "decoder"))
+        text = ui.text_input(
+            "Text", "The animal didn't cross the street because it was too tired.", key="text"
+        )
+        key, params = pattern_widgets("model")
+        with ui.user_errors():
+            run = masked_run(loaded, name, ui.current_device(), text, key, tuple(sorted(params.items())))
+        if run.notice:
+            st.warning(run.notice)
+        cols = st.columns(2)
+        layer = cols[0].slider("Layer", 0, run.before.n_layers - 1, 0, key="layer")
+        head = cols[1].slider("Head", 0, run.before.n_heads - 1, 0, key="head")
+        title = f"{name}, layer {layer}, head {head}: {labels[key]} on every layer"
+        ui.show_figure(
+            figs.before_after(
+                run.before.head(layer, head), run.after.head(layer, head), run.before.query_tokens, title
+            ),
+            key="before_after",
+        )
+        effect = run.effect
+        if isinstance(effect, DecoderEffect):
+            cols = st.columns(2)
+            change = f"{effect.loss_after - effect.loss_before:+.3f} vs {effect.loss_before:.3f} unmasked"
+            cols[0].metric(
+                "Loss on the text (nats per token)", f"{effect.loss_after:.3f}", change, delta_color="inverse"
+            )
+            same = "same as unmasked" if effect.same_prediction else f"unmasked: {effect.top_before[0][0]!r}"
+            cols[1].metric("Next token", repr(effect.top_after[0][0]), same, delta_color="off")
+            st.dataframe(prediction_rows(effect), hide_index=True)
+        else:
+            st.metric("Sentence embedding: cosine to the unmasked one", f"{effect.sentence_cosine:.4f}")
+            ui.show_figure(
+                figs.token_similarity_bars(run.before.query_tokens, effect.token_cosine), key="cosine"
+            )
+        st.caption(
+            "The pattern applies to every layer, on top of the model's own mask. The model was trained "
+            "without it: a large change says what the pattern removes, not how a model trained with it would do."
+        )
+
+if cost_tab.open:
+    with cost_tab:
+        options = {p.key: p for p in bench.BENCH_PATTERNS}
+        choice = st.selectbox(
+            "Pattern", list(options), format_func=lambda k: options[k].label, key="cost_pattern"
+        )
+        pattern = options[choice]
+        if st.button("Measure on this machine (256 to 2,048 tokens)", key="measure"):
+            bar = st.progress(0.0, "Compiling FlexAttention (tens of seconds the first time)...")
+            bench.compile_kernel()
+            rows = bench.run_benchmark(COST_SIZES, [pattern], progress=lambda d, t, m: bar.progress(d / t, m))
+            st.session_state["measured"] = (choice, rows)
+            bar.empty()
+        measured = st.session_state.get("measured")
+        live = measured is not None and measured[0] == choice
+        saved = bench.load_saved()
+        rows = measured[1] if live else bench.saved_rows(choice, saved)
+        if not rows:
+            st.info("No saved numbers for this pattern: press the button to measure.")
+        else:
+            source = (
+                "measured just now"
+                if live
+                else f"saved run, {saved['threads']} thread, torch {saved['torch']}"
+            )
+            ns, w = [r.n for r in rows], [pattern.keys_per_query(r.n) for r in rows]
+            time_title = f"CPU time, {pattern.label} ({source})"
+            dense, sparse = [r.dense_s for r in rows], [r.sparse_s for r in rows]
+            ui.show_figure(figs.cost_curves(ns, dense, sparse, w, "CPU seconds", time_title), key="cost_time")
+            if not live and all(r.dense_bytes and r.sparse_bytes for r in rows):
+                dense, sparse = [r.dense_bytes / 2**20 for r in rows], [r.sparse_bytes / 2**20 for r in rows]
+                memory_title = "Peak memory added by the call"
+                ui.show_figure(figs.cost_curves(ns, dense, sparse, w, "MiB", memory_title), key="cost_memory")
+            st.dataframe(bench.summary_rows(rows), hide_index=True)
+        st.caption(
+            "Dense: PyTorch SDPA with a boolean mask, every pair computed. Sparse: FlexAttention with a block "
+            f"mask of {bench.sa.BLOCK_SIZE}-token tiles, skipping tiles with no allowed pair. "
+            "Full table: `python -m txviz bench masks`."
+        )
+
+if swin_tab.open:
+    with swin_tab:
+        cols = st.columns(3)
+        height = cols[0].slider("Patch rows", 2, 16, 8, key="swin_h")
+        width = cols[1].slider("Patch columns", 2, 16, 8, key="swin_w")
+        window = cols[2].slider("Window (patches)", 1, 8, 4, key="swin_window")
+        regular = masks.swin_regions(height, width, window)
+        shifted = masks.swin_regions(height, width, window, shifted=True)
+        ui.show_figure(figs.swin_figure(regular, shifted, window), key="swin")
+        st.caption(
+            "Swin alternates the two: shifted windows let information cross the previous windows' borders."
+        )
