@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+
+# plotly imports pandas lazily from whichever script thread first needs it; a rerun thread can
+# then meet a half-imported pandas ("has no attribute 'Series'"). Importing it here, under the
+# import lock of this module, finishes it before any figure is built.
+import pandas  # noqa: F401
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 

@@ -1,0 +1,94 @@
+"""Vision transformer: an image cut into patches, and where each head of the model looks."""
+
+import streamlit as st
+
+from txviz import ui, vision
+from txviz.figures import vision as figures
+
+ui.setup_page(
+    "Vision Transformer",
+    "A vision transformer cuts the image into square patches, reads them as a sequence with a "
+    "[CLS] token in front, and classifies from what [CLS] gathers. Pick a sample or upload a "
+    "picture, then see where each head of each layer looks.",
+)
+
+model_name = ui.model_picker(kinds=("vision",), default="digits-vit", key="vision_model")
+loaded = ui.load_model(model_name, kinds=("vision",))
+if loaded.meta.get("heldout_accuracy") is not None:
+    st.caption(
+        f"{loaded.description} Held-out accuracy {loaded.meta['heldout_accuracy']:.1%}; "
+        "it learned light digits on a dark background."
+    )
+
+source = st.radio("Image", ["Sample", "Upload"], horizontal=True, key="image_source")
+if source == "Sample":
+    image = vision.sample_image(st.selectbox("Sample image", vision.sample_names(), key="sample"))
+else:
+    upload = st.file_uploader(
+        "A PNG, JPEG, WebP or GIF image", type=["png", "jpg", "jpeg", "webp", "gif"], key="upload"
+    )
+    if upload is None:
+        st.info("Choose an image file to upload.")
+        st.stop()
+    with ui.user_errors():
+        loaded_image = vision.load_image(upload.getvalue())
+    for note in loaded_image.notes:
+        st.info(note)
+    image = loaded_image.image
+
+with ui.user_errors():
+    result = vision.trace_image(loaded, image)
+grid = result.grid
+
+left, right = st.columns(2)
+with left:
+    ui.show_figure(figures.patch_grid_figure(result.image, grid), key="grid")
+with right:
+    if result.probabilities is not None:
+        ui.show_figure(figures.probability_bars_figure(result.labels, result.probabilities))
+    else:
+        st.info(f"{loaded.name} has no classification head: there is no class to predict.")
+ui.show_figure(figures.patch_sequence_figure(result.image, grid), key="sequence")
+
+st.subheader("Attention on the image")
+controls, picture = st.columns([1, 2])
+with controls:
+    view = st.radio("Show", vision.VIEWS, key="view")
+    layer = st.slider("Layer", 0, result.trace.n_layers - 1, result.trace.n_layers - 1, key="layer")
+    head_choice = st.selectbox(
+        "Head",
+        ["mean over heads"] + list(range(result.trace.n_heads)),
+        key="head",
+        disabled=view == vision.VIEWS[2],
+    )
+    patch = st.slider(
+        "Patch (raster order)",
+        0,
+        grid.n_patches - 1,
+        grid.n_patches // 2,
+        key="patch",
+        disabled=view != vision.VIEWS[1],
+    )
+    opacity = st.slider("Opacity", 0.0, 1.0, 0.6, 0.05, key="opacity")
+    threshold = st.slider(
+        "Hide patches below this share of the maximum", 0.0, 1.0, 0.0, 0.05, key="threshold"
+    )
+head = None if head_choice == "mean over heads" else int(head_choice)
+values, title = vision.overlay_values(result, view, layer, head, patch)
+marked = patch if view == vision.VIEWS[1] else None
+with picture:
+    ui.show_figure(
+        figures.attention_overlay_figure(result.image, values, grid, opacity, threshold, title, marked),
+        key="overlay",
+    )
+
+st.subheader("Which heads look locally, which globally")
+entropy = vision.attention_entropy(result.trace.weights)
+distance = vision.mean_attention_distance(result.trace.weights, grid)
+ui.show_figure(figures.head_statistics_figure(entropy, distance), key="heads")
+st.caption(
+    "Distance is in pixels of the model's input image, between patch centres, weighted by "
+    "attention (Dosovitskiy et al. 2021). Rollout (Abnar & Zuidema 2020) averages heads, adds "
+    "the skip connection and multiplies layers. Attention shows where information flows, not "
+    "why the model decided."
+)

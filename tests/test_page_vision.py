@@ -1,0 +1,145 @@
+"""The vision transformer page: widgets move without errors, every bad image gets a clear message."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+from conftest import ROOT, page_url, screenshot, wait_for_app
+from PIL import Image
+from streamlit.testing.v1 import AppTest
+from test_vision import bomb_png, encode, photo
+
+PAGE = "pages/10_Vision_Transformer.py"
+
+
+def run_page(**state) -> AppTest:
+    at = AppTest.from_file(str(ROOT / PAGE), default_timeout=180)
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def figures_titles(at: AppTest) -> list[str]:
+    """Titles of the plotly figures the page sent (AppTest sees them as unknown elements)."""
+    titles = []
+    for element in at.get("plotly_chart"):
+        spec = json.loads(element.proto.spec)
+        titles.append(spec["layout"].get("title", {}).get("text", ""))
+    return titles
+
+
+def test_defaults_show_the_digit_model_and_its_prediction() -> None:
+    at = run_page()
+    assert not at.exception and not at.error
+    titles = figures_titles(at)
+    assert "Class probabilities" in titles
+    assert any(t.startswith("6 x 6 patches of 4 x 4 px") for t in titles)
+    assert any(t.startswith("The sequence the model reads: 37 tokens") for t in titles)
+    assert "[CLS] attention, layer 3, mean over heads" in titles
+    assert any("Held-out accuracy" in c.value for c in at.caption)
+
+
+def test_moving_every_control() -> None:
+    at = run_page()
+    at.slider(key="layer").set_value(0).run()
+    at.selectbox(key="head").set_value(2).run()
+    assert "[CLS] attention, layer 0, head 2" in figures_titles(at)
+    at.radio(key="view").set_value("Attention from a patch").run()
+    at.slider(key="patch").set_value(7).run()
+    assert "Attention from patch 7 (row 1, col 1), layer 0, head 2" in figures_titles(at)
+    at.slider(key="opacity").set_value(0.2).run()
+    at.slider(key="threshold").set_value(0.5).run()
+    at.radio(key="view").set_value("Attention rollout from [CLS]").run()
+    at.slider(key="layer").set_value(2).run()
+    assert "Attention rollout from [CLS] through layers 0 to 2" in figures_titles(at)
+    assert not at.exception and not at.error
+
+
+@pytest.mark.parametrize(
+    "sample", ["photo: china.jpg (scikit-learn)", "shapes: shapes-1", "digit 9 (held out from training)"]
+)
+def test_samples(sample: str) -> None:
+    at = run_page(sample=sample)
+    assert not at.exception and not at.error
+    assert len(figures_titles(at)) == 5
+
+
+def upload(data: bytes, name: str) -> AppTest:
+    at = run_page(image_source="Upload")
+    assert at.info[0].value.startswith("Choose an image")
+    at.file_uploader(key="upload").set_value((name, data, "application/octet-stream"))
+    return at.run()
+
+
+def gif_bytes() -> bytes:
+    frames = [Image.new("RGB", (16, 16), c) for c in ("red", "green")]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, format="GIF", save_all=True, append_images=frames[1:])
+    return buffer.getvalue()
+
+
+def sixteen_bit_png() -> bytes:
+    ramp = np.linspace(0, 65535, 32 * 32).reshape(32, 32).astype(np.uint16)
+    return encode(Image.fromarray(ramp), "PNG")
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        ("notes.png", b"just some text, not a picture\n" * 10, "not an image"),
+        ("cut.jpg", encode(photo(size=(120, 120)), "JPEG")[:600], "truncated or damaged"),
+        ("bomb.png", bomb_png(20_000), "400,000,000 pixels"),
+        ("dot.png", encode(Image.new("RGB", (1, 1)), "PNG"), "only 1 x 1 pixels"),
+    ],
+)
+def test_bad_uploads_get_a_clear_message(name: str, data: bytes, message: str) -> None:
+    at = upload(data, name)
+    assert not at.exception
+    assert len(at.error) == 1 and message in at.error[0].value
+    assert figures_titles(at) == []  # stopped before anything half-done was drawn
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "note"),
+    [
+        ("grey.png", encode(photo("L"), "PNG"), "Grayscale"),
+        ("alpha.png", encode(photo("RGBA"), "PNG"), "white background"),
+        ("print.jpg", encode(photo("CMYK"), "JPEG"), "CMYK"),
+        ("deep.png", sixteen_bit_png(), "High bit-depth"),
+        ("moving.gif", gif_bytes(), "first frame"),
+        ("photo.webp", encode(photo(), "WEBP"), None),
+    ],
+)
+def test_unusual_uploads_are_converted_with_a_note(name: str, data: bytes, note) -> None:
+    at = upload(data, name)
+    assert not at.exception and not at.error
+    if note:
+        assert any(note in info.value for info in at.info)
+    assert len(figures_titles(at)) == 5
+
+
+@pytest.mark.browser
+def test_browser_upload_shows_the_overlay(app_server, browser_page, tmp_path) -> None:
+    path = tmp_path / "upload.png"
+    Image.open(vision_sample_path()).save(path)
+    browser_page.goto(page_url(app_server, PAGE))
+    wait_for_app(browser_page)
+    browser_page.get_by_text("Upload", exact=True).click()
+    wait_for_app(browser_page)
+    browser_page.locator('input[type="file"]').set_input_files(str(path))
+    wait_for_app(browser_page)
+    overlay = browser_page.locator(".js-plotly-plot").filter(has_text="[CLS] attention, layer 3")
+    overlay.first.wait_for(timeout=120_000)
+    assert overlay.first.locator(".heatmaplayer, image").count() >= 1
+    assert browser_page.locator('[data-testid="stException"]').count() == 0
+    assert browser_page.locator('[data-testid="stAlert"]').filter(has_text="Error").count() == 0
+    screenshot(browser_page, "vision_upload")
+
+
+def vision_sample_path():
+    from txviz.vision import SAMPLE_FOLDER
+
+    return SAMPLE_FOLDER / "shapes-2.png"
