@@ -12,6 +12,8 @@ def readable_token(tokenizer, raw: str) -> str:
     except Exception:  # some tokenizers reject lone pieces; the raw piece is still honest
         text = raw
     stripped = text.strip()
+    if stripped.startswith("##") and len(stripped) > 2:  # WordPiece continuation shown alone
+        stripped = stripped[2:]
     if stripped:
         return stripped
     return "".join(VISIBLE.get(ch, ch) for ch in text) or VISIBLE[""]

@@ -27,7 +27,7 @@ class Encoded:
 def encode(loaded: LoadedModel, text: str, max_tokens: int | None = None) -> Encoded:
     """Tokenise text, cutting it to the model's limit (or max_tokens) with a notice."""
     if loaded.tokenizer is None:
-        raise ModelLoadError(f"{loaded.name} is a {loaded.kind} model: it reads images, not text.")
+        raise ModelLoadError(f"{loaded.name} has no tokenizer: it cannot read text.")
     if not text or not text.strip():
         raise ValueError("The text is empty: type or upload some text first.")
     limit = min(loaded.n_ctx, max_tokens or loaded.n_ctx)
@@ -49,8 +49,10 @@ def trace_text(
     extra_mask=None,
 ) -> AttentionTrace:
     """Attention of every layer and head of a text model on ``text``."""
-    if loaded.kind not in ("encoder", "decoder"):
-        raise ModelLoadError(f"{loaded.name} is an {loaded.kind} model: use its own page for its attention.")
+    if loaded.kind == "vision":
+        raise ModelLoadError(f"{loaded.name} reads images, not text: open the Vision Transformer page.")
+    if loaded.kind == "encoder-decoder":
+        raise ModelLoadError(f"{loaded.name} is an encoder-decoder model: open the Encoder-Decoder page.")
     encoded = encode(loaded, text, max_tokens)
     settings = CaptureSettings(
         record=frozenset(record) | {"weights"}, normalize=normalize, extra_mask=extra_mask

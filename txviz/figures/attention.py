@@ -172,11 +172,10 @@ def token_focus_arcs(
     figure = go.Figure()
     panels = (("attends to", 0.0, weights[focus], True), ("attended by", 3.0, weights[:, focus], False))
     for label, x0, row, outgoing in panels:
-        for strength in (0.1, 0.3, 0.6, 1.01):  # a few width buckets instead of one trace per line
-            lower = strength / 3 if strength > 0.1 else min_weight
-            idx = [i for i in range(n) if lower <= row[i] < strength and row[i] >= min_weight]
+        edges = (min_weight, 0.1, 0.3, 0.6, 1.01)  # a few width buckets instead of one trace per line
+        for lower, upper in zip(edges[:-1], edges[1:], strict=True):
             xs, ys = [], []
-            for i in idx:
+            for i in np.flatnonzero((row >= lower) & (row < upper)):
                 a, b = (focus, i) if outgoing else (i, focus)
                 xs += [x0, x0 + 1, None]
                 ys += [a, b, None]
@@ -186,8 +185,8 @@ def token_focus_arcs(
                         x=xs,
                         y=ys,
                         mode="lines",
-                        line=dict(width=1 + 8 * strength, color="#3e4989"),
-                        opacity=min(1.0, 0.25 + strength),
+                        line=dict(width=1 + 8 * min(upper, 1.0), color="#3e4989"),
+                        opacity=min(1.0, 0.25 + upper),
                         hoverinfo="skip",
                         showlegend=False,
                     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,6 +59,46 @@ def _auto_class(kind: str, config):
     return tf.AutoModel
 
 
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$")
+HEAD_FIELDS = ("num_attention_heads", "encoder_attention_heads", "n_head", "num_heads")
+
+
+def hub_offline() -> bool:
+    """True when the Hub is switched off or cannot be reached within two seconds."""
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false"):
+        return True
+    try:
+        socket.create_connection(("huggingface.co", 443), timeout=2).close()
+        return False
+    except OSError:
+        return True
+
+
+def _hub_options(source: str) -> dict:
+    """from_pretrained options for a source: local folders as they are, hub ids cache-first."""
+    if os.path.isdir(source):
+        if not os.path.exists(os.path.join(source, "config.json")):
+            raise ModelLoadError(f"The folder '{source}' holds no model: it has no config.json.")
+        return {}
+    if not HUB_ID.match(source):
+        raise ModelLoadError(
+            f"'{source}' is neither a known model, a local folder, nor a Hub id. {HUB_ID_HINT}"
+        )
+    import transformers as tf
+
+    try:  # already downloaded: no network needed
+        tf.AutoConfig.from_pretrained(source, local_files_only=True)
+        return {"local_files_only": True}
+    except (OSError, ValueError):
+        pass
+    if hub_offline():
+        raise ModelLoadError(
+            f"'{source}' is not a known model or folder, and the Hugging Face Hub cannot be reached to "
+            f"download it. Download it where there is a network, or give a local folder. {HUB_ID_HINT}"
+        )
+    return {}
+
+
 def _offline_message(source: str, error: Exception) -> str:
     text = str(error)
     if any(s in text for s in ("offline", "connect", "resolve", "Network", "internet", "HTTP")):
@@ -82,12 +124,17 @@ def load_pretrained(
     import transformers as tf
 
     capture.register()
-    if os.path.isdir(source) and not os.path.exists(os.path.join(source, "config.json")):
-        raise ModelLoadError(f"The folder '{source}' holds no model: it has no config.json.")
+    kwargs = _hub_options(source) | kwargs
     try:
         config = tf.AutoConfig.from_pretrained(source, trust_remote_code=False, **kwargs)
     except (OSError, ValueError) as error:
         raise ModelLoadError(_offline_message(source, error)) from error
+    text_config = getattr(config, "text_config", None) or config
+    if not any(getattr(text_config, f, None) or getattr(config, f, None) for f in HEAD_FIELDS):
+        raise ModelLoadError(
+            f"'{source}' is a {config.model_type} model with no attention heads (a CNN, say): "
+            "txviz shows attention, so it has nothing to show here."
+        )
     kind = kind or detect_kind(config)
     try:
         model = _auto_class(kind, config).from_pretrained(

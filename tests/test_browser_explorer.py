@@ -1,0 +1,24 @@
+"""The Attention Explorer in Chromium: type text, see the heatmap, no script runs."""
+
+import pytest
+from conftest import screenshot, wait_for_app
+
+pytestmark = pytest.mark.browser
+
+
+def test_enter_text_and_see_the_heatmap(app_server, browser_page):
+    page = browser_page
+    page.goto(f"{app_server}/Attention_Explorer")
+    wait_for_app(page)
+    box = page.get_by_label("Text", exact=True)
+    box.fill("The trophy didn't fit in the suitcase because it was too big. <img src=x onerror=alert(1)>")
+    box.press("Control+Enter")
+    page.wait_for_timeout(500)
+    wait_for_app(page)
+    heatmap = page.locator('[data-testid="stPlotlyChart"]').first
+    heatmap.wait_for(timeout=120_000)
+    ticks = page.locator(".xtick text").evaluate_all("els => els.map(e => e.textContent)")
+    assert "trophy" in ticks and "suitcase" in ticks
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert page.locator("img[src='x']").count() == 0  # the text was never turned into markup
+    screenshot(page, "explorer")

@@ -1,0 +1,69 @@
+"""The Attention Explorer page under AppTest: widgets moved, bad input, no exception."""
+
+import pytest
+from conftest import ROOT
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(ROOT / "pages/2_Attention_Explorer.py")
+
+
+@pytest.fixture
+def app():
+    return AppTest.from_file(PAGE, default_timeout=180).run()
+
+
+def test_every_control_moves_without_exception(app):
+    assert not app.exception
+    app.slider(key="layer").set_value(5).run()
+    app.slider(key="head").set_value(11).run()
+    for key in ("hide_special", "whole_words", "log_scale", "focus_mean"):
+        app.toggle(key=key).set_value(True).run()
+        assert not app.exception, key
+    app.slider(key="threshold").set_value(0.1).run()
+    app.selectbox(key="focus_token").set_value(app.selectbox(key="focus_token").options[3]).run()
+    for how in ("max over heads", "attention rollout"):
+        app.radio(key="aggregate").set_value(how).run()
+    assert not app.exception and not app.error
+
+
+def test_switching_to_smollm2_adapts_the_sliders(app):
+    app.selectbox(key="model").set_value("smollm2").run()
+    assert not app.exception and not app.error
+    assert app.slider(key="layer").max == 29 and app.slider(key="head").max == 8
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("   ", "empty"),
+        ("word " * 10_000, "only the first 512"),
+    ],
+)
+def test_bad_text_gives_a_message(app, text, expected):
+    app.text_area(key="text").set_value(text).run()
+    assert not app.exception
+    messages = [m.value for m in (*app.warning, *app.error)]
+    assert any(expected in m for m in messages), messages
+
+
+def test_script_text_is_shown_as_text(app):
+    app.text_area(key="text").set_value("<script>alert(1)</script>").run()
+    assert not app.exception and not app.error
+
+
+def test_unknown_model_name_gives_a_message(app, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    app.selectbox(key="model").set_value("Other: a Hugging Face id or local folder...").run()
+    app.text_input(key="model_custom").set_value("no-such/model").run()
+    assert not app.exception
+    assert "cannot be reached" in app.error[0].value
+
+
+def test_binary_upload_gives_a_message():
+    from txviz.ui import decode_upload
+
+    with pytest.raises(ValueError, match="binary"):
+        decode_upload(b"\x89PNG\r\n\x1a\n\x00\x00", "x.txt")
+    with pytest.raises(ValueError, match="not UTF-8"):
+        decode_upload("café".encode("latin-1"), "x.txt")
+    assert decode_upload("\ufeffhello".encode()) == "hello"
