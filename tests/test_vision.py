@@ -288,7 +288,10 @@ def test_figures_carry_the_grid_sequence_and_probabilities():
     bars = figures.probability_bars_figure(["a", "b", "c"], np.array([0.2, 0.7, 0.1]))
     assert list(bars.to_dict()["layout"]["yaxis"]["ticktext"]) == ["b", "a", "c"]
     stats = figures.head_statistics_figure(np.ones((2, 3)), np.full((2, 3), 5.0))
-    assert len(stats.to_dict()["data"]) == 2 * 3
+    traces = stats.to_dict()["data"]
+    assert len(traces) == 2 * 3  # one trace per head in each panel
+    assert traces[0]["marker"]["color"] == traces[1]["marker"]["color"]  # head 0, both panels
+    assert traces[0]["marker"]["color"] != traces[2]["marker"]["color"]
 
 
 def test_sample_images_all_open():
@@ -361,3 +364,39 @@ def test_text_model_is_refused():
     text_model = SimpleNamespace(name="minilm", kind="encoder", processor=None)
     with pytest.raises(ValueError, match="reads text"):
         vision.trace_image(text_model, Image.new("RGB", (24, 24)))
+
+
+@pytest.mark.parametrize("family", ["deit", "dinov2_with_registers"])
+def test_other_vit_families_drop_their_extra_tokens(tmp_path, family):
+    """A DeiT (distillation token) or DINOv2 with registers, from a local folder via the registry."""
+    import transformers as tf
+    from transformers.models.vit.image_processing_pil_vit import ViTImageProcessorPil
+
+    from txviz import models
+
+    torch.manual_seed(0)
+    small = dict(
+        image_size=32,
+        patch_size=8,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+    )
+    if family == "deit":
+        model = tf.DeiTModel(tf.DeiTConfig(**small), add_pooling_layer=False)
+        prefix = ("[CLS]", "[DIST]")
+    else:
+        config = tf.Dinov2WithRegistersConfig(**small, num_register_tokens=3, mlp_ratio=2)
+        model = tf.Dinov2WithRegistersModel(config)
+        prefix = ("[CLS]", "[REG0]", "[REG1]", "[REG2]")
+    model.save_pretrained(tmp_path)
+    ViTImageProcessorPil(size={"height": 32, "width": 32}).save_pretrained(tmp_path)
+
+    loaded = models.load(str(tmp_path), "cpu")
+    result = vision.trace_image(loaded, vision.sample_image("shapes: shapes-0"))
+    assert result.grid.prefix_tokens == prefix and (result.grid.rows, result.grid.cols) == (4, 4)
+    assert result.trace.weights.shape == (2, 2, len(prefix) + 16, len(prefix) + 16)
+    assert result.probabilities is None  # no classification head
+    values = vision.cls_attention(result.trace.weights, result.grid, 1, 0)
+    assert np.allclose(values.ravel(), result.trace.weights[1, 0, 0, len(prefix) :])

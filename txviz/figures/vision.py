@@ -8,6 +8,7 @@ import numpy as np
 # then meet a half-imported pandas ("has no attribute 'Series'"). Importing it here, under the
 # import lock of this module, finishes it before any figure is built.
 import pandas  # noqa: F401
+import plotly.colors as px_colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -15,6 +16,7 @@ from txviz.vision import PatchGrid, threshold_mask
 
 MAX_SEQUENCE_PATCHES = 256  # a longer strip is shown up to here, with a note in the title
 OVERLAY_COLORSCALE = "Inferno"
+HEAD_COLOURS = px_colors.qualitative.Dark24  # one colour per head, the same in both panels
 
 
 def _image_layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
@@ -216,6 +218,7 @@ def head_statistics_figure(entropy: np.ndarray, distance: np.ndarray) -> go.Figu
                     x=layers,
                     y=values[:, head],
                     mode="markers",
+                    marker=dict(color=HEAD_COLOURS[head % len(HEAD_COLOURS)], size=9),
                     name=f"head {head}",
                     legendgroup=f"head {head}",
                     showlegend=col == 1,
