@@ -1,0 +1,193 @@
+"""Coreference: where does a pronoun look, and does that follow what it means?"""
+
+import streamlit as st
+
+from txviz import coref, ui
+from txviz.figures import coref as figs
+
+ui.setup_page(
+    "Coreference",
+    "Two sentences that differ in one word, and the word changes what the pronoun means. "
+    "Does any attention head follow the change?",
+)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def pair_trace(_loaded, model_key: str, pair: coref.CorefPair, query: str) -> coref.PairTrace:
+    return coref.trace_pair(_loaded, pair, query)
+
+
+CHUNK = 8  # pairs per cached step: the progress bar moves between steps
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def chunk_attention(_loaded, model_key: str, query: str, start: int) -> list[coref.PairAttention]:
+    return coref.attention_over_pairs(_loaded, coref.load_pairs()[start : start + CHUNK], query)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def chunk_answers(_loaded, model_key: str, method: str, start: int) -> list:
+    return coref.answers_over_pairs(_loaded, coref.load_pairs()[start : start + CHUNK], method)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def pair_answers(_loaded, model_key: str, pair: coref.CorefPair, method: str) -> tuple:
+    return tuple(coref.model_answer(_loaded, pair, s, method) for s in (pair.sentence_a, pair.sentence_b))
+
+
+def over_set(label: str, n_pairs: int, step) -> list:
+    """Run a cached step over the set, chunk by chunk, with a progress bar (instant when cached)."""
+    bar, out = st.progress(0.0, text=label), []
+    for start in range(0, n_pairs, CHUNK):
+        out += step(start)
+        bar.progress(len(out) / n_pairs, text=f"{label} {len(out)}/{n_pairs}")
+    bar.empty()
+    return out
+
+
+def own_pair(example: coref.CorefPair) -> coref.CorefPair:
+    """Sentences typed by the user, with pronoun and candidates chosen among their words."""
+    a = st.text_input("Sentence A", example.sentence_a, key="own_a", max_chars=400)
+    b = st.text_input("Sentence B (change one word)", example.sentence_b, key="own_b", max_chars=400)
+    words = coref.split_words(a)
+    if not words:
+        st.warning("Write sentence A first.")
+        st.stop()
+    is_example = a == example.sentence_a
+    choices = list(range(len(words)))
+    pronoun = st.pills(
+        "Pronoun",
+        choices,
+        format_func=lambda i: words[i].text,
+        key="own_pronoun",
+        default=example.pronoun if is_example else None,
+    )
+    candidates = st.pills(
+        "Two candidates",
+        choices,
+        format_func=lambda i: words[i].text,
+        selection_mode="multi",
+        key="own_candidates",
+        default=list(example.candidates) if is_example else [],
+    )
+    if pronoun is None or len(candidates) != 2:
+        st.info("Choose the pronoun and exactly two candidates among the words of sentence A.")
+        st.stop()
+    candidates = tuple(sorted(candidates))
+    with ui.user_errors():
+        return coref.make_pair(a, b, pronoun, candidates)
+
+
+pairs = coref.load_pairs()
+source = st.radio("Pair", ["From the set", "Write your own"], horizontal=True, key="pair_source")
+if source == "From the set":
+    labels = [f"{i + 1}. {p.label}" for i, p in enumerate(pairs)]
+    pair = pairs[
+        st.selectbox(
+            f"Minimal pair ({len(pairs)} in the set)",
+            range(len(pairs)),
+            format_func=labels.__getitem__,
+            key="pair_index",
+        )
+    ]
+else:
+    pair = own_pair(pairs[0])
+st.text(f"A: {pair.sentence_a}\nB: {pair.sentence_b}")
+
+left, right = st.columns(2)
+with left:
+    name = ui.model_picker(kinds=("encoder", "decoder"), default="minilm")
+loaded = ui.load_model(name, kinds=("encoder", "decoder"))
+key = f"{name}@{loaded.device}"
+query = "pronoun"
+if loaded.is_causal:
+    query = right.radio(
+        "Read attention from",
+        coref.QUERIES,
+        format_func=coref.query_name,
+        horizontal=True,
+        key="query",
+        help="A decoder's pronoun has not read the rest of the sentence yet.",
+    )
+
+with ui.user_errors():
+    traced = pair_trace(loaded, key, pair, query)
+    attentions = over_set(
+        f"Scoring every head of {name} on the set...",
+        len(pairs),
+        lambda start: chunk_attention(loaded, key, query, start),
+    )
+for note in traced.notes:
+    st.info(note)
+
+with st.expander("Held-out split of the pairs"):
+    seed = st.number_input("Seed of the split", 0, 10_000, 0, key="seed")
+    test_fraction = st.slider("Share of pairs held out", 0.1, 0.5, 0.3, 0.05, key="test_fraction")
+scores = coref.score_heads(attentions, float(test_fraction), int(seed))
+
+st.subheader("Every head at once")
+pick_layer, pick_head = st.columns(2)
+layer = pick_layer.selectbox("Layer", range(loaded.n_layers), index=scores.best_head[0], key=f"layer_{key}")
+head = pick_head.selectbox("Head", range(loaded.n_heads), index=scores.best_head[1], key=f"head_{key}")
+ui.show_figure(figs.head_grids(traced.attention, selected=(layer, head)))
+first, second = traced.attention.candidates
+st.caption(
+    f"Each cell: attention from the {coref.query_name(query)} to '{first}' minus to '{second}' "
+    "(all pieces of a word summed). The difference grid shows the heads the changed word moves."
+)
+st.subheader(f"Layer {layer}, head {head} in both sentences")
+ui.show_figure(
+    figs.pair_heatmaps(traced.trace_a, traced.trace_b, layer, head, traced.spans_a, traced.spans_b)
+)
+
+st.subheader("Which heads track coreference?")
+low, high = scores.coin_flip_band
+cols = st.columns(3)
+cols[0].metric("Best head, chosen on the choosing pairs", "L{} H{}".format(*scores.best_head))
+cols[1].metric(
+    "Its held-out accuracy",
+    f"{scores.best_test_accuracy:.0%}",
+    f"{scores.best_test_accuracy - scores.chance:+.0%} vs chance",
+)
+cols[2].metric("Chance", f"{scores.chance:.0%}", f"coin flips: {low:.0%} to {high:.0%}", delta_color="off")
+ui.show_figure(figs.head_score_chart(scores))
+st.caption(
+    f"A head scores a sentence when it attends more to the right candidate. Heads are ranked on "
+    f"{len(scores.choose_pairs)} pairs and tested on {len(scores.test_pairs)} others: the best of "
+    f"{loaded.n_layers * loaded.n_heads} heads on the first pairs looks better than it is by luck."
+)
+
+if loaded.is_causal:
+    st.subheader("The model's own answer")
+    method = st.radio(
+        "Ask the model by",
+        coref.ANSWER_METHODS,
+        horizontal=True,
+        key="method",
+        help="substitution: put each candidate in place of the pronoun and score the rest "
+        "of the sentence; question: ask what the pronoun refers to.",
+    )
+    with ui.user_errors():
+        answers = pair_answers(loaded, key, pair, method)
+    ui.show_figure(figs.answer_chart(pair.candidate_texts, [a.probabilities for a in answers], ["A", "B"]))
+    for label, verdict in zip(
+        "AB", coref.verdicts([traced.attention], [answers], (layer, head)), strict=True
+    ):
+        st.write(
+            f"Sentence {label}: the model prefers **{verdict.model_pick}**; head L{layer} H{head} "
+            f"looks more at **{verdict.attention_pick}**" + (" (they disagree)." if verdict.disagree else ".")
+        )
+    if st.toggle(f"Compare over all {len(pairs)} pairs", key="compare_all"):
+        every = over_set(
+            "Asking the model about every pair...",
+            len(pairs),
+            lambda start: chunk_answers(loaded, key, method, start),
+        )
+        summary = coref.compare_over_set(attentions, every, (layer, head))
+        st.write(summary.sentence)
+        st.dataframe(summary.rows, hide_index=True)
+
+st.warning(
+    "Attention weights are one signal, not an explanation: a head can look at a word without "
+    "using it, and a model can resolve a pronoun through paths no single head shows."
+)
