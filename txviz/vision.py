@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from txviz import aggregate
 from txviz.trace import AttentionTrace
 
 ACCEPTED_FORMATS = ("PNG", "JPEG", "WEBP", "GIF")
@@ -260,30 +261,13 @@ def query_attention(
 
 
 def attention_rollout(weights: np.ndarray, residual: bool = True) -> np.ndarray:
-    """Attention rollout (Abnar & Zuidema 2020): (L, H, T, T) -> (L, T, T), rollout up to each layer.
-
-    Heads are averaged; with ``residual`` the identity is added for the skip connection
-    (0.5 W + 0.5 I) and rows renormalised, then the layers are multiplied from the bottom up.
-    """
-    mean = weights.astype(np.float64).mean(axis=1)  # (L, T, T)
-    n_tokens = mean.shape[-1]
-    if residual:
-        mean = 0.5 * mean + 0.5 * np.eye(n_tokens)
-    mean = mean / mean.sum(axis=-1, keepdims=True)
-    out = np.empty_like(mean)
-    joint = np.eye(n_tokens)
-    for layer, matrix in enumerate(mean):
-        joint = matrix @ joint  # tokens of layer l+1 mixed from the input tokens
-        out[layer] = joint
-    return out
+    """Attention rollout (Abnar & Zuidema 2020): (L, H, T, T) -> (L, T, T), up to each layer."""
+    return aggregate.attention_rollout(weights, residual)
 
 
 def attention_entropy(weights: np.ndarray) -> np.ndarray:
     """Mean entropy in bits of each head's attention rows: (L, H, T, T) -> (L, H)."""
-    p = weights.astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(p > 0, -p * np.log2(p), 0.0)
-    return terms.sum(axis=-1).mean(axis=-1)
+    return aggregate.head_entropy(weights.astype(np.float64)) / np.log(2.0)
 
 
 def mean_attention_distance(weights: np.ndarray, grid: PatchGrid) -> np.ndarray:
