@@ -41,10 +41,7 @@ def test_every_pair_is_a_well_formed_minimal_pair():
             assert words_a.count(word.lower()) == 1, (word, entry["a"])
             assert words_b.count(word.lower()) == 1, (word, entry["b"])
         # the answer flips between A and B and is one of the candidates
-        assert (
-            entry["answer_a"] in entry["candidates"]
-            and entry["answer_b"] in entry["candidates"]
-        )
+        assert entry["answer_a"] in entry["candidates"] and entry["answer_b"] in entry["candidates"]
         assert entry["answer_a"] != entry["answer_b"]
         # both candidates come before the pronoun, so a decoder can attend to them too
         assert max(pair.candidates) < pair.pronoun
@@ -68,9 +65,7 @@ def test_pronoun_not_in_sentence_is_a_clear_message():
 
 def test_sentences_of_different_lengths_are_a_clear_message():
     with pytest.raises(CorefInputError, match="same number of words"):
-        coref.make_pair(
-            ANIMAL_A, ANIMAL_B.replace("too wide", "wide"), "it", ("animal", "street")
-        )
+        coref.make_pair(ANIMAL_A, ANIMAL_B.replace("too wide", "wide"), "it", ("animal", "street"))
 
 
 def test_more_than_one_changed_word_is_a_clear_message():
@@ -91,13 +86,9 @@ def test_identical_sentences_and_repeated_marks_are_clear_messages():
 
 
 def test_marks_by_word_index_match_marks_by_text():
-    by_text = coref.make_pair(
-        ANIMAL_A, ANIMAL_B, "it", ("animal", "street"), "animal", "street"
-    )
+    by_text = coref.make_pair(ANIMAL_A, ANIMAL_B, "it", ("animal", "street"), "animal", "street")
     words = [w.text for w in coref.split_words(ANIMAL_A)]
-    by_index = coref.make_pair(
-        ANIMAL_A, ANIMAL_B, words.index("it"), (1, words.index("street")), 0, 1
-    )
+    by_index = coref.make_pair(ANIMAL_A, ANIMAL_B, words.index("it"), (1, words.index("street")), 0, 1)
     assert by_text == by_index
     assert words[:3] == ["The", "animal", "didn't"]  # apostrophes stay inside a word
 
@@ -130,9 +121,7 @@ def test_candidate_spans_cover_every_sub_word_piece():
         cursor = start + len(piece)
     offsets.append((0, 0))
     words = [w.text for w in coref.split_words(text)]
-    spans = coref.token_spans(
-        text, offsets, words.index("it"), (1, words.index("didn't"))
-    )
+    spans = coref.token_spans(text, offsets, words.index("it"), (1, words.index("didn't")))
     assert spans.candidates[0] == (2, 3)  # "trophy" is both its pieces
     assert spans.candidates[1] == (4, 5, 6)  # "didn't" is three pieces
     assert spans.pronoun == (9,)
@@ -192,19 +181,13 @@ def test_a_pronoun_in_pieces_averages_its_rows():
         0.0,
     ]  # the first piece looks only at candidate 1
     shares = coref.candidate_attention(w, spans)
-    np.testing.assert_allclose(
-        shares[0, 0], [(0.0 + 0.5) / 2, (1.0 + 0.1) / 2], atol=1e-6
-    )
+    np.testing.assert_allclose(shares[0, 0], [(0.0 + 0.5) / 2, (1.0 + 0.1) / 2], atol=1e-6)
 
 
 def test_credit_counts_ties_as_half():
     shares = coref.candidate_attention(_hand_made_weights(), SPANS)
-    np.testing.assert_array_equal(
-        coref.sentence_credit(shares, answer=0), [[1, 0], [0.5, 0.5]]
-    )
-    np.testing.assert_array_equal(
-        coref.sentence_credit(shares, answer=1), [[0, 1], [0.5, 0.5]]
-    )
+    np.testing.assert_array_equal(coref.sentence_credit(shares, answer=0), [[1, 0], [0.5, 0.5]])
+    np.testing.assert_array_equal(coref.sentence_credit(shares, answer=1), [[0, 1], [0.5, 0.5]])
 
 
 def test_lean_and_difference_grids():
@@ -304,9 +287,7 @@ def plotly_array(value) -> np.ndarray:
     if isinstance(value, dict) and "bdata" in value:
         array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
         shape = value.get("shape")
-        return (
-            array.reshape([int(s) for s in str(shape).split(",")]) if shape else array
-        )
+        return array.reshape([int(s) for s in str(shape).split(",")]) if shape else array
     return np.asarray(value, dtype=float)
 
 
@@ -353,9 +334,7 @@ def test_pair_heatmaps_show_one_head_of_each_sentence_with_token_ticks():
     np.testing.assert_allclose(plotly_array(right["z"]), w_b[0, 1])
     assert list(plotly_array(left["y"])) == list(range(6))
     assert list(data["layout"]["xaxis"]["ticktext"]) == list(tokens)
-    assert (
-        data["layout"]["yaxis"]["autorange"] == "reversed"
-    )  # rows are queries, top first
+    assert data["layout"]["yaxis"]["autorange"] == "reversed"  # rows are queries, top first
     assert "key" in data["layout"]["xaxis"]["title"]["text"]
 
 
@@ -369,3 +348,126 @@ def test_head_score_chart_shows_chance_and_held_out_bars():
     assert plotly_array(held_out["y"])[0] == scores.best_test_accuracy == 1.0
     lines = [s for s in data["layout"]["shapes"] if s["type"] == "line"]
     assert lines[0]["y0"] == lines[0]["y1"] == 0.5
+
+
+# --- real models ------------------------------------------------------------------------------
+
+XYLOPHONE_A = "The xylophone did not fit in the trampoline because it was too large."
+XYLOPHONE_B = "The xylophone did not fit in the trampoline because it was too small."
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """Small forward passes run faster on one thread when the machine is shared; restored after."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("model", ["minilm", "smollm2"])
+def test_real_tokenizer_candidate_is_all_its_pieces(model, request):
+    loaded = request.getfixturevalue(model)
+    pair = coref.make_pair(XYLOPHONE_A, XYLOPHONE_B, "it", ("xylophone", "trampoline"), 0, 1)
+    traced = coref.trace_pair(loaded, pair)
+    for spans, trace in ((traced.spans_a, traced.trace_a), (traced.spans_b, traced.trace_b)):
+        for span, word in zip(spans.candidates, ("xylophone", "trampoline"), strict=True):
+            assert len(span) >= 2  # both tokenizers cut these words into pieces
+            assert span == tuple(range(span[0], span[-1] + 1))  # contiguous
+            pieces = "".join(trace.query_tokens[i] for i in span).replace(" ", "")
+            assert pieces.lower() == word
+        assert [trace.query_tokens[i] for i in spans.pronoun] == ["it"]
+    # the grid numbers are the trace's own weights summed over the pieces
+    layer, head = loaded.n_layers - 1, 2
+    row = traced.trace_a.weights[layer, head, traced.spans_a.pronoun[0]]
+    expected = [row[list(c)].sum() for c in traced.spans_a.candidates]
+    np.testing.assert_allclose(traced.attention.to_candidates_a[layer, head], expected, rtol=1e-6)
+
+
+def test_batched_set_attention_equals_one_run_per_sentence(minilm):
+    pairs = coref.load_pairs()[:3]
+    batched = coref.attention_over_pairs(minilm, pairs, batch_pairs=3)
+    for pair, pa in zip(pairs, batched, strict=True):
+        single = coref.trace_pair(minilm, pair).attention
+        np.testing.assert_allclose(pa.to_candidates_a, single.to_candidates_a, atol=1e-5)
+        np.testing.assert_allclose(pa.to_candidates_b, single.to_candidates_b, atol=1e-5)
+    scores = coref.score_heads(batched, seed=0)
+    assert scores.test_accuracy.shape == (6, 12)
+
+
+def test_decoder_explains_a_candidate_after_the_pronoun(smollm2):
+    a = "Tom said that he would call Bill today."
+    pair = coref.make_pair(a, a.replace("today", "tomorrow"), "he", ("Tom", "Bill"))
+    traced = coref.trace_pair(smollm2, pair)  # no error: explained in notes
+    assert traced.attention.hidden == (1,)
+    assert any("'Bill' comes after the pronoun" in note for note in traced.notes)
+    assert np.all(traced.attention.to_candidates_a[..., 1] == 0.0)  # masked, exactly zero
+    assert np.all(traced.attention.to_candidates_a[..., 0] > 0.0)
+    # the encoder sees both ways: nothing hidden, no note
+    assert coref.hidden_candidates(traced.spans_a, causal=False) == ()
+
+
+def test_decoder_pronoun_cannot_see_the_changed_word(smollm2):
+    pair = coref.load_pairs()[0]
+    traced = coref.trace_pair(smollm2, pair)
+    assert any("comes after the pronoun" in note for note in traced.notes)
+    np.testing.assert_allclose(traced.attention.difference, 0.0, atol=1e-5)
+    # from the last token the changed word is visible and the rows differ
+    end = coref.trace_pair(smollm2, pair, query="end")
+    assert end.spans_a.pronoun == (len(end.trace_a.query_tokens) - 1,)
+    assert np.abs(end.attention.difference).max() > 1e-3
+    assert not any("comes after the pronoun" in note for note in end.notes)
+
+
+def test_substitution_puts_the_candidate_in_place_of_the_pronoun():
+    pair = coref.load_pairs()[0]
+    text, rest = coref.substituted(pair.sentence_a, pair.pronoun, "animal")
+    assert text == "The animal didn't cross the street because the animal was too tired."
+    assert text[rest:] == " was too tired."
+    assert coref.substituted("Anna thanked Maria because she had offered help.", 4, "Maria")[0] == (
+        "Anna thanked Maria because Maria had offered help."
+    )
+
+
+def test_model_answer_scores_equal_an_unbatched_log_probability(smollm2):
+    import torch
+
+    pair = coref.load_pairs()[0]
+    answer = coref.model_answer(smollm2, pair, pair.sentence_a)
+    assert sum(answer.probabilities) == pytest.approx(1.0)
+    # recompute the first candidate's score alone, with no padding, token by token
+    text, rest = coref.substituted(pair.sentence_a, pair.pronoun, "animal")
+    enc = smollm2.tokenizer(text, return_offsets_mapping=True)
+    ids = enc["input_ids"]
+    first = next(i for i, (s, e) in enumerate(enc["offset_mapping"]) if e > rest)
+    with torch.no_grad():
+        logits = smollm2.model(input_ids=torch.tensor([ids])).logits[0]
+    logp = torch.log_softmax(logits, dim=-1)
+    expected = sum(float(logp[t - 1, ids[t]]) for t in range(first, len(ids)))
+    assert answer.log_probs[0] == pytest.approx(expected, abs=1e-3)
+    question = coref.model_answer(smollm2, pair, pair.sentence_a, method="question")
+    assert question.method == "question" and sum(question.probabilities) == pytest.approx(1.0)
+
+
+def test_an_encoder_cannot_be_asked_for_an_answer(minilm):
+    with pytest.raises(CorefInputError, match="cannot be asked"):
+        coref.model_answer(minilm, coref.load_pairs()[0], ANIMAL_A)
+
+
+def test_verdicts_and_set_comparison_on_hand_made_answers():
+    a = coref.candidate_attention(_hand_made_weights(), SPANS)
+    pa = PairAttention(a, a[..., ::-1].copy(), ("animal", "street"), 0, 1)
+    says_animal = coref.ModelAnswer("A.", ("animal", "street"), (-1.0, -3.0))
+    says_street = coref.ModelAnswer("B.", ("animal", "street"), (-4.0, -2.0))
+    assert says_animal.probabilities[0] == pytest.approx(1 / (1 + math.exp(-2)))
+    found = coref.verdicts([pa], [(says_animal, says_animal)], head=(0, 0))
+    assert [(v.attention_pick, v.model_pick, v.right) for v in found] == [
+        ("animal", "animal", "animal"),
+        ("street", "animal", "street"),
+    ]
+    summary = coref.compare_over_set([pa], [(says_animal, says_street)], head=(1, 1))
+    assert summary.model_accuracy == 1.0
+    assert summary.head_accuracy == 0.5  # ties on both sentences count half
+    assert summary.agreement == 0.0 and len(summary.rows) == 2
