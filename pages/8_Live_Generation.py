@@ -1,0 +1,158 @@
+"""Live generation: tokens appear one by one, with what each step considered and attended to."""
+
+import time
+
+import streamlit as st
+
+from txviz import ui
+from txviz.figures import generation as figures
+from txviz.generation import (
+    MAX_NEW_TOKENS,
+    GenerationError,
+    GenerationRequest,
+    check_model,
+    generate,
+    has_chat_template,
+    prepare,
+    sequence_tokens,
+)
+from txviz.sampling import MAX_TEMPERATURE, SamplingSettings
+
+FIGURE_INTERVAL_S = 0.5  # live figures redraw at most this often; the text every step
+
+ui.setup_page(
+    "Live Generation",
+    "A causal language model writes one token at a time: at every step it scores every token of "
+    "its vocabulary, a sampling rule picks one, and the new token attends to all earlier ones "
+    "through the KV cache. Attention weights show where a head looked, not why the model chose.",
+)
+
+name = ui.model_picker(kinds=("decoder",), default="smollm2", key="gen_model")
+loaded = ui.load_model(name)
+with ui.user_errors():
+    check_model(loaded)
+
+prompt_text = st.text_area(
+    "Prompt", "Explain in one sentence why the sky is blue.", key="gen_prompt", max_chars=ui.MAX_TEXT_CHARS
+)
+left, middle, right = st.columns(3)
+with left:
+    chat = st.toggle(
+        "Use the chat template",
+        value=has_chat_template(loaded),
+        disabled=not has_chat_template(loaded),
+        key="gen_chat",
+        help="Instruct models were trained on prompts wrapped as a user turn.",
+    )
+    max_new = st.number_input(
+        "Max new tokens", min_value=0, value=32, step=8, key="gen_max", help=f"1 to {MAX_NEW_TOKENS}"
+    )
+with middle:
+    temperature = st.slider(
+        "Temperature (0 = greedy)", 0.0, MAX_TEMPERATURE, 0.0, 0.05, key="gen_temperature"
+    )
+    seed = st.number_input("Seed", min_value=0, value=0, step=1, key="gen_seed")
+with right:
+    top_k = st.number_input("Top-k (0 = off)", min_value=0, value=0, step=1, key="gen_top_k")
+    top_p = st.slider("Top-p (1 = off)", 0.05, 1.0, 1.0, 0.05, key="gen_top_p")
+if temperature == 0 and (top_k or top_p < 1):
+    st.caption("Temperature 0 is greedy: top-k and top-p change nothing until it is above 0.")
+
+sampling = SamplingSettings(float(temperature), int(top_k), float(top_p), int(seed))
+request = GenerationRequest(prompt_text, int(max_new), sampling, chat)
+
+try:
+    prompt, problem = prepare(loaded, request), ""
+except GenerationError as error:
+    prompt, problem = None, str(error)
+
+go_col, stop_col = st.columns([1, 5])
+start = go_col.button("Generate", type="primary", key="gen_go")
+stop_col.button("Stop", key="gen_stop", help="Keeps the tokens made so far.")
+if problem:
+    st.error(problem)
+run = st.session_state.get("generation")
+if run and not run["done"] and not start:  # a click (Stop or another widget) ended the loop
+    run["done"], run["stopped"] = True, True
+
+text_slot, stats_slot, live_slot = st.empty(), st.empty(), st.empty()
+
+
+def show_text(prompt, steps) -> None:
+    """The prompt and what was generated, as plain text (never rendered as markdown or HTML)."""
+    text_slot.code(prompt.text + (steps[-1].text if steps else ""), language=None, wrap_lines=True)
+
+
+def show_stats(steps, device: str, note: str = "") -> None:
+    last = steps[-1] if steps else None
+    with stats_slot.container():
+        a, b, c, d = st.columns(4)
+        a.metric("Tokens made", len(steps))
+        b.metric("Tokens / s", f"{last.tokens_per_second:.1f}" if last else "-")
+        c.metric("Device", device)
+        d.metric("KV cache", f"{sum(last.kv_bytes) / 1e6:.2f} MB" if last else "-")
+        if note:
+            st.caption(note)
+
+
+def show_live(step, tokens) -> None:
+    with live_slot.container():
+        bars, heads = st.columns(2)
+        with bars:
+            ui.show_figure(figures.candidate_bars(step), key=f"live_bars_{step.index}")
+        with heads:
+            last_layer = step.attention.shape[0] - 1
+            figure = figures.newest_attention_all_heads(step, tokens, last_layer)
+            ui.show_figure(figure, key=f"live_heads_{step.index}")
+
+
+if start and prompt is not None:
+    run = {"prompt": prompt, "steps": [], "model": name, "device": loaded.device}
+    run["done"] = run["stopped"] = False
+    st.session_state["generation"] = run
+    drawn = 0.0
+    for step in generate(loaded, request, prompt):
+        run["steps"].append(step)  # kept even if a click interrupts the loop
+        show_text(prompt, run["steps"])
+        show_stats(run["steps"], loaded.device, f"Generating with {sampling.describe()}...")
+        if time.perf_counter() - drawn > FIGURE_INTERVAL_S:
+            show_live(step, sequence_tokens(prompt, run["steps"]))
+            drawn = time.perf_counter()
+    run["done"] = True
+    live_slot.empty()
+
+if not run or not run["steps"]:
+    if prompt is None:
+        st.stop()
+    st.info("Press Generate. Before it starts, the model's candidates for the first new token:")
+    first = generate(loaded, request, prompt)
+    show_live(next(first), prompt.tokens)
+    first.close()
+    st.stop()
+
+prompt, steps = run["prompt"], run["steps"]
+ended = "stopped" if run["stopped"] else "ended: end of sequence" if steps[-1].finished else "done"
+show_text(prompt, steps)
+show_stats(steps, run["device"], f"{run['model']}, {ended}. {len(prompt)} prompt tokens.")
+tokens = sequence_tokens(prompt, steps)
+
+st.subheader("Replay a step")
+index = st.slider("Step", 0, len(steps) - 1, len(steps) - 1, key="gen_step") if len(steps) > 1 else 0
+step = steps[index]
+n_layers, n_heads = step.attention.shape[:2] if step.attention is not None else (0, 0)
+st.text(f"Step {index} chose {step.token!r} for position {step.position}.")
+ui.show_figure(figures.candidate_bars(step), key="candidates")
+
+layer_col, head_col = st.columns(2)
+layer = layer_col.selectbox("Layer", range(n_layers), index=n_layers - 1, key="gen_layer")
+head = head_col.selectbox("Head", range(n_heads), key="gen_head")
+one, every, whole, cache = st.tabs(["This head", "All heads", "Whole sequence", "KV cache"])
+with one:
+    ui.show_figure(figures.newest_attention_head(step, tokens, layer, head), key="head_row")
+with every:
+    ui.show_figure(figures.newest_attention_all_heads(step, tokens, layer), key="heads_rows")
+with whole:
+    ui.show_figure(figures.sequence_heatmap(steps, tokens, layer, head), key="sequence")
+with cache:
+    ui.show_figure(figures.kv_cache_growth(steps, current=index), key="kv_growth")
+    ui.show_figure(figures.kv_cache_per_layer(step), key="kv_layers")

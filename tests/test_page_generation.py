@@ -1,0 +1,170 @@
+"""The Live Generation page: AppTest runs, bad input messages, and a browser that watches tokens."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from conftest import CHROMIUM, CHROMIUM_FLAGS, ROOT, page_url, screenshot, wait_for_app
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(ROOT / "pages" / "8_Live_Generation.py")
+TIMEOUT = 300  # a first SmolLM2 load converts it; the CPU is shared
+
+
+def fresh() -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def generate_tokens(at: AppTest, prompt: str, n: int = 3, **numbers) -> AppTest:
+    at.text_area(key="gen_prompt").input(prompt)
+    at.number_input(key="gen_max").set_value(n)
+    for key, value in numbers.items():
+        at.number_input(key=key).set_value(value)
+    at.button(key="gen_go").click().run()
+    return at
+
+
+def errors(at: AppTest) -> str:
+    return " ".join(e.value for e in at.error)
+
+
+def test_page_generates_tokens_and_replays_them(smollm2):
+    at = generate_tokens(fresh(), "The capital of France is", n=3)
+    assert not at.exception, at.exception
+    run = at.session_state["generation"]
+    assert len(run["steps"]) == 3 and run["done"] and not run["stopped"]
+    shown = at.code[0].value
+    assert shown.endswith(run["steps"][-1].text) and "The capital of France is" in shown
+    assert [m.label for m in at.metric][:3] == ["Tokens made", "Tokens / s", "Device"]
+    assert at.metric[0].value == "3"
+    # replay: move the step slider and the layer and head pickers
+    at.slider(key="gen_step").set_value(0).run()
+    at.selectbox(key="gen_layer").set_value(3).run()
+    at.selectbox(key="gen_head").set_value(8).run()
+    assert not at.exception, at.exception
+    assert "Step 0 chose" in " ".join(t.value for t in at.text)
+    # a rerun (any click) keeps what was generated
+    at.slider(key="gen_temperature").set_value(0.8).run()
+    assert len(at.session_state["generation"]["steps"]) == 3
+
+
+def test_seeded_sampling_in_the_page_repeats(smollm2):
+    first = fresh()
+    first.slider(key="gen_temperature").set_value(1.2)
+    generate_tokens(first, "Once upon a time", n=4, gen_seed=7, gen_top_k=20)
+    again = fresh()
+    again.slider(key="gen_temperature").set_value(1.2)
+    generate_tokens(again, "Once upon a time", n=4, gen_seed=7, gen_top_k=20)
+    ids = [[s.token_id for s in at.session_state["generation"]["steps"]] for at in (first, again)]
+    assert ids[0] == ids[1] and len(ids[0]) == 4
+    assert not first.exception and not again.exception
+
+
+BAD_INPUT = [
+    ("", {}, "prompt is empty"),
+    ("Hello", {"gen_max": 0}, "at least 1"),
+    ("Hello", {"gen_max": 100_000}, "at most 512"),
+    (" 7" * 9000, {"gen_max": 8}, "shorten it"),
+]
+
+
+def test_bad_input_gives_a_clear_message(smollm2):
+    at = fresh()
+    for prompt, numbers, message in BAD_INPUT:
+        at.text_area(key="gen_prompt").input(prompt)
+        for key, value in numbers.items():
+            at.number_input(key=key).set_value(value)
+        at.button(key="gen_go").click().run()
+        assert not at.exception, at.exception
+        assert message in errors(at), (message, errors(at))
+        assert "generation" not in at.session_state
+
+
+def test_temperature_zero_says_filters_wait_and_runs_greedy(smollm2):
+    at = fresh()
+    at.number_input(key="gen_top_k").set_value(5)
+    at.run()
+    assert any("Temperature 0 is greedy" in c.value for c in at.caption)
+    generate_tokens(at, "The capital of France is", n=2)
+    steps = at.session_state["generation"]["steps"]
+    assert all(s.stage_names == ("model", "greedy") for s in steps)
+
+
+def test_an_encoder_model_gets_a_clear_message(minilm):
+    at = fresh()
+    at.selectbox(key="gen_model").set_value("Other: a Hugging Face id or local folder...").run()
+    at.text_input(key="gen_model_custom").input("minilm").run()
+    assert not at.exception, at.exception
+    assert "encoder" in errors(at) and "no next-token head" in errors(at)
+
+
+# Browser: tokens appear in a real page, and two sessions at once keep their own.
+
+
+def _generate_in_browser(page, base: str, prompt: str, n: int) -> None:
+    page.goto(page_url(base, PAGE))
+    wait_for_app(page)
+    box = page.get_by_label("Prompt")
+    box.fill(prompt)
+    box.press("Control+Enter")  # commit the text area
+    tokens = page.get_by_label("Max new tokens")
+    tokens.fill(str(n))
+    tokens.press("Enter")
+    wait_for_app(page)
+    page.get_by_role("button", name="Generate").click()
+    page.wait_for_selector("text=Replay a step", timeout=240_000)
+    wait_for_app(page)
+
+
+def _metric(page, label: str) -> str:
+    return (
+        page.locator('[data-testid="stMetric"]', has_text=label)
+        .locator('[data-testid="stMetricValue"]')
+        .inner_text()
+    )
+
+
+@pytest.mark.browser
+def test_browser_sees_tokens_appear(app_server, browser_page):
+    _generate_in_browser(browser_page, app_server, "The capital of France is", 4)
+    assert _metric(browser_page, "Tokens made") == "4"
+    code = browser_page.locator('[data-testid="stCode"]').first.inner_text()
+    assert "The capital of France is" in code
+    assert not code.rstrip().endswith("The capital of France is")  # new text follows the prompt
+    assert browser_page.locator('[data-testid="stPlotlyChart"]').count() >= 2
+    assert browser_page.locator('[data-testid="stException"]').count() == 0
+    screenshot(browser_page, "live_generation")
+
+
+@pytest.mark.browser
+def test_two_browser_sessions_keep_their_own_tokens(app_server):
+    prompts = {"a": "My favourite fruit is", "b": "The largest planet in the solar system is"}
+    texts: dict[str, str] = {}
+    failures: list[BaseException] = []
+
+    def session(key: str) -> None:
+        # Playwright's sync API is bound to its thread: each session gets its own.
+        from playwright.sync_api import sync_playwright
+
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                _generate_in_browser(page, app_server, prompts[key], 4)
+                texts[key] = page.locator('[data-testid="stCode"]').first.inner_text()
+                browser.close()
+        except BaseException as error:  # reported in the main thread below
+            failures.append(error)
+
+    threads = [threading.Thread(target=session, args=(k,)) for k in prompts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
+    assert prompts["a"] in texts["a"] and prompts["b"] not in texts["a"]
+    assert prompts["b"] in texts["b"] and prompts["a"] not in texts["b"]
