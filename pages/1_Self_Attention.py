@@ -53,6 +53,10 @@ if toy_tab.open:
         with ui.user_errors():
             result = ta.self_attention_head(edited.to_numpy(), head, scaled)
         dims = [f"d{j + 1}" for j in range(d_model)]
+        cols = st.columns(3)
+        for col, name, matrix in zip(cols, "QKV", (result.queries, result.keys, result.values), strict=True):
+            with col:
+                show_matrix(matrix, tokens, dims, f"{name} = X Ω_{name.lower()}ᵀ + β_{name.lower()}", "token")
         with st.expander("Weights Ω and biases β (q = β_q + Ω_q x, likewise k and v)"):
             cols = st.columns(3)
             for col, name, omega, beta in zip(
@@ -65,10 +69,6 @@ if toy_tab.open:
                 with col:
                     show_matrix(omega, dims, dims, f"Ω_{name}", "output", "input")
                     st.caption(f"β_{name} = {ta.vector_text(beta)}")
-        cols = st.columns(3)
-        for col, name, matrix in zip(cols, "QKV", (result.queries, result.keys, result.values), strict=True):
-            with col:
-                show_matrix(matrix, tokens, dims, f"{name} = X Ω_{name.lower()}ᵀ + β_{name.lower()}", "token")
         cols = st.columns(3)
         with cols[0]:
             show_matrix(result.scores, tokens, tokens, "Scores Q Kᵀ", "query", "key")

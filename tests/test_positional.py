@@ -263,3 +263,15 @@ def test_seeded_rope_check_and_mean_norms():
     np.testing.assert_array_equal(check.scores, pe.seeded_rope_offset_check(spec, 12, seed=5).scores)
     parts = pe.added_vs_concatenated(np.full((2, 4), 0.5), np.array([[3.0, 4, 0, 0], [0, 0, 3, 4]]))
     assert parts.mean_norms == pytest.approx((1.0, 5.0))
+
+
+def test_heatmap_colours_clip_outliers_but_keep_the_data():
+    from txviz.figures import positional as figs
+
+    matrix = np.full((20, 10), 0.1)
+    matrix[0, 0] = 50.0
+    trace = figs.encoding_heatmap(matrix, "outlier").to_dict()["data"][0]
+    assert trace["zmax"] == pytest.approx(0.1) and trace["zmin"] == pytest.approx(-0.1)
+    assert plotly_array(trace["z"])[0, 0] == 50.0
+    plain = figs.encoding_heatmap(pe.sinusoidal_encoding(60, 32), "P").to_dict()["data"][0]
+    assert plain["zmax"] == pytest.approx(1.0)

@@ -33,14 +33,22 @@ def _ticks(labels: Sequence[str]) -> dict:
 def encoding_heatmap(
     encoding: np.ndarray, title: str, column_title: str = "encoding dimension j"
 ) -> go.Figure:
-    """A position x dimension matrix; position 0 on top."""
+    """A position x dimension matrix; position 0 on top, colours clipped at the 99th percentile."""
+    magnitude = np.abs(encoding)
+    limit = float(np.quantile(magnitude, 0.99)) if encoding.size else 1.0
+    peak = float(magnitude.max()) if encoding.size else 1.0
+    # A few large entries (MiniLM's position 0) would wash out the rest: clip the colours, not the data.
+    clipped = limit < 0.8 * peak
+    limit = (limit if clipped else peak) or 1.0
     figure = go.Figure(
         go.Heatmap(
             z=_compact(encoding),
             x=list(range(encoding.shape[1])),
             y=list(range(encoding.shape[0])),
             colorscale="RdBu",
-            zmid=0.0,
+            zmin=-limit,
+            zmax=limit,
+            colorbar={"title": {"text": "clipped at 99%" if clipped else ""}},
             hovertemplate="position %{y}, dimension %{x}: %{z:.4f}<extra></extra>",
         )
     )
