@@ -1,0 +1,133 @@
+"""The coreference page: widgets move without exceptions, bad pairs get messages, a real browser."""
+
+from __future__ import annotations
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from txviz import coref
+
+PAGE = "../pages/6_Coreference.py"  # relative to this file, as AppTest resolves it
+TIMEOUT = 300
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Small forward passes run faster on one thread when the machine is shared; restored after."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def small_set(monkeypatch):
+    """The page scores a set of three pairs, so the 30-layer decoder stays quick in a test."""
+    pairs = coref.load_pairs()[:3]
+    st.cache_data.clear()  # cached chunks of the full set must not be mixed with this one
+    monkeypatch.setattr(coref, "load_pairs", lambda *args: pairs)
+    yield pairs
+    st.cache_data.clear()
+
+
+def run_page() -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def metric(at: AppTest, start: str) -> str:
+    return next(m.value for m in at.metric if m.label.startswith(start))
+
+
+def test_default_pair_on_minilm_shows_scores_and_the_caveat(minilm):
+    at = run_page()
+    assert not at.error
+    assert at.selectbox(key="pair_index").value == 0
+    assert "one signal, not an explanation" in at.warning[-1].value
+    # the page's best head is the one score_heads picks on the same pairs and split
+    expected = coref.score_heads(coref.attention_over_pairs(minilm, coref.load_pairs()), 0.3, 0)
+    assert metric(at, "Best head") == "L{} H{}".format(*expected.best_head)
+    assert metric(at, "Its held-out") == f"{expected.best_test_accuracy:.0%}"
+    assert metric(at, "Chance") == "50%"
+
+
+def test_moving_widgets_keeps_the_page_working(minilm):
+    at = run_page()
+    at.selectbox(key="pair_index").set_value(7).run()
+    assert not at.exception
+    at.selectbox(key="layer_minilm@cpu").set_value(2).run()
+    at.selectbox(key="head_minilm@cpu").set_value(5).run()
+    assert not at.exception
+    at.number_input(key="seed").set_value(7).run()
+    at.slider(key="test_fraction").set_value(0.4).run()
+    assert not at.exception
+    expected = coref.score_heads(coref.attention_over_pairs(minilm, coref.load_pairs()), 0.4, 7)
+    assert metric(at, "Best head") == "L{} H{}".format(*expected.best_head)
+    assert any("Layer 2, head 5" in s.value for s in at.subheader)
+
+
+def test_own_pair_with_bad_input_gets_clear_messages(minilm):
+    at = run_page()
+    at.radio(key="pair_source").set_value("Write your own").run()
+    assert not at.exception and not at.error  # the example pair comes marked
+    at.text_input(key="own_b").set_value("The animal didn't cross the street because it was wide.").run()
+    assert "same number of words" in at.error[0].value
+    at.text_input(key="own_b").set_value("The dog didn't cross the street because it was too wide.").run()
+    assert "differs in one word" in at.error[0].value
+    at.text_input(key="own_b").set_value("The animal didn't cross the street because it was too wide.")
+    at.pills(key="own_candidates").set_value([1]).run()
+    assert "exactly two candidates" in at.info[0].value
+    at.pills(key="own_candidates").set_value([1, 8]).run()
+    at.pills(key="own_pronoun").set_value(1).run()
+    assert "three different words" in at.error[0].value
+    at.pills(key="own_pronoun").set_value(7).run()
+    assert not at.exception and not at.error
+    assert any("Layer" in s.value for s in at.subheader)
+
+
+def test_decoder_page_explains_notes_and_answers(smollm2, small_set):
+    at = run_page()
+    at.selectbox(key="model").set_value("smollm2").run()
+    assert not at.exception, at.exception
+    assert any("comes after the pronoun" in i.value for i in at.info)
+    at.radio(key="query").set_value("end").run()
+    assert not at.exception
+    assert not any("comes after the pronoun" in i.value for i in at.info)
+    at.toggle(key="compare_all").set_value(True).run()
+    assert not at.exception
+    assert any("Over the set, the model answers" in m.value for m in at.markdown)
+    at.toggle(key="compare_all").set_value(False).run()
+    at.radio(key="method").set_value("question").run()
+    assert not at.exception and not at.error
+
+
+def test_decoder_candidate_after_the_pronoun_is_explained_not_an_error(smollm2, small_set):
+    at = run_page()
+    at.selectbox(key="model").set_value("smollm2").run()
+    at.radio(key="pair_source").set_value("Write your own").run()
+    at.text_input(key="own_a").set_value("Tom said that he would call Bill today.").run()
+    at.text_input(key="own_b").set_value("Tom said that he would call Bill tomorrow.").run()
+    at.pills(key="own_pronoun").set_value(3).run()
+    at.pills(key="own_candidates").set_value([0, 6]).run()
+    assert not at.exception and not at.error
+    assert any("'Bill' comes after the pronoun" in i.value for i in at.info)
+
+
+@pytest.mark.browser
+def test_page_in_a_browser(app_server, browser_page):
+    from conftest import FIGURE, page_url, screenshot, wait_for_app
+
+    browser_page.goto(page_url(app_server, "pages/6_Coreference.py"))
+    wait_for_app(browser_page)
+    browser_page.wait_for_selector(FIGURE, timeout=180_000)
+    assert browser_page.locator('[data-testid="stPlotlyChart"]').count() >= 3
+    assert browser_page.get_by_text("one signal, not an explanation").is_visible()
+    browser_page.get_by_text("Write your own").click()
+    wait_for_app(browser_page)
+    browser_page.get_by_text("Pronoun").first.wait_for(timeout=60_000)
+    assert browser_page.locator('[data-testid="stException"]').count() == 0
+    screenshot(browser_page, "coreference")
