@@ -58,8 +58,11 @@ st.caption(
 measure = st.radio("Per head", ["entropy", "keys kept"], horizontal=True, key="measure")
 values = comparison.entropy() if measure == "entropy" else comparison.kept_fraction()
 labelled = {comparison.labels[n]: v for n, v in values.items()}
-y_title = "entropy (nats)" if measure == "entropy" else "fraction of visible keys with weight > 0"
-ui.show_figure(figures.entropy_bars(labelled, layer, y_title=y_title))
+if measure == "entropy":
+    ui.show_figure(figures.entropy_bars(labelled, layer))
+else:
+    title, y_title = "Keys given weight per head", "fraction of visible keys with weight > 0"
+    ui.show_figure(figures.entropy_bars(labelled, layer, y_title=y_title, title=title))
 
 st.subheader("Effect on the output")
 new_tokens = 8
@@ -68,17 +71,7 @@ if loaded.kind == "decoder":
 with ui.user_errors():
     effect = cached_effect(loaded, name, device, text, temperature, k, new_tokens)
 if effect.kind == "decoder":
-    st.dataframe(
-        [
-            {
-                "normalizer": comparison.labels[n],
-                "greedy continuation of the text": effect.continuations[n],
-                "mean next-token loss on the text (nats)": round(effect.loss[n], 3),
-            }
-            for n in effect.continuations
-        ],
-        hide_index=True,
-    )
+    st.dataframe(effect.table(comparison.labels), hide_index=True)
 else:
     similarity = {comparison.labels[n]: v for n, v in effect.similarity.items()}
     ui.show_figure(figures.similarity_bars(similarity))
@@ -86,7 +79,7 @@ else:
 
 st.header("Training, where the difference is real")
 st.markdown(
-    "A toy task: each example stores 16 pairs such as `c=7`, then asks for every stored key "
+    "A toy task: each example stores pairs such as `c=7` (16 in the shipped runs), then asks for every stored key "
     "(`c?`). One attention head must find the pair and read its value. **Soft** attention is "
     "trained by gradient descent through the softmax. **Hard** attention samples one pair per "
     "query: that choice has no gradient, so its scores are trained by **REINFORCE** (the "

@@ -262,7 +262,7 @@ def test_encoder_embedding_similarity(minilm) -> None:
 
 def test_decoder_continuations_and_loss(smollm2) -> None:
     text = "The cat sat on the"
-    effect = soft_hard.output_effect(smollm2, text, soft_hard.NormalizerSettings(1.0, 2), new_tokens=2)
+    effect = soft_hard.output_effect(smollm2, text, soft_hard.NormalizerSettings(1.0, 2), new_tokens=1)
     assert effect.kind == "decoder" and set(effect.continuations) == set(soft_hard.NAMES)
     assert effect.continuations["temperature"] == effect.continuations["softmax"]
     ids = torch.tensor([encode(smollm2, text, soft_hard.MAX_TOKENS).ids])
@@ -273,6 +273,15 @@ def test_decoder_continuations_and_loss(smollm2) -> None:
     assert effect.loss["hard"] > effect.loss["softmax"]
     with pytest.raises(ValueError, match="New tokens"):
         soft_hard.output_effect(smollm2, text, soft_hard.NormalizerSettings(1.0, 2), new_tokens=0)
+
+
+def test_output_table_reads_one_row_per_normalizer() -> None:
+    effect = soft_hard.OutputEffect(
+        "decoder", {"softmax": " mat.", "hard": " the"}, {"softmax": 2.34567, "hard": None}, {}
+    )
+    rows = effect.table({"hard": "hard (argmax)"})
+    assert [r["normalizer"] for r in rows] == ["softmax", "hard (argmax)"]
+    assert [r["mean next-token loss on the text (nats)"] for r in rows] == [2.346, None]
 
 
 # ---------------------------------------------------------------- figures
@@ -313,6 +322,7 @@ def test_normalizer_heatmaps_show_one_head_per_normalizer(minilm_comparison) -> 
 def test_entropy_and_similarity_bars() -> None:
     values = {"softmax": np.array([[0.5, 1.0], [2.0, 3.0]]), "hard": np.zeros((2, 2))}
     data = figures.entropy_bars(values, layer=1).to_dict()
+    assert data["layout"]["title"]["text"] == "Mean attention entropy per head, layer 1"
     assert [t["name"] for t in data["data"]] == ["softmax", "hard"]
     assert list(plotly_array(data["data"][0]["y"])) == [2.0, 3.0]
     assert list(plotly_array(data["data"][0]["x"])) == [0, 1]

@@ -111,8 +111,21 @@ class OutputEffect:
 
     kind: str  # "decoder": continuations and loss; "encoder": embedding similarity
     continuations: dict[str, str]  # name -> greedy continuation of the text (decoders)
-    loss: dict[str, float]  # name -> mean next-token cross-entropy on the text, nats (decoders)
+    loss: dict[str, float | None]  # name -> mean next-token loss on the text, nats; None if 1 token
     similarity: dict[str, float]  # name -> cosine of the sentence embedding to softmax's (encoders)
+
+    def table(self, labels: dict[str, str]) -> list[dict[str, object]]:
+        """Rows for a decoder's table: normalizer, greedy continuation, loss on the text."""
+        return [
+            {
+                "normalizer": labels.get(name, name),
+                "greedy continuation of the text": text,
+                "mean next-token loss on the text (nats)": (
+                    None if self.loss[name] is None else round(self.loss[name], 3)
+                ),
+            }
+            for name, text in self.continuations.items()
+        ]
 
 
 def output_effect(
@@ -143,7 +156,7 @@ def output_effect(
 
 def _greedy_with_loss(
     loaded: LoadedModel, ids: list[int], normalize: Normalizer, new_tokens: int
-) -> tuple[list[int], float]:
+) -> tuple[list[int], float | None]:
     """Greedy new token ids under one normalizer, and the mean next-token loss on ``ids``."""
     from transformers import DynamicCache  # heavy import, only when generating
 
@@ -156,7 +169,7 @@ def _greedy_with_loss(
         loss = (
             float(torch.nn.functional.cross_entropy(logits[0, :-1].float(), prompt[0, 1:]))
             if len(ids) > 1
-            else float("nan")
+            else None  # one token: nothing to predict within the text
         )
         for _ in range(new_tokens):
             token = int(logits[0, -1].argmax())

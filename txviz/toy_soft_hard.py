@@ -173,6 +173,7 @@ class TrainedRun:
 @contextlib.contextmanager
 def single_thread() -> Iterator[None]:
     """Run torch on one thread (tiny model: faster, and fair to a shared CPU), then restore."""
+    # The setting is process-wide: in the app, other sessions run on one thread for these seconds.
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

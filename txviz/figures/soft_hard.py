@@ -79,7 +79,12 @@ def side_by_side_heatmaps(
     return figure
 
 
-def entropy_bars(entropy: Mapping[str, np.ndarray], layer: int, y_title: str = "entropy (nats)") -> go.Figure:
+def entropy_bars(
+    entropy: Mapping[str, np.ndarray],
+    layer: int,
+    y_title: str = "entropy (nats)",
+    title: str = "Mean attention entropy per head",
+) -> go.Figure:
     """Grouped bars: one group per head of ``layer``, one bar per normalizer ([layer, head] in)."""
     figure = go.Figure()
     for index, (label, values) in enumerate(entropy.items()):
@@ -93,7 +98,7 @@ def entropy_bars(entropy: Mapping[str, np.ndarray], layer: int, y_title: str = "
         )
     figure.update_layout(
         barmode="group",
-        title=f"Mean attention entropy per head, layer {layer}",
+        title=f"{title}, layer {layer}",
         xaxis={"title": "head", "tickmode": "linear", "dtick": 1},
         yaxis={"title": y_title, "rangemode": "tozero"},
         height=340,
