@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from txviz.capture import CaptureSettings, capture
@@ -66,7 +67,7 @@ def trace_text(
     return AttentionTrace(
         query_tokens=tokens,
         key_tokens=tokens,
-        weights=rec.stack("weights").astype("float32"),
+        weights=rec.stack("weights").astype(np.float32, copy=False),
         model_name=loaded.name,
         kind="causal" if loaded.is_causal else "self",
         layer_names=tuple(names),

@@ -76,27 +76,27 @@ def attention_heatmap(
     return figure
 
 
-def pool(matrix: np.ndarray, size: int) -> np.ndarray:
-    """Block-mean a (Q, K) matrix down to at most size x size, for thumbnails."""
-    q, k = matrix.shape
+def pool(matrices: np.ndarray, size: int) -> np.ndarray:
+    """Block-mean the last two axes (Q, K) down to at most size x size, for thumbnails."""
+    q, k = matrices.shape[-2:]
     fq, fk = -(-q // size), -(-k // size)
     if fq == 1 and fk == 1:
-        return matrix
-    padded = np.full((fq * -(-q // fq), fk * -(-k // fk)), np.nan, dtype=np.float32)
-    padded[:q, :k] = matrix
-    return np.nanmean(padded.reshape(padded.shape[0] // fq, fq, padded.shape[1] // fk, fk), axis=(1, 3))
+        return matrices
+    starts_q, starts_k = np.arange(0, q, fq), np.arange(0, k, fk)
+    # reduceat sums each block without copying the (possibly ~300 MB) input
+    total = np.add.reduceat(np.add.reduceat(matrices, starts_q, axis=-2), starts_k, axis=-1)
+    counts = np.diff(np.append(starts_q, q))[:, None] * np.diff(np.append(starts_k, k))[None, :]
+    return total / counts  # edge blocks are averaged over their real cells only
 
 
 def mosaic(tiles: np.ndarray, tile_size: int, gap: int = 2) -> np.ndarray:
     """[rows, cols, Q, K] -> one 2-D array of pooled tiles separated by NaN gaps."""
     rows, cols = tiles.shape[:2]
-    pooled = [[pool(tiles[r, c], tile_size) for c in range(cols)] for r in range(rows)]
-    th, tw = pooled[0][0].shape
-    out = np.full((rows * (th + gap) - gap, cols * (tw + gap) - gap), np.nan, dtype=np.float32)
-    for r in range(rows):
-        for c in range(cols):
-            out[r * (th + gap) : r * (th + gap) + th, c * (tw + gap) : c * (tw + gap) + tw] = pooled[r][c]
-    return out
+    pooled = pool(tiles, tile_size)  # (rows, cols, th, tw)
+    th, tw = pooled.shape[-2:]
+    out = np.full((rows, th + gap, cols, tw + gap), np.nan, dtype=np.float32)
+    out[:, :th, :, :tw] = pooled.transpose(0, 2, 1, 3)
+    return out.reshape(rows * (th + gap), cols * (tw + gap))[:-gap, :-gap]
 
 
 def heads_mosaic(
