@@ -67,9 +67,13 @@ def test_samples(sample: str) -> None:
     assert len(figures_titles(at)) == 5
 
 
-def upload(data: bytes, name: str) -> AppTest:
+def upload_page() -> AppTest:
     at = run_page(image_source="Upload")
     assert at.info[0].value.startswith("Choose an image")
+    return at
+
+
+def upload(at: AppTest, name: str, data: bytes) -> AppTest:
     at.file_uploader(key="upload").set_value((name, data, "application/octet-stream"))
     return at.run()
 
@@ -86,39 +90,41 @@ def sixteen_bit_png() -> bytes:
     return encode(Image.fromarray(ramp), "PNG")
 
 
-@pytest.mark.parametrize(
-    ("name", "data", "message"),
-    [
-        ("notes.png", b"just some text, not a picture\n" * 10, "not an image"),
-        ("cut.jpg", encode(photo(size=(120, 120)), "JPEG")[:600], "truncated or damaged"),
-        ("bomb.png", bomb_png(20_000), "400,000,000 pixels"),
-        ("dot.png", encode(Image.new("RGB", (1, 1)), "PNG"), "only 1 x 1 pixels"),
-    ],
-)
-def test_bad_uploads_get_a_clear_message(name: str, data: bytes, message: str) -> None:
-    at = upload(data, name)
-    assert not at.exception
-    assert len(at.error) == 1 and message in at.error[0].value
-    assert figures_titles(at) == []  # stopped before anything half-done was drawn
+BAD_UPLOADS = [
+    ("notes.png", b"just some text, not a picture\n" * 10, "not an image"),
+    ("cut.jpg", encode(photo(size=(120, 120)), "JPEG")[:600], "truncated or damaged"),
+    ("half.jpg", (lambda d: d[: len(d) // 2])(encode(photo(size=(120, 120)), "JPEG")), "truncated"),
+    ("bomb.png", bomb_png(20_000), "400,000,000 pixels"),
+    ("dot.png", encode(Image.new("RGB", (1, 1)), "PNG"), "only 1 x 1 pixels"),
+]
+
+UNUSUAL_UPLOADS = [
+    ("grey.png", encode(photo("L"), "PNG"), "Grayscale"),
+    ("alpha.png", encode(photo("RGBA"), "PNG"), "white background"),
+    ("print.jpg", encode(photo("CMYK"), "JPEG"), "CMYK"),
+    ("deep.png", sixteen_bit_png(), "High bit-depth"),
+    ("moving.gif", gif_bytes(), "first frame"),
+    ("photo.webp", encode(photo(), "WEBP"), None),
+]
 
 
-@pytest.mark.parametrize(
-    ("name", "data", "note"),
-    [
-        ("grey.png", encode(photo("L"), "PNG"), "Grayscale"),
-        ("alpha.png", encode(photo("RGBA"), "PNG"), "white background"),
-        ("print.jpg", encode(photo("CMYK"), "JPEG"), "CMYK"),
-        ("deep.png", sixteen_bit_png(), "High bit-depth"),
-        ("moving.gif", gif_bytes(), "first frame"),
-        ("photo.webp", encode(photo(), "WEBP"), None),
-    ],
-)
-def test_unusual_uploads_are_converted_with_a_note(name: str, data: bytes, note) -> None:
-    at = upload(data, name)
-    assert not at.exception and not at.error
-    if note:
-        assert any(note in info.value for info in at.info)
-    assert len(figures_titles(at)) == 5
+def test_bad_uploads_get_a_clear_message() -> None:
+    at = upload_page()
+    for name, data, message in BAD_UPLOADS:
+        upload(at, name, data)
+        assert not at.exception, name
+        assert len(at.error) == 1 and message in at.error[0].value, name
+        assert figures_titles(at) == [], name  # stopped before anything half-done was drawn
+
+
+def test_unusual_uploads_are_converted_with_a_note() -> None:
+    at = upload_page()
+    for name, data, note in UNUSUAL_UPLOADS:
+        upload(at, name, data)
+        assert not at.exception and not at.error, name
+        if note:
+            assert any(note in info.value for info in at.info), name
+        assert len(figures_titles(at)) == 5, name
 
 
 @pytest.mark.browser
