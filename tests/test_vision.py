@@ -400,3 +400,14 @@ def test_other_vit_families_drop_their_extra_tokens(tmp_path, family):
     assert result.probabilities is None  # no classification head
     values = vision.cls_attention(result.trace.weights, result.grid, 1, 0)
     assert np.allclose(values.ravel(), result.trace.weights[1, 0, 0, len(prefix) :])
+
+
+def test_long_sequences_wrap_like_text():
+    grid = PatchGrid(16, 16, 2, 2)  # 8 x 8 = 64 patches + [CLS] = 65 tokens
+    image = np.random.default_rng(1).integers(0, 256, (16, 16, 3), dtype=np.uint8)
+    fig = figures.patch_sequence_figure(image, grid, per_line=50)
+    strip = plotted(fig.to_dict()["data"][0]["z"]).astype(np.uint8)
+    assert strip.shape[0] == 2 * (2 + 2)  # two lines of 2 px tiles with 1 px gaps above and below
+    # slot 50 is patch 49 (row 6, column 1): first tile of the second line
+    assert np.array_equal(strip[4:6, 0:2], image[12:14, 2:4])
+    assert "wrapped every 50" in fig.layout.title.text

@@ -14,7 +14,8 @@ from plotly.subplots import make_subplots
 
 from txviz.vision import PatchGrid, threshold_mask
 
-MAX_SEQUENCE_PATCHES = 256  # a longer strip is shown up to here, with a note in the title
+MAX_SEQUENCE_PATCHES = 1024  # a longer strip is shown up to here, with a note in the title
+SEQUENCE_PER_LINE = 50  # tokens per line of the sequence strip before it wraps
 OVERLAY_COLORSCALE = "Inferno"
 HEAD_COLOURS = px_colors.qualitative.Dark24  # one colour per head, the same in both panels
 
@@ -85,25 +86,32 @@ def patch_tiles(image: np.ndarray, grid: PatchGrid) -> np.ndarray:
     return tiles.reshape(grid.n_patches, ph, pw, -1)
 
 
-def patch_sequence_figure(image: np.ndarray, grid: PatchGrid) -> go.Figure:
-    """The patches as the 1-D sequence the model reads: prefix tokens ([CLS]) first, raster order."""
+def patch_sequence_figure(image: np.ndarray, grid: PatchGrid, per_line: int = SEQUENCE_PER_LINE) -> go.Figure:
+    """The patches as the 1-D sequence the model reads: prefix tokens ([CLS]) first, raster order.
+
+    Long sequences wrap every ``per_line`` tokens, like text, so tiles stay visible.
+    """
     tiles = patch_tiles(image, grid)[:MAX_SEQUENCE_PATCHES]  # (P, ph, pw, 3)
     ph, pw = grid.patch_height, grid.patch_width
     gap = max(1, pw // 4)
     n_slots = grid.n_prefix + len(tiles)
-    strip = np.full((ph, n_slots * (pw + gap), 3), 255, dtype=np.uint8)
+    n_lines = -(-n_slots // per_line)
+    width = min(n_slots, per_line) * (pw + gap)
+    strip = np.full((n_lines * (ph + 2 * gap), width, 3), 255, dtype=np.uint8)
     prefix_tile = np.full((ph, pw, 3), 90, dtype=np.uint8)  # learned tokens: no pixels of their own
+    line, column = np.divmod(np.arange(n_slots), per_line)
     for slot in range(n_slots):
-        x = slot * (pw + gap)
+        x, y = column[slot] * (pw + gap), line[slot] * (ph + 2 * gap)
         tile = prefix_tile if slot < grid.n_prefix else tiles[slot - grid.n_prefix]
-        strip[:, x : x + pw] = tile
-    centres = np.arange(n_slots) * (pw + gap) + (pw - 1) / 2
+        strip[y : y + ph, x : x + pw] = tile
+    x_centres = column * (pw + gap) + (pw - 1) / 2
+    y_centres = line * (ph + 2 * gap) + (ph - 1) / 2
     labels = list(grid.prefix_tokens) + [str(k) for k in range(len(tiles))]
     fig = go.Figure(go.Image(z=strip, hoverinfo="skip", name="sequence"))
     fig.add_trace(
         go.Scatter(
-            x=centres,
-            y=np.full(n_slots, (ph - 1) / 2),
+            x=x_centres,
+            y=y_centres,
             mode="markers",
             marker=dict(size=max(6, pw), opacity=0),
             text=[f"position {i}: {label}" for i, label in enumerate(labels)],
@@ -112,21 +120,29 @@ def patch_sequence_figure(image: np.ndarray, grid: PatchGrid) -> go.Figure:
         )
     )
     shown = "" if len(tiles) == grid.n_patches else f" (first {len(tiles)} of {grid.n_patches})"
+    wrapped = f", wrapped every {per_line}" if n_lines > 1 else ""
     fig.update_layout(
-        title=f"The sequence the model reads: {n_slots} tokens in raster order{shown}",
-        height=220,
+        title=f"The sequence the model reads: {n_slots} tokens in raster order{shown}{wrapped}",
+        height=160 + 60 * n_lines,
         margin=dict(l=10, r=10, t=50, b=40),
     )
-    step = max(1, n_slots // 40)  # keep tick labels legible on long sequences
-    ticks = list(range(0, n_slots, step))
+    first_line = list(range(min(n_slots, per_line)))
+    step = max(1, len(first_line) // 20) if n_lines > 1 else 1
     fig.update_xaxes(
-        title="sequence position",
-        tickvals=[centres[i] for i in ticks],
-        ticktext=[labels[i] for i in ticks],
+        title="sequence position" + (" (first line)" if n_lines > 1 else ""),
+        tickvals=[x_centres[i] for i in first_line[::step]],
+        ticktext=[labels[i] for i in first_line[::step]],
         showgrid=False,
         zeroline=False,
     )
-    fig.update_yaxes(visible=False, scaleanchor="x")
+    fig.update_yaxes(
+        visible=n_lines > 1,
+        tickvals=[y_centres[i * per_line] for i in range(n_lines)],
+        ticktext=[f"from {i * per_line}" for i in range(n_lines)],
+        showgrid=False,
+        zeroline=False,
+        scaleanchor="x",
+    )
     return fig
 
 
