@@ -13,7 +13,8 @@ import ctypes
 import functools
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,7 +82,11 @@ def block_mask_from_dense(mask: np.ndarray | torch.Tensor, block_size: int = BLO
 
 def tiles_computed(block_mask: BlockMask) -> float:
     """Share of (query block, key block) tiles the sparse kernel computes."""
-    return 1.0 - block_mask.sparsity() / 100.0
+    n_query, n_key = block_mask.seq_lengths
+    n_qb, n_kb = -(-n_query // block_mask.BLOCK_SIZE[0]), -(-n_key // block_mask.BLOCK_SIZE[1])
+    visited = block_mask.kv_num_blocks.sum() + block_mask.full_kv_num_blocks.sum()
+    # BlockMask.sparsity() counts tiles of the padded length; this counts the real ones.
+    return float(visited) / (n_qb * n_kb)
 
 
 @functools.cache
@@ -90,11 +95,27 @@ def compiled_flex_attention() -> Callable[..., torch.Tensor]:
     return torch.compile(flex_attention, dynamic=True)
 
 
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Run torch on one CPU thread inside the block, restoring the previous count after."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 def sparse_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_mask: BlockMask
 ) -> torch.Tensor:
-    """Attention that computes only the tiles the block mask keeps; (B, H, Q, d_head)."""
-    return compiled_flex_attention()(q, k, v, block_mask=block_mask)
+    """Attention that computes only the tiles the block mask keeps; (B, H, Q, d_head).
+
+    Always on one thread: the compiled kernel depends on the thread count, and recompiling it
+    for another count (torch 2.13, CPU) can emit C++ that does not build.
+    """
+    with one_thread():
+        return compiled_flex_attention()(q, k, v, block_mask=block_mask)
 
 
 def _read_rss() -> tuple[int, int]:
