@@ -109,7 +109,12 @@ with st.expander("Train both again, live (about 10 to 30 s on one CPU thread)"):
 runs = st.session_state.get("toy_runs") or shipped_runs()
 st.caption("Shipped runs (`python -m txviz train soft_hard`)" if runs is shipped_runs() else "Your run")
 chance = 1 / next(iter(runs.values())).config.n_values
-ui.show_figure(figures.training_curves(toy.curves_by_label(runs), chance=chance))
+metrics = ("accuracy", "train_loss", "entropy")
+ui.show_figure(figures.training_curves(toy.curves_by_label(runs), metrics, chance=chance))
+st.caption(
+    f"{toy.describe(runs)} Hard attention first learns to read values from random picks, "
+    "then its picks improve by trial; soft attention never has to commit, so it stays a little spread."
+)
 st.dataframe(toy.accuracy_rows(runs), hide_index=True)
 example = st.slider("Held-out example", 0, 49, 0, key="example")
 ui.show_figure(

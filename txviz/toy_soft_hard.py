@@ -24,6 +24,7 @@ METHOD_LABELS = {
     "soft": "Soft attention (softmax, gradient descent)",
     "reinforce": "Hard attention (sampled one-hot choice, REINFORCE)",
 }
+SHORT_LABELS = {"soft": "Soft", "reinforce": "Hard (REINFORCE)"}
 KEY_SYMBOLS = "abcdefghijklmnopqrstuvwxyz"
 EVAL_SEED = 12345  # the held-out set is the same for every run, so curves compare
 
@@ -328,3 +329,24 @@ def accuracy_rows(runs: dict[str, TrainedRun]) -> list[dict[str, object]]:
             }
         )
     return rows
+
+
+def first_step_reaching(run: TrainedRun, level: float) -> int | None:
+    """The first evaluated step whose held-out accuracy is at least ``level``, or None."""
+    for step, value in zip(run.curves["step"], run.curves["accuracy"], strict=True):
+        if value >= level:
+            return int(step)
+    return None
+
+
+def describe(runs: dict[str, TrainedRun], level: float = 0.9) -> str:
+    """One sentence per run, read off its curves: when it reached ``level`` and how sharp it ended."""
+    parts = []
+    for method, run in runs.items():
+        step = first_step_reaching(run, level)
+        reached = f"reached {level:.0%} at step {step}" if step else f"never reached {level:.0%}"
+        parts.append(
+            f"{SHORT_LABELS[method]} {reached}, final attention entropy {run.curves['entropy'][-1]:.3f} nats, "
+            f"softmax weight on the right pair {run.curves['target_weight'][-1]:.3f}"
+        )
+    return ". ".join(parts) + "."
