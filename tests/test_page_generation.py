@@ -105,17 +105,21 @@ def test_an_encoder_model_gets_a_clear_message(minilm):
 # Browser: tokens appear in a real page, and two sessions at once keep their own.
 
 
-def _generate_in_browser(page, base: str, prompt: str, n: int) -> None:
+def _start_in_browser(page, base: str, prompt: str, n: int) -> None:
     page.goto(page_url(base, PAGE))
     wait_for_app(page)
     box = page.get_by_label("Prompt")
     box.fill(prompt)
     box.press("Control+Enter")  # commit the text area
-    tokens = page.get_by_label("Max new tokens")
+    tokens = page.get_by_role("spinbutton", name="Max new tokens")
     tokens.fill(str(n))
     tokens.press("Enter")
     wait_for_app(page)
     page.get_by_role("button", name="Generate").click()
+
+
+def _generate_in_browser(page, base: str, prompt: str, n: int) -> None:
+    _start_in_browser(page, base, prompt, n)
     page.wait_for_selector("text=Replay a step", timeout=240_000)
     wait_for_app(page)
 
@@ -138,6 +142,20 @@ def test_browser_sees_tokens_appear(app_server, browser_page):
     assert browser_page.locator('[data-testid="stPlotlyChart"]').count() >= 2
     assert browser_page.locator('[data-testid="stException"]').count() == 0
     screenshot(browser_page, "live_generation")
+
+
+@pytest.mark.browser
+def test_stop_keeps_the_tokens_made_so_far(app_server, browser_page):
+    page = browser_page
+    _start_in_browser(page, app_server, "Write a long story about a lighthouse.", 200)
+    page.wait_for_selector('[data-testid="stMetric"]', timeout=240_000)  # the first token is out
+    page.get_by_role("button", name="Stop").click()
+    page.wait_for_selector("text=Replay a step", timeout=120_000)
+    wait_for_app(page)
+    made = int(_metric(page, "Tokens made"))
+    assert 1 <= made < 200
+    assert page.get_by_text("stopped.", exact=False).count() >= 1
+    assert page.locator('[data-testid="stException"]').count() == 0
 
 
 @pytest.mark.browser
