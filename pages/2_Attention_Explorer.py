@@ -11,6 +11,17 @@ ui.setup_page(
     "Attention Explorer",
     "Rows are queries (the token doing the looking), columns are keys (what it looks at); each row "
     "sums to 1. Attention shows where information flows, not why the model decides.",
+    share=(
+        "model",
+        "text",
+        "layer",
+        "head",
+        "hide_special",
+        "whole_words",
+        "log_scale",
+        "threshold",
+        "aggregate",
+    ),
 )
 with st.sidebar:
     st.subheader("View options")
@@ -19,9 +30,18 @@ with st.sidebar:
         key="hide_special",
         help="[CLS], [SEP] and similar often soak up attention (attention sinks).",
     )
-    whole_words = st.toggle("Whole words (merge sub-word pieces)", key="whole_words")
-    log_scale = st.toggle("Log colour scale", key="log_scale")
-    threshold = st.slider("Hide weights below", 0.0, 0.5, 0.0, 0.01, key="threshold")
+    whole_words = st.toggle(
+        "Whole words (merge sub-word pieces)", ui.link_value("whole_words", False), key="whole_words"
+    )
+    log_scale = st.toggle("Log colour scale", ui.link_value("log_scale", False), key="log_scale")
+    threshold = st.slider(
+        "Hide weights below",
+        0.0,
+        0.5,
+        ui.link_value("threshold", 0.0, lambda v: 0 <= v <= 0.5),
+        0.01,
+        key="threshold",
+    )
 
 left, right = st.columns([1, 2])
 with left:
@@ -35,9 +55,13 @@ if trace.notice:
     st.warning(trace.notice)
 
 layer_col, head_col = st.columns(2)
-layer = layer_col.slider("Layer", 0, trace.n_layers - 1, 0, key="layer")
-head = head_col.slider("Head", 0, trace.n_heads - 1, 0, key="head")
-style = dict(log_scale=log_scale, threshold=threshold)
+layer = layer_col.slider(
+    "Layer", 0, trace.n_layers - 1, ui.link_value("layer", 0, range(trace.n_layers)), key="layer"
+)
+head = head_col.slider(
+    "Head", 0, trace.n_heads - 1, ui.link_value("head", 0, range(trace.n_heads)), key="head"
+)
+style = dict(log_scale=log_scale, threshold=threshold, scale=ui.color_scale())
 one, grids, focus, summary = st.tabs(["One head", "All heads", "Token focus", "Aggregates"])
 
 with one:
@@ -103,7 +127,15 @@ with focus:
         )
 
 with summary:
-    how = st.radio("Combine heads by", explorer.AGGREGATES, horizontal=True, key="aggregate")
+    how = st.radio(
+        "Combine heads by",
+        explorer.AGGREGATES,
+        horizontal=True,
+        key="aggregate",
+        index=explorer.AGGREGATES.index(
+            ui.link_value("aggregate", explorer.AGGREGATES[0], explorer.AGGREGATES)
+        ),
+    )
     st.caption(
         "Rollout (Abnar & Zuidema 2020) multiplies the layers' head means, each mixed half and "
         "half with the identity for the residual stream and renormalised, up to the chosen layer."

@@ -4,56 +4,78 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import pkgutil
 import sys
 from pathlib import Path
 
-import numpy as np
-
 import txviz.bench
 import txviz.training
+from txviz import export
 
 
 def _modules(package) -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_"))
 
 
-def trace_command(args: argparse.Namespace) -> int:
-    """Write one text's tokens and attention weights as .npz or JSON."""
+def _trace_or_error(args: argparse.Namespace):
+    """The trace the arguments ask for, or None after printing a clear error."""
     from txviz import models
     from txviz.tracing import trace_text
 
     try:
-        loaded = models.load(args.model, args.device)
-        trace = trace_text(loaded, args.text, max_tokens=args.max_tokens)
+        trace = trace_text(models.load(args.model, args.device), args.text, max_tokens=args.max_tokens)
     except (ValueError, models.ModelLoadError) as error:
         print(f"error: {error}", file=sys.stderr)
-        return 2
+        return None
     if trace.notice:
         print(trace.notice, file=sys.stderr)
-    out = Path(args.out)
-    if args.format == "json":
-        out.write_text(
-            json.dumps(
-                {
-                    "model": trace.model_name,
-                    "kind": trace.kind,
-                    "tokens": list(trace.query_tokens),
-                    "layer_names": list(trace.layer_names),
-                    "weights": np.round(trace.weights, 6).tolist(),
-                }
-            )
-        )
+    return trace
+
+
+def trace_command(args: argparse.Namespace) -> int:
+    """Write one text's tokens and attention weights as .npz or JSON."""
+    trace = _trace_or_error(args)
+    if trace is None:
+        return 2
+    data = export.trace_json(trace) if args.format == "json" else export.trace_npz(trace)
+    Path(args.out).write_bytes(data)
+    print(f"{args.out}: {trace.n_layers} layers x {trace.n_heads} heads x {len(trace.query_tokens)} tokens")
+    return 0
+
+
+def export_command(args: argparse.Namespace) -> int:
+    """Write one figure (a head's heatmap or the whole-model grid) as PNG, SVG, HTML or JSON."""
+    from txviz.figures.attention import attention_heatmap, heads_mosaic
+
+    trace = _trace_or_error(args)
+    if trace is None:
+        return 2
+    if not (0 <= args.layer < trace.n_layers and 0 <= args.head < trace.n_heads):
+        print(f"error: layer must be 0-{trace.n_layers - 1} and head 0-{trace.n_heads - 1}", file=sys.stderr)
+        return 2
+    if args.view == "grid":
+        figure = heads_mosaic(trace.weights, title=f"{trace.model_name}: every layer and head")
     else:
-        np.savez_compressed(
-            out,
-            tokens=np.array(trace.query_tokens),
-            weights=trace.weights,
-            layer_names=np.array(trace.layer_names),
-            model=trace.model_name,
+        title = f"{trace.model_name}: layer {args.layer}, head {args.head}"
+        figure = attention_heatmap(
+            trace.head(args.layer, args.head), trace.query_tokens, trace.key_tokens, title
         )
-    print(f"{out}: {trace.n_layers} layers x {trace.n_heads} heads x {len(trace.query_tokens)} tokens")
+    fmt = Path(args.out).suffix.lstrip(".").lower()
+    makers = {
+        "html": export.figure_html,
+        "json": export.figure_numbers,
+        "png": lambda f: export.figure_image(f, "png"),
+        "svg": lambda f: export.figure_image(f, "svg"),
+    }
+    if fmt not in makers:
+        print(f"error: the output must end in one of .{', .'.join(makers)}", file=sys.stderr)
+        return 2
+    try:
+        Path(args.out).write_bytes(makers[fmt](figure))
+    except export.ExportUnavailable as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"{args.out}: {args.view} of {trace.model_name}")
     return 0
 
 
@@ -88,6 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     trace.add_argument("--format", choices=["npz", "json"], default="npz")
     trace.add_argument("--device", default="auto")
     trace.add_argument("--max-tokens", type=int, default=512)
+    figure = sub.add_parser("export", help="a figure as .png, .svg, .html or .json (by the --out suffix)")
+    for action in trace._actions[1:]:  # the same model and text options as `trace`
+        figure._add_action(action)
+    figure.add_argument("--view", choices=["head", "grid"], default="head")
+    figure.add_argument("--layer", type=int, default=0)
+    figure.add_argument("--head", type=int, default=0)
     sub.add_parser("models", help="list the models")
     for command, package in (("bench", txviz.bench), ("train", txviz.training)):
         p = sub.add_parser(command, help=f"one of: {', '.join(_modules(package))}")
@@ -96,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "trace":
         return trace_command(args)
+    if args.command == "export":
+        return export_command(args)
     if args.command == "models":
         return models_command(args)
     package = txviz.bench if args.command == "bench" else txviz.training

@@ -2,25 +2,82 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Container, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import streamlit as st
 
-from txviz import models
+from txviz import export, models
 from txviz.models import LoadedModel, ModelLoadError
 
 OTHER_MODEL = "Other: a Hugging Face id or local folder..."
 MAX_TEXT_CHARS = 100_000
+MAX_LINK_CHARS = 1_500  # longer values stay out of the URL (browsers and chat apps cut long links)
+PRESENTATION_CSS = """<style>
+html, body, [data-testid="stAppViewContainer"] { font-size: 22px; }
+h1 { font-size: 3rem !important; }
+[data-testid="stMarkdownContainer"] p, label, [data-testid="stCaptionContainer"] { font-size: 1.15rem !important; }
+</style>"""
 
 
-def setup_page(title: str, intro: str = "", icon: str = "🔍") -> None:
-    """Page config, title, a one-paragraph intro, and the sidebar's device choice."""
+def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str, ...] = ()) -> None:
+    """Page config, title, intro, the sidebar's device and presentation toggles, and the link."""
     st.set_page_config(page_title=f"{title} · txviz", page_icon=icon, layout="wide")
+    st.session_state["_figure_count"] = 0
+    if st.sidebar.toggle(
+        "Presentation mode", key="presentation", help="Large fonts and a projector-safe colour scale."
+    ):
+        st.html(PRESENTATION_CSS)  # our own constant stylesheet, never user text
     st.title(title)
     if intro:
         st.caption(intro)
     device_picker()
+    if share:
+        _write_link(share)
+
+
+def _write_link(keys: tuple[str, ...]) -> None:
+    """Keep the page's settings in the URL so the address bar is a link back to this view."""
+    too_long = []
+    for key in keys:
+        if key not in st.session_state:
+            continue
+        value = json.dumps(st.session_state[key])
+        if len(value) > MAX_LINK_CHARS:
+            too_long.append(key)
+            st.query_params.pop(key, None)
+        elif st.query_params.get(key) != value:
+            st.query_params[key] = value
+    if too_long:
+        st.sidebar.caption(
+            f"The {', '.join(too_long)} is too long to fit in a link; the link opens the rest of this view. "
+            "Lesson presets can carry long texts."
+        )
+
+
+def link_value(key: str, default: Any, valid: Container | Callable[[Any], bool] | None = None) -> Any:
+    """The value a shared link gives this setting, when it is valid; otherwise the default."""
+    if key in st.session_state or key not in st.query_params:
+        return default
+    try:
+        value = json.loads(st.query_params[key])
+    except ValueError:
+        return default
+    if type(value) is not type(default) and not (isinstance(default, float) and isinstance(value, int)):
+        return default
+    ok = valid is None or (valid(value) if callable(valid) else value in valid)
+    return value if ok else default
+
+
+def presenting() -> bool:
+    return bool(st.session_state.get("presentation"))
+
+
+def color_scale() -> str:
+    """viridis by default (colour-blind safe); cividis in presentation mode (survives projectors)."""
+    return "cividis" if presenting() else "viridis"
 
 
 def device_picker() -> str:
@@ -43,6 +100,7 @@ def model_picker(
     """A model name from the registry (of the given kinds), or one the user types."""
     names = models.names(kinds)
     options = names + [OTHER_MODEL]
+    default = link_value(key, default, options)
     index = options.index(default) if default in options else 0
     choice = st.selectbox(label, options, index=index, key=key)
     if choice != OTHER_MODEL:
@@ -113,7 +171,9 @@ def text_input(label: str, default: str, key: str = "text", height: int = 120) -
         f"{label} from", ["Type or paste", "Upload a .txt file"], horizontal=True, key=f"{key}_source"
     )
     if source == "Type or paste":
-        text = st.text_area(label, value=default, height=height, key=key, max_chars=MAX_TEXT_CHARS)
+        text = st.text_area(
+            label, value=link_value(key, default), height=height, key=key, max_chars=MAX_TEXT_CHARS
+        )
     else:
         upload = st.file_uploader("A UTF-8 .txt file", type=["txt"], key=f"{key}_upload")
         if upload is None:
@@ -130,12 +190,52 @@ def text_input(label: str, default: str, key: str = "text", height: int = 120) -
     return text
 
 
-def show_figure(figure, key: str | None = None) -> None:
-    """A plotly or altair figure at the page's width."""
+def show_figure(figure, key: str | None = None, trace=None) -> None:
+    """A plotly or altair figure at the page's width, with its export menu."""
+    st.session_state["_figure_count"] = count = st.session_state.get("_figure_count", 0) + 1
+    key = key or f"figure-{count}"
     if hasattr(figure, "to_plotly_json"):
+        if presenting():
+            figure.update_layout(font=dict(size=20))
+            figure.update_traces(colorscale="cividis", selector=dict(type="heatmap"))
         st.plotly_chart(figure, width="stretch", key=key, config={"displaylogo": False})
     else:
         st.altair_chart(figure, width="stretch", key=key)
+    export_menu(figure, key, trace)
+
+
+def export_menu(figure, key: str, trace=None) -> None:
+    """Download buttons; files are made only when clicked (deferred), so reruns stay fast."""
+    files = [("Interactive HTML", lambda: export.figure_html(figure), f"{key}.html", "text/html")]
+    problem = (
+        export.image_export_problem() if hasattr(figure, "to_plotly_json") else "Images: use the HTML file."
+    )
+    if not problem:
+        files += [
+            ("PNG (publication size)", lambda: export.figure_image(figure, "png"), f"{key}.png", "image/png"),
+            (
+                "SVG (publication size)",
+                lambda: export.figure_image(figure, "svg"),
+                f"{key}.svg",
+                "image/svg+xml",
+            ),
+        ]
+    files.append(("Numbers (JSON)", lambda: export.figure_numbers(figure), f"{key}.json", "application/json"))
+    if trace is not None:
+        files += [
+            ("Tokens and weights (.npz)", lambda: export.trace_npz(trace), f"{key}-trace.npz", None),
+            (
+                "Tokens and weights (JSON)",
+                lambda: export.trace_json(trace),
+                f"{key}-trace.json",
+                "application/json",
+            ),
+        ]
+    with st.popover("Export", icon="⬇️"):
+        for label, make, file_name, mime in files:
+            st.download_button(label, make, file_name, mime, key=f"{key}-{file_name}", on_click="ignore")
+        if problem:
+            st.caption(problem)
 
 
 @st.cache_resource(max_entries=8, show_spinner="Running the model...")
