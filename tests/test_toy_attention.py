@@ -143,7 +143,7 @@ def test_figures_carry_the_numbers():
     # The link from value 2 into output 1 carries weight a[1, 2] (query 1, key 2).
     index = next(
         i
-        for i, (s, t) in enumerate(zip(sankey["link"]["source"], sankey["link"]["target"]))
+        for i, (s, t) in enumerate(zip(sankey["link"]["source"], sankey["link"]["target"], strict=True))
         if s == 2 and t == 3 + 1
     )
     assert sankey["link"]["value"][index] == pytest.approx(result.heads[0].weights[1, 2])
@@ -169,9 +169,7 @@ def test_real_query_step_on_a_synthetic_causal_trace():
     scores = np.where(np.tril(np.ones((4, 4), bool)), scores, -np.inf).astype(np.float32)
     weights = ta.softmax_rows(scores.astype(np.float64)).astype(np.float32)
     tokens = ("a", "b", "a", "c")
-    trace = AttentionTrace(
-        tokens, tokens, weights, "toy", "causal", scores=scores, queries=q, keys=k
-    )
+    trace = AttentionTrace(tokens, tokens, weights, "toy", "causal", scores=scores, queries=q, keys=k)
 
     step = ta.real_query_step(trace, 0, 1, 2)
     assert step.query_token == "a" and step.scale == pytest.approx(math.sqrt(8))
