@@ -144,17 +144,14 @@ st.subheader("Which heads track coreference?")
 low, high = scores.coin_flip_band
 cols = st.columns(3)
 cols[0].metric("Best head, chosen on the choosing pairs", "L{} H{}".format(*scores.best_head))
-cols[1].metric(
-    "Its held-out accuracy",
-    f"{scores.best_test_accuracy:.0%}",
-    f"{scores.best_test_accuracy - scores.chance:+.0%} vs chance",
-)
-cols[2].metric("Chance", f"{scores.chance:.0%}", f"coin flips: {low:.0%} to {high:.0%}", delta_color="off")
+cols[1].metric("Its held-out accuracy", f"{scores.best_test_accuracy:.0%}")
+cols[2].metric("Chance", f"{scores.chance:.0%}", help=f"95% of coin flips score {low:.0%} to {high:.0%}.")
 ui.show_figure(figs.head_score_chart(scores))
 st.caption(
     f"A head scores a sentence when it attends more to the right candidate. Heads are ranked on "
     f"{len(scores.choose_pairs)} pairs and tested on {len(scores.test_pairs)} others: the best of "
-    f"{loaded.n_layers * loaded.n_heads} heads on the first pairs looks better than it is by luck."
+    f"{loaded.n_layers * loaded.n_heads} heads on the first pairs looks better than it is by luck. "
+    f"On {scores.n_test_sentences} held-out sentences, 95% of coin flips score {low:.0%} to {high:.0%}."
 )
 
 if loaded.is_causal:
@@ -173,10 +170,7 @@ if loaded.is_causal:
     for label, verdict in zip(
         "AB", coref.verdicts([traced.attention], [answers], (layer, head)), strict=True
     ):
-        st.write(
-            f"Sentence {label}: the model prefers **{verdict.model_pick}**; head L{layer} H{head} "
-            f"looks more at **{verdict.attention_pick}**" + (" (they disagree)." if verdict.disagree else ".")
-        )
+        st.write(f"Sentence {label}: {verdict.describe((layer, head))}")
     if st.toggle(f"Compare over all {len(pairs)} pairs", key="compare_all"):
         every = over_set(
             "Asking the model about every pair...",

@@ -100,6 +100,7 @@ def test_decoder_page_explains_notes_and_answers(smollm2, small_set):
     at.toggle(key="compare_all").set_value(True).run()
     assert not at.exception
     assert any("Over the set, the model answers" in m.value for m in at.markdown)
+    assert any("head L" in m.value and "looks more at" in m.value for m in at.markdown)
     at.toggle(key="compare_all").set_value(False).run()
     at.radio(key="method").set_value("question").run()
     assert not at.exception and not at.error

@@ -662,6 +662,15 @@ class Verdict:
     def disagree(self) -> bool:
         return self.attention_pick != self.model_pick
 
+    def describe(self, head: tuple[int, int]) -> str:
+        """One line of markdown: what the model prefers and where the head looks."""
+        looks = "both the same" if self.attention_pick == "tie" else f"**{self.attention_pick}**"
+        agreement = " (they disagree)" if self.disagree else ""
+        return (
+            f"the model prefers **{self.model_pick}**; head L{head[0]} H{head[1]} looks more at "
+            f"{looks}{agreement}."
+        )
+
 
 def verdicts(
     pair_attentions: Sequence[PairAttention],

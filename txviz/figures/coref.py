@@ -11,9 +11,7 @@ from plotly.subplots import make_subplots
 from txviz.coref import HeadScores, PairAttention, TokenSpans
 from txviz.trace import AttentionTrace
 
-LEAN_SCALE = (
-    "RdBu"  # red: second candidate, blue: first candidate, white: no preference
-)
+LEAN_SCALE = "RdBu"  # red: second candidate, blue: first candidate, white: no preference
 HIGHLIGHT = "#f59e0b"
 
 
@@ -72,9 +70,7 @@ def head_grids(
             row=1,
             col=col,
         )
-        fig.update_xaxes(
-            title_text="head", dtick=1 if n_heads <= 16 else None, row=1, col=col
-        )
+        fig.update_xaxes(title_text="head", dtick=1 if n_heads <= 16 else None, row=1, col=col)
         fig.update_yaxes(
             title_text="layer" if col == 1 else None,
             autorange="reversed",
@@ -146,9 +142,7 @@ def pair_heatmaps(
         ),
         horizontal_spacing=0.12,
     )
-    for col, (trace, spans) in enumerate(
-        ((trace_a, spans_a), (trace_b, spans_b)), start=1
-    ):
+    for col, (trace, spans) in enumerate(((trace_a, spans_a), (trace_b, spans_b)), start=1):
         weights = trace.head(layer, head)  # [query_pos, key_pos]
         n_query, n_key = weights.shape
         fig.add_trace(
@@ -192,9 +186,7 @@ def pair_heatmaps(
         if spans is not None:
             _mark_spans(fig, spans, n_key, col)
     n = max(len(trace_a.query_tokens), len(trace_b.query_tokens))
-    fig.update_layout(
-        height=max(380, 22 * n + 160), margin={"l": 60, "r": 20, "t": 50, "b": 90}
-    )
+    fig.update_layout(height=max(380, 22 * n + 160), margin={"l": 60, "r": 20, "t": 50, "b": 90})
     return fig
 
 
@@ -226,6 +218,7 @@ def head_score_chart(scores: HeadScores, top: int = 15) -> go.Figure:
         fillcolor="#9ca3af",
         opacity=0.15,
         line_width=0,
+        layer="below",
         annotation_text="95% of coin flips",
         annotation_position="bottom right",
     )
@@ -238,9 +231,7 @@ def head_score_chart(scores: HeadScores, top: int = 15) -> go.Figure:
     )
     fig.update_layout(
         barmode="group",
-        yaxis={
-            "title": "share of sentences where the head attends more to the right one"
-        },
+        yaxis={"title": "share of sentences where the head attends more to the right one"},
         xaxis={"title": "head, best first (chosen on the choosing pairs)"},
         yaxis_range=[0, 1.05],
         height=420,
@@ -257,9 +248,7 @@ def answer_chart(
 ) -> go.Figure:
     """The model's probability for each candidate, one group of bars per sentence."""
     fig = go.Figure()
-    for i, (name, colour) in enumerate(
-        zip(candidates, ("#2563eb", "#dc2626"), strict=True)
-    ):
+    for i, (name, colour) in enumerate(zip(candidates, ("#2563eb", "#dc2626"), strict=True)):
         fig.add_trace(
             go.Bar(
                 x=list(sentences),
