@@ -118,6 +118,16 @@ def test_training_is_reproducible_and_restores_threads() -> None:
     assert torch.get_num_threads() == threads
 
 
+def test_soft_step_gives_every_parameter_a_gradient() -> None:
+    config = toy.ToyConfig(n_keys=8, n_pairs=4)
+    torch.manual_seed(0)
+    model = toy.KeyValueReader(config)
+    batch = toy.make_batch(config, 16, torch.Generator().manual_seed(0))
+    loss, _ = toy._training_loss(model, batch, "soft", config)
+    loss.backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
+
+
 def test_reinforce_step_gives_scores_a_gradient_without_a_soft_path() -> None:
     # the sampled choice is one-hot, so only the log-probability term can reach w_q
     config = toy.ToyConfig(n_keys=8, n_pairs=4, entropy_bonus=0.0)

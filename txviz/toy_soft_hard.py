@@ -144,7 +144,8 @@ def _training_loss(
     """Loss to minimise and the per-query cross-entropy (B, Q) of this step's reading."""
     scores, values = model.scores(batch)
     if method == "soft":
-        logits = model.read(softmax(scores), values)
+        # torch.softmax, not attention.softmax: that one cleans NaNs in place, which autograd forbids
+        logits = model.read(torch.softmax(scores, dim=-1), values)
         ce = F.cross_entropy(logits.transpose(1, 2), batch.targets, reduction="none")
         return ce.mean(), ce
     # Hard attention: sample one pair per query. The choice has no gradient, so the readout
