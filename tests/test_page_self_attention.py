@@ -110,3 +110,9 @@ def test_in_the_browser(app_server, browser_page):
         assert page.locator('[data-testid="stException"]').count() == 0, tab
     page.get_by_text("Recomputed here from the captured q and k").wait_for(timeout=180_000)
     screenshot(page, "self_attention_real")
+
+
+def test_long_text_is_cut_with_a_notice():
+    at = run_page("On a real model", real_text="the cat sat on the mat. " * 60)
+    assert not at.exception and not at.error
+    assert any("only the first 128" in w.value for w in at.warning)
