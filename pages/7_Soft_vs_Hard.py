@@ -83,8 +83,8 @@ st.markdown(
     "(`c?`). One attention head must find the pair and read its value. **Soft** attention is "
     "trained by gradient descent through the softmax. **Hard** attention samples one pair per "
     "query: that choice has no gradient, so its scores are trained by **REINFORCE** (the "
-    "score-function estimator, with the batch's mean loss as a baseline); at test time it takes "
-    "the argmax."
+    "score-function estimator: reward is minus the loss of the value it read, the batch's mean "
+    "loss is the baseline, plus a small entropy bonus); at test time it takes the argmax."
 )
 with st.expander("Train both again, live (about 10 to 30 s on one CPU thread)"):
     with st.form("train"):
