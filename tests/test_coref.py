@@ -471,3 +471,20 @@ def test_verdicts_and_set_comparison_on_hand_made_answers():
     assert summary.model_accuracy == 1.0
     assert summary.head_accuracy == 0.5  # ties on both sentences count half
     assert summary.agreement == 0.0 and len(summary.rows) == 2
+
+
+def test_a_tokenizer_without_offsets_is_a_clear_message():
+    from types import SimpleNamespace
+
+    from txviz.models import LoadedModel
+
+    class SlowTokenizer:
+        model_max_length = 512
+
+        def __call__(self, text, **kwargs):
+            raise NotImplementedError("return_offset_mapping is not available for Python tokenizers")
+
+    model = SimpleNamespace(config=SimpleNamespace(max_position_embeddings=512))
+    loaded = LoadedModel("slow", "encoder", model, SlowTokenizer(), None, "cpu")
+    with pytest.raises(CorefInputError, match="no character offsets"):
+        coref.trace_pair(loaded, coref.load_pairs()[0])

@@ -448,14 +448,31 @@ def query_name(query: str) -> str:
     return "pronoun" if query == "pronoun" else "last token"
 
 
+def _encoded(loaded: LoadedModel, sentence: str):
+    """The sentence as trace_text tokenises it, with character offsets, or a clear message."""
+    from txviz.tracing import encode
+
+    try:
+        return encode(loaded, sentence)
+    except NotImplementedError as error:  # slow (Python) tokenizers keep no character offsets
+        raise CorefInputError(
+            f"{loaded.name}'s tokenizer gives no character offsets, so words cannot be matched to "
+            "its tokens. Choose a model with a fast tokenizer."
+        ) from error
+
+
+def _offsets(loaded: LoadedModel, sentence: str) -> list[tuple[int, int]]:
+    return _encoded(loaded, sentence).offsets
+
+
 def trace_pair(loaded: LoadedModel, pair: CorefPair, query: str = "pronoun") -> PairTrace:
     """Run the model on both sentences and measure attention from the pronoun to each candidate."""
-    from txviz.tracing import encode, trace_text
+    from txviz.tracing import trace_text
 
     traces, spans = [], []
     for sentence in (pair.sentence_a, pair.sentence_b):
+        offsets = _offsets(loaded, sentence)
         trace = trace_text(loaded, sentence)
-        offsets = encode(loaded, sentence).offsets
         marked = token_spans(sentence, offsets, pair.pronoun, pair.candidates)
         traces.append(trace)
         spans.append(_query_span(trace.special or (False,) * len(trace.query_tokens), marked, query))
@@ -494,13 +511,12 @@ def attention_over_pairs(
 ) -> list[PairAttention]:
     """Pronoun-to-candidate attention of every head for every pair, a few pairs per model run."""
     from txviz.tokens import special_flags
-    from txviz.tracing import encode
 
     out = []
     for first in range(0, len(pairs), batch_pairs):
         chunk = pairs[first : first + batch_pairs]
         sentences = [s for pair in chunk for s in (pair.sentence_a, pair.sentence_b)]
-        encoded = [encode(loaded, s) for s in sentences]
+        encoded = [_encoded(loaded, s) for s in sentences]
         weights = batched_weights(loaded, [e.ids for e in encoded])
         for i, pair in enumerate(chunk):
             spans = []
