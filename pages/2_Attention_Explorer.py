@@ -27,6 +27,7 @@ with st.sidebar:
     st.subheader("View options")
     hide_special = st.toggle(
         "Hide special tokens and renormalise",
+        ui.link_value("hide_special", False),
         key="hide_special",
         help="[CLS], [SEP] and similar often soak up attention (attention sinks).",
     )

@@ -26,6 +26,7 @@ def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str
     """Page config, title, intro, the sidebar's device and presentation toggles, and the link."""
     st.set_page_config(page_title=f"{title} · txviz", page_icon=icon, layout="wide")
     st.session_state["_figure_count"] = 0
+    lesson_picker()
     if st.sidebar.toggle(
         "Presentation mode", key="presentation", help="Large fonts and a projector-safe colour scale."
     ):
@@ -36,6 +37,36 @@ def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str
     device_picker()
     if share:
         _write_link(share)
+
+
+def _choose_lesson() -> None:
+    st.session_state["_lesson_to_open"] = st.session_state.get("lesson")
+
+
+def lesson_picker() -> None:
+    """Sidebar presets: opening one switches page with its settings and shows its talking points."""
+    from txviz.lessons import load_lessons
+
+    lessons = {lesson.title: lesson for lesson in load_lessons()}
+    st.sidebar.selectbox(
+        "Lesson",
+        list(lessons),
+        index=None,
+        placeholder="Open a lesson...",
+        key="lesson",
+        on_change=_choose_lesson,
+    )
+    opening = lessons.get(st.session_state.pop("_lesson_to_open", None) or "")
+    if opening:
+        for key in opening.settings:  # widget state from this session would win over the link
+            st.session_state.pop(key, None)
+        st.session_state["_lesson_shown"] = opening.title
+        st.switch_page(opening.page, query_params=opening.query_params())
+    shown = lessons.get(st.session_state.get("_lesson_shown") or "")
+    if shown:
+        with st.sidebar.expander(f"Lesson: {shown.title}", expanded=True):
+            for point in shown.talking_points:
+                st.markdown(f"- {point}")
 
 
 def _write_link(keys: tuple[str, ...]) -> None:

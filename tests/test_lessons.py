@@ -1,0 +1,33 @@
+"""Lesson presets: each opens its page with its settings applied, and says something to say."""
+
+import pytest
+from conftest import ROOT
+from streamlit.testing.v1 import AppTest
+
+from txviz.lessons import load_lessons
+
+LESSONS = load_lessons()
+
+
+def test_there_are_lessons_for_the_key_ideas():
+    titles = {lesson.title for lesson in LESSONS}
+    assert {"Why positions matter", "Causal masking", "Soft vs hard attention", "Coreference flips"} <= titles
+    for lesson in LESSONS:
+        assert (ROOT / lesson.page).exists(), lesson.page
+        assert len(lesson.talking_points) >= 3
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[lesson.name for lesson in LESSONS])
+def test_lesson_opens_its_page_with_its_settings(lesson):
+    app = AppTest.from_file(str(ROOT / lesson.page), default_timeout=240)
+    app.query_params.update(lesson.query_params())
+    app.run()
+    assert not app.exception
+    for key, value in lesson.settings.items():
+        assert app.session_state[key] == value, key
+
+
+def test_picking_a_lesson_in_the_sidebar_runs(monkeypatch):
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    assert app.sidebar.selectbox(key="lesson").options == [lesson.title for lesson in LESSONS]
+    assert not app.exception
