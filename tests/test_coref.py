@@ -488,3 +488,14 @@ def test_a_tokenizer_without_offsets_is_a_clear_message():
     loaded = LoadedModel("slow", "encoder", model, SlowTokenizer(), None, "cpu")
     with pytest.raises(CorefInputError, match="no character offsets"):
         coref.trace_pair(loaded, coref.load_pairs()[0])
+
+
+def test_answer_chart_has_one_bar_per_candidate_and_sentence():
+    from txviz.figures.coref import answer_chart
+
+    probs = [(0.8, 0.2), (0.3, 0.7)]
+    bars = answer_chart(("animal", "street"), probs, ["A", "B"]).to_dict()["data"]
+    assert [b["name"] for b in bars] == ["animal", "street"]
+    np.testing.assert_allclose(plotly_array(bars[0]["y"]), [0.8, 0.3])
+    np.testing.assert_allclose(plotly_array(bars[1]["y"]), [0.2, 0.7])
+    assert list(bars[0]["x"]) == ["A", "B"]
