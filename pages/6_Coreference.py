@@ -126,6 +126,7 @@ with st.expander("Held-out split of the pairs"):
 scores = coref.score_heads(attentions, float(test_fraction), int(seed))
 
 st.subheader("Every head at once")
+# Chosen with selectboxes: Streamlit returns no selection for clicks on heatmaps (streamlit#8760).
 pick_layer, pick_head = st.columns(2)
 layer = pick_layer.selectbox("Layer", range(loaded.n_layers), index=scores.best_head[0], key=f"layer_{key}")
 head = pick_head.selectbox("Head", range(loaded.n_heads), index=scores.best_head[1], key=f"head_{key}")
