@@ -203,3 +203,11 @@ def test_concurrent_captures_do_not_see_each_other():
 def test_unknown_record_item_is_refused():
     with pytest.raises(ValueError, match="Cannot record"):
         CaptureSettings(record={"values"})
+
+
+def test_softmax_stays_differentiable_and_fully_masked_rows_are_zero():
+    scores = torch.tensor([[1.0, 2.0], [float("-inf"), float("-inf")]], requires_grad=True)
+    weights = attention.softmax(scores)
+    weights[0, 1].backward()
+    assert scores.grad is not None and torch.isfinite(scores.grad[0]).all()
+    assert weights[1].tolist() == [0.0, 0.0]

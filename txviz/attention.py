@@ -12,6 +12,8 @@ Normalizer = Callable[[torch.Tensor], torch.Tensor]  # masked scores (..., K) ->
 def softmax(scores: torch.Tensor) -> torch.Tensor:
     """Softmax over keys; a fully masked row (all -inf) gives zeros, not NaN."""
     weights = torch.softmax(scores.float(), dim=-1)
+    if weights.requires_grad:  # autograd forbids the in-place form
+        return torch.nan_to_num(weights, nan=0.0)
     return weights.nan_to_num_(nan=0.0)  # in place: this runs on every layer's full (B, H, Q, K)
 
 
