@@ -116,7 +116,7 @@ if cost_tab.open:
     with cost_tab:
         options = {p.key: p for p in bench.BENCH_PATTERNS}
         choice = st.selectbox(
-            "Pattern", list(options), format_func=lambda k: options[k].label, key="cost_pattern"
+            "Pattern", list(options), index=1, format_func=lambda k: options[k].label, key="cost_pattern"
         )
         pattern = options[choice]
         if st.button("Measure on this machine (256 to 2,048 tokens)", key="measure"):

@@ -139,15 +139,35 @@ def cost_curves(
     quadratic = dense[-1] * (ns / ns[-1]) ** 2
     linear = sparse[-1] * (ns * w) / (ns[-1] * w[-1])
     figure = go.Figure()
-    figure.add_trace(go.Scatter(x=ns, y=dense, name="dense SDPA (measured)", mode="lines+markers"))
     figure.add_trace(
-        go.Scatter(x=ns, y=sparse, name="FlexAttention block-sparse (measured)", mode="lines+markers")
+        go.Scatter(
+            x=ns, y=dense, name="dense SDPA (measured)", mode="lines+markers", line=dict(color="#1f3b73")
+        )
     )
     figure.add_trace(
-        go.Scatter(x=ns, y=quadratic, name="O(n²), through the last dense point", line=dict(dash="dash"))
+        go.Scatter(
+            x=ns,
+            y=sparse,
+            name="FlexAttention block-sparse (measured)",
+            mode="lines+markers",
+            line=dict(color="#2a9d8f"),
+        )
     )
     figure.add_trace(
-        go.Scatter(x=ns, y=linear, name="O(n·w), through the last sparse point", line=dict(dash="dot"))
+        go.Scatter(
+            x=ns,
+            y=quadratic,
+            name="O(n²), through the last dense point",
+            line=dict(dash="dash", color="grey"),
+        )
+    )
+    figure.add_trace(
+        go.Scatter(
+            x=ns,
+            y=linear,
+            name="O(n·w), through the last sparse point",
+            line=dict(dash="dot", color="#e76f51"),
+        )
     )
     figure.update_layout(
         title=title,
