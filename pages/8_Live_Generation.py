@@ -43,7 +43,7 @@ with left:
         disabled=not has_chat_template(loaded),
         key="gen_chat",
         help="Instruct models were trained on prompts wrapped as a user turn.",
-    )
+    ) and has_chat_template(loaded)
     max_new = st.number_input(
         "Max new tokens", min_value=0, value=32, step=8, key="gen_max", help=f"1 to {MAX_NEW_TOKENS}"
     )
@@ -110,6 +110,8 @@ if start and prompt is not None:
     run = {"prompt": prompt, "steps": [], "model": name, "device": loaded.device}
     run["done"] = run["stopped"] = False
     st.session_state["generation"] = run
+    for key in ("gen_step", "gen_layer", "gen_head"):  # the new run may be shorter or smaller
+        st.session_state.pop(key, None)
     drawn = 0.0
     for step in generate(loaded, request, prompt):
         run["steps"].append(step)  # kept even if a click interrupts the loop

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -176,6 +177,11 @@ def _candidates(loaded: LoadedModel, choice, n: int) -> tuple[tuple[int, ...], n
     return tuple(top), probs.numpy().astype(np.float32)
 
 
+def _accepts(model, argument: str) -> bool:
+    """True when the model's forward takes this keyword."""
+    return argument in inspect.signature(model.forward).parameters
+
+
 def generate(
     loaded: LoadedModel, request: GenerationRequest, prompt: Prompt | None = None
 ) -> Iterator[GenerationStep]:
@@ -192,8 +198,15 @@ def generate(
         newest_query_only=True,
     )
     generated: list[int] = []
-    next_input = torch.tensor([prompt.ids], device=loaded.device)  # (1, T) then (1, 1)
     start = time.perf_counter()
+    if len(prompt) > 1:
+        # All but the last prompt token go through the fast path: a recorded prompt would build
+        # every head's full [T, T] scores only to keep the last row.
+        head_only_last = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
+        with torch.no_grad():
+            ids = torch.tensor([prompt.ids[:-1]], device=loaded.device)  # (1, T - 1)
+            model(input_ids=ids, past_key_values=cache, use_cache=True, **head_only_last)
+    next_input = torch.tensor([prompt.ids[-1:]], device=loaded.device)  # (1, 1)
     for index in range(request.max_new_tokens):
         # The capture block and no_grad close before each yield: the caller's code between
         # steps must not run inside them.
