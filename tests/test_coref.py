@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 
 import numpy as np
 import pytest
+from conftest import plotly_array
 
 from txviz import coref
 from txviz.coref import CorefInputError, PairAttention, TokenSpans
@@ -280,15 +280,6 @@ def test_coin_flip_band_matches_the_binomial():
 
 
 # --- figures ----------------------------------------------------------------------------------
-
-
-def plotly_array(value) -> np.ndarray:
-    """A figure's data as numpy, whether plotly wrote a list or a typed base64 array."""
-    if isinstance(value, dict) and "bdata" in value:
-        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        shape = value.get("shape")
-        return array.reshape([int(s) for s in str(shape).split(",")]) if shape else array
-    return np.asarray(value, dtype=float)
 
 
 def _trace(weights: np.ndarray, tokens: tuple[str, ...]):

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import math
 
 import numpy as np
 import pytest
+from conftest import plotly_array
 
 from txviz import positional as pe
-
-
-def plotly_array(value) -> np.ndarray:
-    """A figure's data as numpy, whether plotly wrote a list or a typed base64 array."""
-    if isinstance(value, dict) and "bdata" in value:
-        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        shape = value.get("shape")
-        return array.reshape([int(s) for s in str(shape).split(",")]) if shape else array
-    return np.asarray(value, dtype=float)
 
 
 def test_sinusoid_matches_its_equation_entry_by_entry():

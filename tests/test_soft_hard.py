@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import base64
 import json
 
 import numpy as np
 import pytest
 import torch
+from conftest import plotly_array
 
 from txviz import attention, soft_hard
 from txviz import toy_soft_hard as toy
@@ -296,15 +296,6 @@ def test_output_table_reads_one_row_per_normalizer() -> None:
 
 
 # ---------------------------------------------------------------- figures
-
-
-def plotly_array(value) -> np.ndarray:
-    """A figure's data as numpy, whether plotly wrote a list or a typed base64 array."""
-    if isinstance(value, dict) and "bdata" in value:
-        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        shape = value.get("shape")
-        return array.reshape([int(s) for s in str(shape).split(",")]) if shape else array
-    return np.asarray(value, dtype=float)
 
 
 def test_side_by_side_heatmaps_keep_repeated_tokens_apart() -> None:
