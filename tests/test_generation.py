@@ -362,3 +362,19 @@ def test_benchmark_runs_and_reports_ratios(smollm2, capsys):
     out = capsys.readouterr().out
     assert "throughput ratio (loop / plain): wall" in out and "greedy tokens: same" in out
     assert "attention held for 1,024 new tokens (30 layers x 9 heads" in out
+
+
+def test_another_architecture_gpt2_matches_model_generate(tiny):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(1)
+    config = GPT2Config(
+        vocab_size=len(tiny.tokenizer), n_embd=32, n_layer=2, n_head=4, n_positions=64, eos_token_id=0
+    )
+    model = use_capture(GPT2LMHeadModel(config).eval())
+    gpt2 = LoadedModel("tiny-gpt2", "decoder", model, tiny.tokenizer, None, "cpu")
+    steps = list(generate(gpt2, GenerationRequest("the cat sat", max_new_tokens=6, stop_at_eos=False)))
+    assert [s.token_id for s in steps] == greedy_reference(gpt2, "the cat sat", 6)
+    assert steps[-1].attention.shape == (2, 4, 8)
+    assert steps[-1].kv_tokens == (8, 8)  # GPT-2 caches keys and values of all 4 heads
+    assert steps[-1].kv_bytes == (2 * 4 * 8 * 8 * 4,) * 2

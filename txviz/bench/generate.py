@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m txviz bench generate", description=__doc__)
     parser.add_argument("--model", default="smollm2")
     parser.add_argument("--tokens", type=int, default=128, help="new tokens per run")
-    parser.add_argument("--repeats", type=int, default=2, help="runs of each; the best counts")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each; the best counts")
     parser.add_argument("--prompt", default=PROMPT)
     parser.add_argument("--threads", type=int, default=0, help="torch threads; 0 keeps torch's")
     args = parser.parse_args(argv)
