@@ -21,14 +21,10 @@ gallery_tab, model_tab, cost_tab, swin_tab = st.tabs(
 labels = {key: p.label for key, p in masks.PATTERNS.items()}
 
 
-def pattern_widgets(prefix: str, default: str = "local") -> tuple[str, dict[str, int]]:
+def pattern_widgets(prefix: str, keys: list[str], default: str = "local") -> tuple[str, dict[str, int]]:
     """A pattern picker and one number input per parameter of the chosen pattern."""
     key = st.selectbox(
-        "Pattern",
-        list(labels),
-        index=list(labels).index(default),
-        format_func=labels.get,
-        key=f"{prefix}_pattern",
+        "Pattern", keys, index=keys.index(default), format_func=labels.get, key=f"{prefix}_pattern"
     )
     pattern = masks.PATTERNS[key]
     st.caption(pattern.description)
@@ -48,7 +44,7 @@ if gallery_tab.open:
     with gallery_tab:
         left, right = st.columns([2, 3])
         with left:
-            key, params = pattern_widgets("gallery")
+            key, params = pattern_widgets("gallery", list(labels))
             n = st.slider("Tokens n", 2, 64, 16, key="gallery_n")
         with ui.user_errors():
             fixed = masks.ensure_attendable(masks.PATTERNS[key].mask(n, **params))
@@ -77,7 +73,7 @@ if model_tab.open:
         text = ui.text_input(
             "Text", "The animal didn't cross the street because it was too tired.", key="text"
         )
-        key, params = pattern_widgets("model")
+        key, params = pattern_widgets("model", [k for k, p in masks.PATTERNS.items() if p.square])
         with ui.user_errors():
             run = masked_run(loaded, name, ui.current_device(), text, key, tuple(sorted(params.items())))
         if run.notice:
@@ -120,8 +116,7 @@ if cost_tab.open:
         )
         pattern = options[choice]
         if st.button("Measure on this machine (256 to 2,048 tokens)", key="measure"):
-            bar = st.progress(0.0, "Compiling FlexAttention (tens of seconds the first time)...")
-            bench.compile_kernel()
+            bar = st.progress(0.0, "Compiling FlexAttention (seconds per length, the first time)...")
             rows = bench.run_benchmark(COST_SIZES, [pattern], progress=lambda d, t, m: bar.progress(d / t, m))
             st.session_state["measured"] = (choice, rows)
             bar.empty()

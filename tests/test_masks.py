@@ -11,7 +11,7 @@ import torch
 
 from txviz import masks
 from txviz.figures import masks as figs
-from txviz.masking_effects import apply_pattern, forbidden_weight, pattern_for_model
+from txviz.masking_effects import apply_pattern, decoder_effect, forbidden_weight, pattern_for_model
 
 
 def data(value) -> np.ndarray:
@@ -65,6 +65,9 @@ def test_mask_equals_its_definition(mask, allowed):
 def test_cross_attention_is_rectangular_with_padded_source_hidden():
     np.testing.assert_array_equal(masks.cross_attention_mask(4, 7, 5), by_hand(4, 7, lambda q, k: k < 5))
     assert masks.cross_attention_mask(3, 6).shape == (3, 6) and masks.cross_attention_mask(3, 6).all()
+    cross = masks.PATTERNS["cross"].mask(4, n_source=9, n_pad=3)
+    np.testing.assert_array_equal(cross, by_hand(4, 9, lambda q, k: k < 6))
+    assert masks.pairs_computed(masks.PATTERNS["cross"], [4, 8], n_source=9, n_pad=3) == [24, 48]
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -146,7 +149,8 @@ def test_every_named_pattern_builds_at_default_and_tiny_sizes():
     for key, pattern in masks.PATTERNS.items():
         for n in (1, 3, 40):
             mask = pattern.mask(n)
-            assert mask.shape == (n, n) and mask.dtype == bool, key
+            shape = (n, n) if pattern.square else (n, pattern.params[0].default)
+            assert mask.shape == shape and mask.dtype == bool, key
             if pattern.causal:
                 assert not np.triu(mask, 1).any(), key
 
@@ -236,12 +240,12 @@ def test_decoder_effect_loss_and_prediction(smollm2):
     ids = torch.tensor([smollm2.tokenizer(TEXT)["input_ids"]])
     with torch.no_grad():
         plain = smollm2.model(input_ids=ids, labels=ids)
-    same = apply_pattern(smollm2, TEXT, "full").effect  # full & causal: the model's own mask
+    same = decoder_effect(smollm2, ids[0].tolist(), masks.causal_mask(ids.shape[1]))  # its own mask
     assert same.loss_before == pytest.approx(float(plain.loss), abs=1e-4)
     assert same.loss_after == pytest.approx(same.loss_before, abs=1e-4) and same.same_prediction
     probs = torch.softmax(plain.logits[0, -1].float(), -1)
     assert same.top_before[0][1] == pytest.approx(float(probs.max()), abs=1e-4)
-    local = apply_pattern(smollm2, TEXT, "local_causal", window=1).effect
+    local = decoder_effect(smollm2, ids[0].tolist(), masks.local_window_mask(ids.shape[1], 1, causal=True))
     assert local.loss_after > local.loss_before + 0.5
 
 
@@ -263,3 +267,5 @@ def test_a_decoder_keeps_its_causal_mask_whatever_the_pattern(smollm2):
     np.testing.assert_array_equal(fixed.mask, masks.causal_mask(6))
     with pytest.raises(ValueError, match="Unknown pattern"):
         pattern_for_model(smollm2, 6, "nonsense")
+    with pytest.raises(ValueError, match="needs an encoder-decoder model"):
+        pattern_for_model(smollm2, 6, "cross")

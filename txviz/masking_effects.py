@@ -26,6 +26,11 @@ def pattern_for_model(loaded: LoadedModel, n: int, pattern: str, **params: int) 
     """The pattern for n tokens as the model will see it: within its own mask, no empty row."""
     if pattern not in masks.PATTERNS:
         raise ValueError(f"Unknown pattern {pattern!r}; choose from {', '.join(masks.PATTERNS)}.")
+    if not masks.PATTERNS[pattern].square:
+        raise ValueError(
+            f"{masks.PATTERNS[pattern].label} needs an encoder-decoder model; "
+            "choose a self-attention pattern here."
+        )
     mask = masks.PATTERNS[pattern].mask(n, **params)
     if loaded.is_causal:
         # The model masks the future anyway; showing it here keeps the picture honest.

@@ -278,6 +278,7 @@ class Pattern:
     params: tuple[Param, ...] = ()
     description: str = ""
     causal: bool = False
+    square: bool = True  # False: queries and keys come from different sequences
 
     def mask(self, n: int, **params: int) -> np.ndarray:
         """Build the mask for n tokens; missing parameters take their defaults."""
@@ -400,6 +401,17 @@ PATTERNS: dict[str, Pattern] = {
             bigbird_mask,
             (_W, _GLOBAL, _RANDOM, _SEED),
             "Zaheer et al. 2020: local, global and random attention together.",
+        ),
+        Pattern(
+            "cross",
+            "Cross-attention (rectangular)",
+            lambda n, n_source, n_pad: cross_attention_mask(n, n_source, max(0, n_source - n_pad)),
+            (
+                Param("n_source", "Source (encoder) tokens", 10, 1, "Keys come from the encoder."),
+                Param("n_pad", "Padding tokens in the source", 2, 0, "Hidden from every query."),
+            ),
+            "Decoder queries (rows) over encoder keys (columns): every real source token is seen.",
+            square=False,
         ),
         Pattern(
             "prefix_lm",

@@ -2,9 +2,11 @@
 
 FlexAttention (torch.nn.attention.flex_attention) takes a BlockMask: which (query block, key
 block) tiles hold any allowed pair. Tiles with none are never computed, which is where a sparse
-pattern saves time. Any boolean mask is turned into a BlockMask here with one `mask_mod` that
-looks up the few partial tiles, so every pattern shares one compiled kernel (compiling takes tens
-of seconds on CPU; one kernel per pattern would multiply that).
+pattern saves time. Any boolean mask becomes a BlockMask here, with one `mask_mod` that looks the
+pair up in the mask itself inside partial tiles; so every pattern shares one compiled kernel per
+length (compiling takes seconds to tens of seconds on CPU; a kernel per pattern would multiply
+that). The lookup table is the n x n boolean mask (n^2 bytes, built before the call); a pattern
+written as a formula would not need it, at the price of one compile per pattern.
 """
 
 from __future__ import annotations
@@ -56,16 +58,10 @@ def block_mask_from_dense(mask: np.ndarray | torch.Tensor, block_size: int = BLO
     any_allowed = tiles.any(dim=-1).any(dim=-1)  # (n_qb, n_kb)
     full = tiles.all(dim=-1).all(dim=-1)
     partial = any_allowed & ~full
-    # Only partial tiles need a per-pair lookup; the rest point at an all-False tile.
-    tile_index = torch.zeros(n_qb, n_kb, dtype=torch.int32)
-    # Two blank tiles, not one: a dimension of size 1 would make torch.compile specialise.
-    tile_index[partial] = torch.arange(2, int(partial.sum()) + 2, dtype=torch.int32)
-    blank = torch.zeros(2, block_size, block_size, dtype=torch.bool)
-    partial_tiles = torch.cat([blank, tiles[partial]])  # (2 + partial tiles, block, block)
 
     def mask_mod(b, h, q_idx, kv_idx):  # noqa: ANN001, ANN202 (FlexAttention's signature)
-        qb, kb = q_idx // block_size, kv_idx // block_size
-        return full[qb, kb] | partial_tiles[tile_index[qb, kb], q_idx % block_size, kv_idx % block_size]
+        # Called only inside partial tiles; full tiles skip it and empty ones are never visited.
+        return padded[q_idx, kv_idx]
 
     partial_counts, partial_order = _tile_order(partial)
     full_counts, full_order = _tile_order(full)
@@ -91,8 +87,12 @@ def tiles_computed(block_mask: BlockMask) -> float:
 
 @functools.cache
 def compiled_flex_attention() -> Callable[..., torch.Tensor]:
-    """FlexAttention compiled once for any length (dynamic shapes); eager is for debugging only."""
-    return torch.compile(flex_attention, dynamic=True)
+    """FlexAttention compiled for each length it meets (eager FlexAttention is for debugging only).
+
+    Static shapes on purpose: with dynamic shapes, torch 2.13 on CPU can emit C++ for this kernel
+    that does not build once the mask's tensors change size.
+    """
+    return torch.compile(flex_attention, dynamic=False)
 
 
 @contextmanager
