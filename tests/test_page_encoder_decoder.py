@@ -1,0 +1,78 @@
+"""The encoder-decoder page: widgets moved in AppTest, bad input, and a real browser."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import FIGURE, ROOT, page_url, screenshot, wait_for_app
+from streamlit.testing.v1 import AppTest
+
+PAGE = "pages/9_Encoder_Decoder.py"
+PAGE_FILE = str(ROOT / PAGE)
+SOURCE_KEY = "source_date-bart"
+
+
+def run_page(**state) -> AppTest:
+    at = AppTest.from_file(PAGE_FILE, default_timeout=120)
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def test_default_page_decodes_the_example():
+    at = run_page()
+    assert not at.exception
+    assert [c.value for c in at.code] == ["2026-11-22"]
+    assert at.slider(key="step").value == 10  # 11 steps: ten characters and the end token
+    assert not at.error
+
+
+def test_moving_every_widget():
+    at = run_page()
+    at.sidebar.radio(key="method").set_value("Beam search").run()
+    at.sidebar.slider(key="beams").set_value(3).run()
+    assert not at.exception
+    assert at.code[0].value == "2026-11-22"
+    assert at.dataframe  # the beams kept at this step
+    at.slider(key="step").set_value(2).run()
+    for label in (
+        "Decoder masked self-attention",
+        "Encoder self-attention",
+        "Cross-attention (target → source)",
+    ):
+        at.radio(key="kind").set_value(label).run()
+        assert not at.exception
+    at.selectbox(key="layer_cross").set_value(0).run()
+    at.selectbox(key="head_cross").set_value(3).run()
+    at.sidebar.slider(key="max_steps").set_value(4).run()
+    assert not at.exception
+    assert any("No end token" in i.value for i in at.info)
+    assert at.code[0].value == "2026"
+
+
+def test_empty_source_gets_a_message():
+    at = run_page(**{SOURCE_KEY: "   "})
+    assert not at.exception
+    assert any("empty" in w.value for w in at.warning)
+
+
+def test_very_long_source_is_cut_with_a_warning():
+    at = run_page(**{SOURCE_KEY: "twenty second of november " * 400})
+    assert not at.exception
+    assert any("first 32" in w.value for w in at.warning)
+
+
+def test_words_the_model_never_saw_are_flagged():
+    at = run_page(**{SOURCE_KEY: "<b>hello</b> world"})
+    assert not at.exception
+    assert any("unknown" in w.value for w in at.warning)
+
+
+@pytest.mark.browser
+def test_browser_shows_the_alignment(app_server, browser_page):
+    browser_page.goto(page_url(app_server, PAGE))
+    wait_for_app(browser_page)
+    browser_page.wait_for_selector(FIGURE, timeout=180_000)
+    assert browser_page.get_by_text("2026-11-22").first.is_visible()
+    assert browser_page.get_by_text("cross-attention (target → source)").count() >= 1
+    assert browser_page.locator('[data-testid="stException"]').count() == 0
+    screenshot(browser_page, "encoder_decoder")
