@@ -82,11 +82,10 @@ def test_random_mask_draws_the_right_number_of_keys_it_may_see(causal):
 
 
 def test_random_keys_are_spread_over_every_key():
-    # Each key should be picked about n * r / n = r times over many rows; Floyd's draw is uniform.
-    counts = masks.random_mask(2000, 4, seed=0)[:, :10].sum(axis=0)
-    assert (np.abs(counts - 2000 * 4 / 2000 * 1) < 4 * 8).all() or counts.min() > 0
+    # Floyd's draw is uniform: each key is picked by about r / n of the rows (binomial spread 0.015).
     column_share = masks.random_mask(400, 40, seed=1).mean(axis=0)
     assert abs(column_share.mean() - 0.1) < 1e-12 and column_share.std() < 0.03
+    assert np.abs(column_share - 0.1).max() < 0.08
 
 
 def test_random_blocks_pick_whole_blocks():
