@@ -67,6 +67,18 @@ def test_words_the_model_never_saw_are_flagged():
     assert any("unknown" in w.value for w in at.warning)
 
 
+def test_a_model_that_cannot_load_gets_a_message():
+    at = run_page(model="Other: a Hugging Face id or local folder...", model_custom="/no/such/folder")
+    assert not at.exception
+    assert at.error
+
+
+def test_a_model_of_another_kind_gets_a_message():
+    at = run_page(model="Other: a Hugging Face id or local folder...", model_custom="minilm")
+    assert not at.exception
+    assert any("encoder-decoder" in e.value for e in at.error)
+
+
 @pytest.mark.browser
 def test_browser_shows_the_alignment(app_server, browser_page):
     browser_page.goto(page_url(app_server, PAGE))

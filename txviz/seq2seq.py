@@ -34,7 +34,7 @@ class DecodeStep:
     index: int  # step t reads target token t (t = 0 is the start token) and chooses token t + 1
     token: str  # the chosen token, readable
     token_id: int
-    probability: float  # p(chosen | source, target tokens 0..t)
+    probability: float  # p(chosen | source, target tokens 0..t), pad and start token excluded
     alternatives: tuple[tuple[str, float], ...]  # the most probable next tokens at this step
     alternative_ids: tuple[int, ...] = ()  # their token ids (readable texts can repeat)
     beams: tuple[tuple[str, float], ...] = ()  # beam search: every kept hypothesis, log-prob
