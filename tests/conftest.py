@@ -67,7 +67,11 @@ def app_server():
             pytest.fail("The app did not start within 60 s; see test-artifacts/streamlit.log")
         yield url
         process.terminate()
-        process.wait(timeout=10)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # a loaded machine can be slow to shut down
+            process.kill()
+            process.wait()
 
 
 @pytest.fixture(scope="session")
