@@ -38,12 +38,13 @@ task = loaded.meta.get("task")
 if task:
     st.caption(f"{name} was trained on: {task}")
     st.caption(f"Held-out exact match: {loaded.meta.get('heldout_exact_match', 'not measured')}")
-else:
-    st.info(
-        "With a translation model such as Helsinki-NLP/opus-mt-en-fr (type its id or folder under "
-        "'Other'), try the pair 'The animal didn't cross the street because it was too tired.' / "
-        "'... too wide.': French must choose 'il' or 'elle' for 'it' (l'animal is masculine, "
-        "la rue feminine). Watch which source token the cross-attention reads when 'it' is written."
+with st.expander("With a translation model: does 'it' become 'il' or 'elle'?", expanded=not task):
+    st.markdown(
+        "Where you have a translation model such as `Helsinki-NLP/opus-mt-en-fr` (choose 'Other' "
+        "and type its id or folder), translate *The animal didn't cross the street because it was "
+        "too tired.* and then *... because it was too wide.* French must choose **il** for "
+        "*l'animal* (masculine) or **elle** for *la rue* (feminine). Move the step slider to the "
+        "step that writes the pronoun and see which source tokens its cross-attention reads."
     )
 source = ui.text_input(
     "Source sentence", loaded.meta.get("example_source", FALLBACK_SOURCE), key=f"source_{name}", height=80
