@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import copy
 import datetime as dt
 
 import numpy as np
 import pytest
 import torch
+from conftest import plotly_array
 
 from txviz import dates, models
 from txviz.capture import use_capture
@@ -261,15 +261,6 @@ def test_bad_settings_are_refused(date_model):
 
 
 # Figures
-
-
-def plotly_array(value) -> np.ndarray:
-    """A figure's data as numpy, whether plotly wrote a list or a typed base64 array."""
-    if isinstance(value, dict) and "bdata" in value:
-        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        shape = value.get("shape")
-        return array.reshape([int(s) for s in str(shape).split(",")]) if shape else array
-    return np.asarray(value, dtype=float)
 
 
 def test_alignment_heatmap_holds_the_cross_attention(greedy):
