@@ -5,6 +5,7 @@ import streamlit as st
 from txviz import explorer, ui
 from txviz.figures import attention as figures
 
+VIEWS = ["One head", "All heads", "Token focus", "Aggregates"]
 DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
 
 ui.setup_page(
@@ -63,97 +64,106 @@ head = head_col.slider(
     "Head", 0, trace.n_heads - 1, ui.link_value("head", 0, range(trace.n_heads)), key="head"
 )
 style = dict(log_scale=log_scale, threshold=threshold, scale=ui.color_scale())
-one, grids, focus, summary = st.tabs(["One head", "All heads", "Token focus", "Aggregates"])
+# Only the open tab is computed: the whole-model grid costs seconds at 512 tokens.
+one, grids, focus, summary = st.tabs(VIEWS, key="view", on_change="rerun")
 
-with one:
-    ui.show_figure(
-        figures.attention_heatmap(
-            trace.head(layer, head),
-            trace.query_tokens,
-            trace.key_tokens,
-            f"{name}: layer {layer}, head {head}",
-            **style,
-        )
-    )
-
-with grids:
-    ui.show_figure(
-        figures.heads_mosaic(
-            trace.weights[layer][None],
-            row_label="",
-            tile_size=160,
-            title=f"Layer {layer}: every head",
-            **style,
-        )
-    )
-    ui.show_figure(
-        figures.heads_mosaic(
-            trace.weights,
-            tile_size=48,
-            title="Every layer and head (pick one with the sliders above)",
-            **style,
-        )
-    )
-
-with focus:
-    options = [f"{i}: {t}" for i, t in enumerate(trace.query_tokens)]
-    token = options.index(st.selectbox("Token", options, index=min(1, len(options) - 1), key="focus_token"))
-    mean_heads = st.toggle("Mean over heads instead of the chosen head", key="focus_mean")
-    matrix = explorer.aggregated(trace, "mean over heads")[layer] if mean_heads else trace.head(layer, head)
-    ui.show_figure(figures.token_focus_arcs(matrix, trace.query_tokens, token))
-    attends, attended = explorer.focus_across_layers(trace, token)
-    layers = tuple(f"layer {i}" for i in range(trace.n_layers))
-    a, b = st.columns(2)
-    with a:
+if one.open:
+    with one:
         ui.show_figure(
             figures.attention_heatmap(
-                attends,
-                layers,
-                trace.key_tokens,
-                "What it attends to, per layer (mean of heads)",
-                axis_titles=("layer", "key"),
-                **style,
-            )
-        )
-    with b:
-        ui.show_figure(
-            figures.attention_heatmap(
-                attended,
-                layers,
+                trace.head(layer, head),
                 trace.query_tokens,
-                "What attends to it, per layer (mean of heads)",
-                axis_titles=("layer", "query"),
+                trace.key_tokens,
+                f"{name}: layer {layer}, head {head}",
                 **style,
             )
         )
 
-with summary:
-    how = st.radio(
-        "Combine heads by",
-        explorer.AGGREGATES,
-        horizontal=True,
-        key="aggregate",
-        index=explorer.AGGREGATES.index(
-            ui.link_value("aggregate", explorer.AGGREGATES[0], explorer.AGGREGATES)
-        ),
-    )
-    st.caption(
-        "Rollout (Abnar & Zuidema 2020) multiplies the layers' head means, each mixed half and "
-        "half with the identity for the residual stream and renormalised, up to the chosen layer."
-    )
-    ui.show_figure(
-        figures.attention_heatmap(
-            explorer.aggregated(trace, how)[layer],
-            trace.query_tokens,
-            trace.key_tokens,
-            f"{how}, layer {layer}",
-            **style,
-        )
-    )
-    a, b = st.columns(2)
-    with a:
-        ui.show_figure(figures.layer_head_heatmap(explorer.entropy(trace), "Entropy per head", "nats"))
-    with b:
+if grids.open:
+    with grids:
         ui.show_figure(
-            figures.layer_head_heatmap(explorer.distance(trace), "Mean attention distance", "tokens")
+            figures.heads_mosaic(
+                trace.weights[layer][None],
+                row_label="",
+                tile_size=160,
+                title=f"Layer {layer}: every head",
+                **style,
+            )
         )
+        ui.show_figure(
+            figures.heads_mosaic(
+                trace.weights,
+                tile_size=48,
+                title="Every layer and head (pick one with the sliders above)",
+                **style,
+            )
+        )
+
+if focus.open:
+    with focus:
+        options = [f"{i}: {t}" for i, t in enumerate(trace.query_tokens)]
+        token = options.index(
+            st.selectbox("Token", options, index=min(1, len(options) - 1), key="focus_token")
+        )
+        mean_heads = st.toggle("Mean over heads instead of the chosen head", key="focus_mean")
+        matrix = (
+            explorer.aggregated(trace, "mean over heads")[layer] if mean_heads else trace.head(layer, head)
+        )
+        ui.show_figure(figures.token_focus_arcs(matrix, trace.query_tokens, token))
+        attends, attended = explorer.focus_across_layers(trace, token)
+        layers = tuple(f"layer {i}" for i in range(trace.n_layers))
+        a, b = st.columns(2)
+        with a:
+            ui.show_figure(
+                figures.attention_heatmap(
+                    attends,
+                    layers,
+                    trace.key_tokens,
+                    "What it attends to, per layer (mean of heads)",
+                    axis_titles=("layer", "key"),
+                    **style,
+                )
+            )
+        with b:
+            ui.show_figure(
+                figures.attention_heatmap(
+                    attended,
+                    layers,
+                    trace.query_tokens,
+                    "What attends to it, per layer (mean of heads)",
+                    axis_titles=("layer", "query"),
+                    **style,
+                )
+            )
+
+if summary.open:
+    with summary:
+        how = st.radio(
+            "Combine heads by",
+            explorer.AGGREGATES,
+            horizontal=True,
+            key="aggregate",
+            index=explorer.AGGREGATES.index(
+                ui.link_value("aggregate", explorer.AGGREGATES[0], explorer.AGGREGATES)
+            ),
+        )
+        st.caption(
+            "Rollout (Abnar & Zuidema 2020) multiplies the layers' head means, each mixed half and "
+            "half with the identity for the residual stream and renormalised, up to the chosen layer."
+        )
+        ui.show_figure(
+            figures.attention_heatmap(
+                explorer.aggregated(trace, how)[layer],
+                trace.query_tokens,
+                trace.key_tokens,
+                f"{how}, layer {layer}",
+                **style,
+            )
+        )
+        a, b = st.columns(2)
+        with a:
+            ui.show_figure(figures.layer_head_heatmap(explorer.entropy(trace), "Entropy per head", "nats"))
+        with b:
+            ui.show_figure(
+                figures.layer_head_heatmap(explorer.distance(trace), "Mean attention distance", "tokens")
+            )

@@ -16,14 +16,29 @@ def test_every_control_moves_without_exception(app):
     assert not app.exception
     app.slider(key="layer").set_value(5).run()
     app.slider(key="head").set_value(11).run()
-    for key in ("hide_special", "whole_words", "log_scale", "focus_mean"):
+    for key in ("hide_special", "whole_words", "log_scale"):
         app.toggle(key=key).set_value(True).run()
         assert not app.exception, key
     app.slider(key="threshold").set_value(0.1).run()
+    app.session_state["view"] = "All heads"
+    app.run()
+    assert not app.exception
+    app.session_state["view"] = "Token focus"
+    app.run()
+    app.toggle(key="focus_mean").set_value(True).run()
     app.selectbox(key="focus_token").set_value(app.selectbox(key="focus_token").options[3]).run()
+    app.session_state["view"] = "Aggregates"
+    app.run()
     for how in ("max over heads", "attention rollout"):
         app.radio(key="aggregate").set_value(how).run()
     assert not app.exception and not app.error
+
+
+def test_only_the_open_tab_is_drawn(app):
+    assert len(app.get("plotly_chart")) == 1  # one head
+    app.session_state["view"] = "Aggregates"
+    app.run()
+    assert len(app.get("plotly_chart")) == 3  # aggregate, entropy, distance
 
 
 def test_switching_to_smollm2_adapts_the_sliders(app):
