@@ -10,6 +10,7 @@ ui.setup_page(
     "A vision transformer cuts the image into square patches, reads them as a sequence with a "
     "[CLS] token in front, and classifies from what [CLS] gathers. Pick a sample or upload a "
     "picture, then see where each head of each layer looks.",
+    share=("vision_model",),
 )
 
 model_name = ui.model_picker(kinds=("vision",), default="digits-vit", key="vision_model")

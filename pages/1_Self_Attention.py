@@ -14,6 +14,7 @@ ui.setup_page(
     "Self-attention, step by step",
     "Queries, keys and values from the inputs; scores, scaling, softmax and a weighted sum of "
     "values; then several heads mixed by Ω_c; then the same arithmetic on a real model.",
+    share=("real_model",),
 )
 
 toy_tab, heads_tab, real_tab = st.tabs(

@@ -11,6 +11,7 @@ ui.setup_page(
     "Attention alone ignores order; positions are added to the tokens. The sinusoidal table of "
     "Vaswani et al., its binary ancestor, why a shift is a rotation, and what MiniLM learned and "
     "SmolLM2 rotates instead.",
+    share=("xp_text",),
 )
 
 with st.sidebar:

@@ -14,6 +14,7 @@ ui.setup_page(
     "Byte-pair encoding starts from characters and merges the most frequent adjacent pair, again "
     "and again. Whitespace shows as _, and the first token of a pair may not end in whitespace, "
     "so no token reaches across two words.",
+    share=("bpe_corpus",),
 )
 train_tab, real_tab = st.tabs(
     ["Train BPE step by step", "Real tokenizers on your text"], key="bpe_view", on_change="rerun"

@@ -14,6 +14,7 @@ ui.setup_page(
     "Masking patterns",
     "A mask says which keys each query may see. Sparse patterns compute fewer pairs: look at them, "
     "apply them to a real model, and time a block-sparse kernel against dense attention.",
+    share=("model",),
 )
 gallery_tab, model_tab, cost_tab, swin_tab = st.tabs(
     ["Gallery", "On a real model", "Real cost", "Images (Swin)"], key="view", on_change="rerun"

@@ -9,6 +9,7 @@ ui.setup_page(
     "Coreference",
     "Two sentences that differ in one word, and the word changes what the pronoun means. "
     "Does any attention head follow the change?",
+    share=("model",),
 )
 
 

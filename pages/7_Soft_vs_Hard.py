@@ -12,6 +12,7 @@ ui.setup_page(
     "Soft vs hard attention",
     "Softmax gives every key some weight; hard attention picks one. In between: a temperature, "
     "top-k and sparsemax. Rows are queries, columns are keys.",
+    share=("model", "text"),
 )
 
 

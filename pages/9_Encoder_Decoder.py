@@ -18,6 +18,7 @@ ui.setup_page(
     "The encoder reads the source once; the decoder writes the target one token at a time from "
     "its start token. At each step the newest target token looks back at the target so far "
     "(masked self-attention) and across at the source (cross-attention).",
+    share=("model",),
 )
 
 
