@@ -93,7 +93,9 @@ def run_module(package, name: str, argv: list[str]) -> int:
     """Run NAME.main(argv) from the bench or training package (or every bench for 'all')."""
     names = _modules(package)
     if name == "all" and package is txviz.bench:
-        return max((run_module(package, n, argv) for n in names), default=0)
+        from txviz.bench._all import run_all
+
+        return run_all(names, argv)
     if name not in names:
         print(f"error: unknown '{name}'; choose from {', '.join(names)}", file=sys.stderr)
         return 2
