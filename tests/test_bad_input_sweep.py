@@ -144,3 +144,23 @@ def test_the_sweep_finds_boxes_behind_tabs_and_pickers():
     assert ("model", OTHER_MODEL) in reveals(at)
     at.selectbox(key="model").set_value(OTHER_MODEL).run()
     assert Box("text_input", "model_custom", "Hugging Face id or folder") in boxes(at)
+
+
+BROKEN_PAGE = """
+import streamlit as st
+text = st.text_area("Notes", "hello", key="notes")
+if "\\x00" in text:
+    raise RuntimeError("control characters")
+st.markdown(text, unsafe_allow_html=True)
+"""
+
+
+def test_the_sweep_catches_a_page_that_breaks():
+    """A page that crashes, renders user text as HTML and stays silent on empty text is caught."""
+    at = AppTest.from_string(BROKEN_PAGE, default_timeout=60).run()
+    problems = sweep(at, Box("text_area", "notes", "Notes"), "broken")
+    assert any("control: exception" in p for p in problems), problems
+    assert any("html: user text rendered as HTML" in p for p in problems), problems
+    assert any("empty: no message and no result" in p for p in problems), problems
+    assert any("huge: no message and no result" in p for p in problems), problems
+    assert not any("rtl_emoji" in p for p in problems), problems
