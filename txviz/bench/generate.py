@@ -52,7 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", type=int, default=128, help="new tokens per run")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each; the best counts")
     parser.add_argument("--prompt", default=PROMPT)
-    parser.add_argument("--threads", type=int, default=0, help="torch threads; 0 keeps torch's")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (1: steady on a shared machine; 0 keeps torch's default)",
+    )
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
