@@ -358,7 +358,7 @@ def test_smollm2_chat_template_wraps_the_prompt(smollm2):
 def test_benchmark_runs_and_reports_ratios(smollm2, capsys):
     from txviz.bench.generate import main
 
-    main(["--tokens", "3", "--repeats", "1"])
+    main(["--tokens", "3", "--repeats", "1", "--threads", "0"])  # leave the session's threads
     out = capsys.readouterr().out
     assert "throughput ratio (loop / plain): wall" in out and "greedy tokens: same" in out
     assert "attention held for 1,024 new tokens (30 layers x 9 heads" in out
