@@ -213,8 +213,10 @@ class Session:
         await self.page.get_by_text("Upload a .txt file", exact=True).click()
         await settle(self.page)
         chooser = self.page.locator('[data-testid="stFileUploader"] input[type="file"]').first
-        name = f"huge-{self.index}.txt"
-        await chooser.set_input_files(files=[{"name": name, "mimeType": "text/plain", "buffer": data}])
+        with tempfile.TemporaryDirectory() as folder:  # a path streams; a buffer goes base64 over the pipe
+            path = Path(folder) / f"huge-{self.index}.txt"
+            path.write_bytes(data)
+            await chooser.set_input_files(path)
         await self.page.wait_for_function(TICKS_HAVE, arg=[list(self.words)], timeout=ACTION_TIMEOUT_S * 1000)
         await settle(self.page)
 
@@ -264,6 +266,7 @@ async def drive(base: str, n_sessions: int, seconds: float, new_tokens: int, upl
 
     async def run_session(browser, index: int) -> None:
         context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.set_default_timeout(ACTION_TIMEOUT_S * 1000)  # a busy machine is slow, not broken
         page = await context.new_page()
         page.on("dialog", lambda d: report.errors.append(f"session {index}: a dialog opened: {d.message}"))
         session = Session(index, page, base, report, n_sessions)
