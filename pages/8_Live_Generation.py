@@ -25,6 +25,7 @@ ui.setup_page(
     "A causal language model writes one token at a time: at every step it scores every token of "
     "its vocabulary, a sampling rule picks one, and the new token attends to all earlier ones "
     "through the KV cache. Attention weights show where a head looked, not why the model chose.",
+    share=("gen_model",),
 )
 
 name = ui.model_picker(kinds=("decoder",), default="smollm2", key="gen_model")
