@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -217,7 +218,9 @@ class Session:
             path = Path(folder) / f"huge-{self.index}.txt"
             path.write_bytes(data)
             await chooser.set_input_files(path)
-        await self.page.wait_for_function(TICKS_HAVE, arg=[list(self.words)], timeout=ACTION_TIMEOUT_S * 1000)
+            await self.page.wait_for_function(
+                TICKS_HAVE, arg=[list(self.words)], timeout=ACTION_TIMEOUT_S * 1000
+            )  # the file stays on disk until the page has read it
         await settle(self.page)
 
     async def generate(self) -> None:
@@ -324,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: the load benchmark needs playwright (requirements-dev.txt)", file=sys.stderr)
         return 2
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so `finally` stops the server
     log = Path(tempfile.mkdtemp(prefix="txviz-load-")) / "streamlit.log"
     port = free_port()
     server = start_server(port, log)
