@@ -18,7 +18,10 @@ FIXED = (
     f"{'local window':<20}{1024:>6}{0.5:>9.3f}{0.1:>9.3f}{5.0:>8.2f}x{4.5:>7.2f}x{'3.00x':>10}\n"
     "Total 12 s wall.\n"
 )
-SENTENCE = "ratio txviz / tokenizers: 3.2x wall (goal: within 10x), 1.1x CPU\nsame merges: yes\n"
+SENTENCE = (
+    "ratio txviz / tokenizers: 3.2x wall (goal: within 10x), 1.1x CPU\nsame merges: yes\n"
+    "slowest per action: open generation 19.0 s, operation 2 s\n"  # 'ratio' inside words: not one
+)
 
 
 def test_ratios_from_markdown_tables_and_sentences():
@@ -27,6 +30,12 @@ def test_ratios_from_markdown_tables_and_sentences():
     assert _all.Ratio("capture", "smollm2 256: ratio (goal <= 1.5)", "1.10x") in found
     assert any(r.what == "ratio of bytes, mosaic / per-cell" and r.value.startswith("0.0012") for r in found)
     assert len(found) == 3  # the other columns are times, not ratios
+
+
+def test_ratios_from_sentences_only_where_the_word_ratio_stands_alone():
+    assert _all.ratios("bpe", SENTENCE) == [
+        _all.Ratio("bpe", "ratio txviz / tokenizers", "3.2x wall (goal: within 10x), 1.1x CPU")
+    ]
 
 
 def test_ratios_from_a_fixed_width_table():

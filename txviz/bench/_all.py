@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-RATIO = re.compile(r"ratio|speed-?up", re.IGNORECASE)
+RATIO = re.compile(r"\bratios?\b|\bspeed-?ups?\b", re.IGNORECASE)
 TIMES = re.compile(r"\d[\d.,]*\s*x\b")  # a value written as a ratio: 1.23x
 NUMBER = re.compile(r"^-?[\d.,]+(e[-+]?\d+)?[x%]?$")
 

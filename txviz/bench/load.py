@@ -356,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     lone = runs[1][3].slowest()[1]
     print(f"## load: browser sessions against one app on 127.0.0.1 (server log: {log})\n")
     print(
-        "| run | sessions | length | actions | median response | slowest response | slowest / lone "
+        "| run | sessions | length | actions | median response | slowest response | ratio slowest / lone "
         "| errors | server peak memory | leaks between sessions |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
