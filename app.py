@@ -17,7 +17,7 @@ columns = st.columns(3)
 for i, page in enumerate(PAGES):
     title = page.stem.split("_", 1)[1].replace("_", " ")
     with columns[i % 3].container(border=True):
-        st.page_link(f"pages/{page.name}", label=title, icon="📄")
+        st.page_link(f"pages/{page.name}", label=title, icon=":material/arrow_forward:")
         doc = (page.read_text().split('"""')[1] if '"""' in page.read_text() else "").strip()
         st.caption(doc.splitlines()[0] if doc else "")
 

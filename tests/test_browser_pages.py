@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIGURE, ROOT, page_url, screenshot, wait_for_app
+from playwright.sync_api import expect
 
 PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*.py"))
 
@@ -13,9 +14,8 @@ pytestmark = pytest.mark.browser
 def test_home_page_links_every_page(app_server, browser_page):
     browser_page.goto(app_server)
     wait_for_app(browser_page)
-    links = browser_page.locator('[data-testid="stPageLink"]')
-    assert links.count() == len(PAGES)
-    assert browser_page.get_by_text("minilm").first.is_visible()
+    expect(browser_page.locator('[data-testid="stPageLink"]')).to_have_count(len(PAGES), timeout=60_000)
+    expect(browser_page.locator('[data-testid="stDataFrame"]')).to_be_visible()  # the model table
     assert browser_page.locator('[data-testid="stException"]').count() == 0
     screenshot(browser_page, "home")
 

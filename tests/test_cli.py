@@ -28,7 +28,7 @@ def test_trace_to_json_and_npz(tmp_path, capsys, minilm):
         == 0
     )
     data = json.loads(out.read_text())
-    assert data["tokens"] == ["[CLS]", "hello", "world", "[SEP]"]
+    assert data["query_tokens"] == ["[CLS]", "hello", "world", "[SEP]"]
     assert np.asarray(data["weights"]).shape == (6, 12, 4, 4)
     npz = tmp_path / "t.npz"
     assert (
