@@ -1,8 +1,8 @@
 """Every text box on every page gets the same hostile inputs: no exception, a message, no markup.
 
 The boxes are found in the AppTest element tree, so a new page or box is covered without a new test.
-Boxes behind a lazy tab (``st.tabs(..., key=...)``) or behind a model picker's "Other" choice are
-reached by opening each tab and choosing "Other" in turn.
+Boxes behind a lazy tab (``st.tabs(..., key=...)``), a radio choice ("Write your own") or a model
+picker's "Other" choice are reached by opening each tab and picking each choice in turn.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def boxes(at: AppTest) -> list[Box]:
 
 
 def reveals(at: AppTest) -> list[tuple[str, str]]:
-    """(session key, value) pairs that draw more widgets: each lazy tab, 'Other' in a model picker."""
+    """(session key, value) pairs that may draw more widgets: lazy tabs, 'Other' models, radios."""
     groups = [[tab.label for tab in node.children.values()] for node in at if node.type == "tab_container"]
     found = []
     for key in at.session_state:
@@ -59,6 +59,9 @@ def reveals(at: AppTest) -> list[tuple[str, str]]:
             if isinstance(value, str) and value in labels:
                 found += [(key, label) for label in labels if label != value]
     found += [(s.key, OTHER_MODEL) for s in at.selectbox if s.key and OTHER_MODEL in s.options]
+    for radio in at.radio:  # each other choice of a keyed radio (labels that are their own values)
+        if radio.key and radio.value in radio.options:
+            found += [(radio.key, option) for option in radio.options if option != radio.value]
     return found
 
 
