@@ -25,15 +25,17 @@ def text_of(loaded, n_tokens: int) -> str:
     return loaded.tokenizer.decode(ids[: n_tokens - n_special])
 
 
-def timed(fn, repeats: int) -> float:
-    """Median seconds of fn() after one warm-up call."""
-    fn()
-    times = []
+def timed_pair(first, second, repeats: int) -> tuple[dict, dict]:
+    """Median wall and CPU seconds of two functions, run alternately so drifting load hits both."""
+    first(), second()  # warm-up
+    samples = {0: {"wall": [], "cpu": []}, 1: {"wall": [], "cpu": []}}
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for index, fn in enumerate((first, second)):
+            wall, cpu = time.perf_counter(), time.process_time()
+            fn()
+            samples[index]["wall"].append(time.perf_counter() - wall)
+            samples[index]["cpu"].append(time.process_time() - cpu)
+    return tuple({k: statistics.median(v) for k, v in samples[i].items()} for i in (0, 1))
 
 
 def capture_overhead(name: str, n_tokens: int, repeats: int) -> dict:
@@ -45,14 +47,14 @@ def capture_overhead(name: str, n_tokens: int, repeats: int) -> dict:
         with torch.no_grad():
             loaded.model(input_ids=ids)
 
-    plain_s = timed(plain, repeats)
-    trace_s = timed(lambda: trace_text(loaded, text), repeats)
+    base, traced = timed_pair(plain, lambda: trace_text(loaded, text), repeats)
     return {
         "model": name,
         "tokens": ids.shape[1],
-        "plain_s": plain_s,
-        "trace_s": trace_s,
-        "ratio": trace_s / plain_s,
+        "plain": base,
+        "trace": traced,
+        "ratio": traced["wall"] / base["wall"],
+        "cpu_ratio": traced["cpu"] / base["cpu"],
     }
 
 
@@ -76,18 +78,19 @@ def grid_cost(n_tokens: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m txviz bench capture", description=__doc__)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args(argv)
     torch.set_grad_enabled(False)
     print(
         "## capture: trace_text (every layer and head recorded) vs a plain forward (SDPA, nothing recorded)\n"
     )
-    print("| model | tokens | plain forward | trace_text | ratio (goal <= 1.5) |")
-    print("|---|---|---|---|---|")
+    print("| model | tokens | plain forward | trace_text | wall ratio (goal <= 1.5) | CPU-time ratio |")
+    print("|---|---|---|---|---|---|")
     for name, n in (("minilm", 128), ("smollm2", 256)):
         r = capture_overhead(name, n, args.repeats)
         print(
-            f"| {r['model']} | {r['tokens']} | {r['plain_s'] * 1e3:.1f} ms | {r['trace_s'] * 1e3:.1f} ms | {r['ratio']:.2f}x |"
+            f"| {r['model']} | {r['tokens']} | {r['plain']['wall'] * 1e3:.1f} ms | {r['trace']['wall'] * 1e3:.1f} ms "
+            f"| {r['ratio']:.2f}x | {r['cpu_ratio']:.2f}x |"
         )
     g = grid_cost(512)
     print(f"\n## whole-model grid, SmolLM2, {g['tokens']} tokens, {g['heads']} heads\n")
