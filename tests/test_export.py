@@ -21,7 +21,7 @@ def figure():
 def test_html_is_standalone():
     html = export.figure_html(figure()).decode()
     assert "<html>" in html[:100] and len(html) > 1_000_000  # plotly.js is inside the file
-    assert "<script src=\"http" not in html  # nothing fetched from a CDN when opened
+    assert '<script src="http' not in html  # nothing fetched from a CDN when opened
 
 
 def test_numbers_round_trip():

@@ -92,8 +92,7 @@ def routing_figure(result: HeadResult, tokens: Sequence[str]) -> go.Figure:
                 "source": sources,
                 "target": targets,
                 "value": widths,
-                "hovertemplate": "%{source.label} → %{target.label}: weight %{value:.3f}"
-                "<extra></extra>",
+                "hovertemplate": "%{source.label} → %{target.label}: weight %{value:.3f}<extra></extra>",
             },
         )
     )
@@ -108,9 +107,7 @@ def routing_figure(result: HeadResult, tokens: Sequence[str]) -> go.Figure:
 def heads_figure(result: MultiHeadResult, tokens: Sequence[str]) -> go.Figure:
     """Every head's attention weights side by side (rows queries, columns keys)."""
     n_heads = len(result.heads)
-    figure = make_subplots(
-        rows=1, cols=n_heads, subplot_titles=[f"head {h + 1}" for h in range(n_heads)]
-    )
+    figure = make_subplots(rows=1, cols=n_heads, subplot_titles=[f"head {h + 1}" for h in range(n_heads)])
     annotate = len(tokens) ** 2 <= MAX_ANNOTATED_CELLS
     for h, head in enumerate(result.heads):
         figure.add_trace(
@@ -132,9 +129,7 @@ def heads_figure(result: MultiHeadResult, tokens: Sequence[str]) -> go.Figure:
         figure.update_xaxes(title="key", row=1, col=h + 1, **_ticks(tokens))
         figure.update_yaxes(autorange="reversed", row=1, col=h + 1, **_ticks(tokens))
     figure.update_yaxes(title="query", row=1, col=1)
-    figure.update_layout(
-        height=max(220, 90 + 42 * len(tokens)), margin={"l": 10, "r": 10, "t": 50, "b": 10}
-    )
+    figure.update_layout(height=max(220, 90 + 42 * len(tokens)), margin={"l": 10, "r": 10, "t": 50, "b": 10})
     return figure
 
 
@@ -156,9 +151,7 @@ def query_steps_figure(
         row=1,
         col=1,
     )
-    figure.add_trace(
-        go.Bar(x=positions, y=weights, name="weight", marker_color="#1f77b4"), row=2, col=1
-    )
+    figure.add_trace(go.Bar(x=positions, y=weights, name="weight", marker_color="#1f77b4"), row=2, col=1)
     figure.update_xaxes(title="key", row=2, col=1, **_ticks(key_tokens))
     figure.update_xaxes(row=1, col=1, **_ticks(key_tokens))
     figure.update_layout(
