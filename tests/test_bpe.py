@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import base64
 from collections import Counter
 from itertools import pairwise
 
 import numpy as np
 import pytest
+from conftest import plotly_array
 
 from txviz import bpe
 from txviz.bench import bpe as bench
 from txviz.figures import bpe as figures
-
-
-def plotly_array(value) -> np.ndarray:
-    """A figure's data as numpy, whether plotly wrote a list or a typed base64 array."""
-    if isinstance(value, dict) and "bdata" in value:
-        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        shape = value.get("shape")
-        return array.reshape([int(s) for s in str(shape).split(",")]) if shape else array
-    return np.asarray(value, dtype=float)
 
 
 @pytest.fixture(scope="module")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import base64
 import threading
 
 import numpy as np
 import pytest
 import torch
+from conftest import plotly_array
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import (
     BertConfig,
@@ -258,15 +258,6 @@ def test_encoder_only_model_is_refused_with_a_message(tiny):
 
 
 # Figures: the data they carry, checked against the records they were built from.
-
-
-def plotly_array(value) -> np.ndarray:
-    """A figure's data as numpy, whether plotly wrote a list or a typed base64 array."""
-    if isinstance(value, dict) and "bdata" in value:
-        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        shape = value.get("shape")
-        return array.reshape([int(n) for n in str(shape).split(",")]) if shape else array
-    return np.asarray(value, dtype=float)
 
 
 def test_candidate_bars_show_each_stage_and_mark_the_chosen(tiny):
