@@ -107,6 +107,8 @@ FIGURE = '[data-testid="stPlotlyChart"], [data-testid="stVegaLiteChart"], [data-
 def wait_for_app(page, timeout_ms: int = 180_000) -> None:
     """Wait until the script has drawn its title and finished running (no 'Running...' indicator)."""
     page.wait_for_selector('[data-testid="stApp"] h1', timeout=timeout_ms)
+    # The status widget can appear late; the app root's script state is the reliable signal.
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout_ms)
     page.wait_for_function(
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms
     )
