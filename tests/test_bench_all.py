@@ -41,9 +41,9 @@ def test_ratios_from_sentences_only_where_the_word_ratio_stands_alone():
 def test_ratios_from_a_fixed_width_table():
     found = _all.ratios("masks", FIXED)
     assert found == [
-        _all.Ratio("masks", "local window: speedup", "5.00x"),
-        _all.Ratio("masks", "local window: (wall)", "4.50x"),
-        _all.Ratio("masks", "local window: mem ratio", "3.00x"),
+        _all.Ratio("masks", "local window, n 1024: speedup", "5.00x"),
+        _all.Ratio("masks", "local window, n 1024: (wall)", "4.50x"),
+        _all.Ratio("masks", "local window, n 1024: mem ratio", "3.00x"),
     ]
 
 
@@ -57,7 +57,7 @@ def test_report_gathers_every_benchmark(tmp_path):
     _all.write_report(results, out)
     text = out.read_text()
     assert "| bpe | ratio txviz / tokenizers | 3.2x wall (goal: within 10x), 1.1x CPU | exit 0, 1 s |" in text
-    assert "| masks | local window: speedup | 5.00x | exit 1, 2 s |" in text
+    assert "| masks | local window, n 1024: speedup | 5.00x | exit 1, 2 s |" in text
     assert "| quiet | (no ratio printed) | - |" in text
     assert text.count("```text") == 3
 

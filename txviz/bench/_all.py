@@ -74,12 +74,21 @@ def fixed_width_ratios(bench: str, lines: list[str], used: set[int]) -> tuple[li
         j = i + 1
         while j < len(lines) and abs(len(lines[j]) - len(header)) <= 3 and lines[j].strip():
             tokens = list(re.finditer(r"\S+", lines[j]))
-            first = next((k for k, t in enumerate(tokens) if NUMBER.match(t.group())), len(tokens))
+            # A value is a number with a header cell above it; numbers inside the label ("rate 2") have none.
+            first = next(
+                (k for k, t in enumerate(tokens)
+                 if k and NUMBER.match(t.group()) and header[t.start() : t.end()].strip()),
+                len(tokens),
+            )  # fmt: skip
             label = " ".join(t.group() for t in tokens[:first])
             previous = tokens[first - 1].end() if first else 0
-            for token in tokens[first:]:  # right-aligned: the header cell ends where its value ends
+            for index, token in enumerate(
+                tokens[first:]
+            ):  # right-aligned: a header cell ends where its value ends
                 name = header[previous : token.end()].strip()
-                if RATIO.search(name) or (name.startswith("(") and name.endswith(")")):
+                if index == 0 and not RATIO.search(name):  # the first value column (e.g. n) names the row
+                    label = f"{label}, {name.split()[-1]} {token.group()}"
+                elif RATIO.search(name) or (name.startswith("(") and name.endswith(")")):
                     found.append(Ratio(bench, f"{label}: {name}", token.group()))
                 previous = token.end()
             taken.update({i, j})
