@@ -1,0 +1,62 @@
+"""Moving around in Chromium: the sidebar, the home cards, shared links and lesson presets."""
+
+import json
+import re
+import urllib.parse
+
+import pytest
+from conftest import ROOT, page_url, wait_for_app
+from playwright.sync_api import expect
+
+from txviz.lessons import load_lessons
+
+pytestmark = pytest.mark.browser
+
+PAGE_TITLES = [p.stem.split("_", 1)[1].replace("_", " ") for p in sorted(
+    (ROOT / "pages").glob("*.py"), key=lambda p: int(p.name.split("_")[0])
+)]  # fmt: skip
+
+
+def test_sidebar_names_home_and_every_page_in_order(app_server, browser_page):
+    browser_page.goto(app_server)
+    wait_for_app(browser_page)
+    links = browser_page.locator('[data-testid="stSidebarNav"] a')
+    expect(links).to_have_count(len(PAGE_TITLES) + 1)
+    labels = [text.strip().splitlines()[-1] for text in links.all_inner_texts()]  # after the icon ligature
+    assert labels == ["Home", *PAGE_TITLES]
+
+
+def test_a_home_card_opens_its_page(app_server, browser_page):
+    browser_page.goto(app_server)
+    wait_for_app(browser_page)
+    browser_page.locator('[data-testid="stMainBlockContainer"] [data-testid="stPageLink"] a').filter(
+        has_text="Encoder Decoder"
+    ).click()
+    expect(browser_page).to_have_url(f"{app_server}/Encoder_Decoder", timeout=30_000)
+    wait_for_app(browser_page)
+    expect(browser_page.locator("h1")).to_have_text("Encoder-decoder and cross-attention", timeout=30_000)
+
+
+def test_a_shared_link_restores_the_view(app_server, browser_page):
+    text = "The keys to the cabinet are on the table."
+    query = urllib.parse.urlencode({"model": json.dumps("minilm"), "text": json.dumps(text)})
+    browser_page.goto(f"{page_url(app_server, 'pages/2_Attention_Explorer.py')}?{query}")
+    wait_for_app(browser_page)
+    expect(browser_page.get_by_label("Text", exact=True)).to_have_value(text)
+    ticks = browser_page.locator(".xtick text").evaluate_all("els => els.map(e => e.textContent)")
+    assert "cabinet" in ticks
+
+
+def test_a_lesson_opens_its_page_with_its_talking_points(app_server, browser_page):
+    lesson = next(lesson for lesson in load_lessons() if lesson.settings.get("text"))
+    browser_page.goto(app_server)
+    wait_for_app(browser_page)
+    browser_page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').filter(
+        has_text="Lesson"
+    ).locator("input").click()
+    browser_page.get_by_role("option", name=lesson.title).click()
+    expect(browser_page).to_have_url(re.compile(re.escape(page_url(app_server, lesson.page))), timeout=60_000)
+    wait_for_app(browser_page)
+    expect(browser_page.get_by_label("Text", exact=True)).to_have_value(lesson.settings["text"])
+    expect(browser_page.locator('[data-testid="stSidebar"]')).to_contain_text(lesson.talking_points[0][:40])
+    assert browser_page.locator('[data-testid="stException"]').count() == 0
