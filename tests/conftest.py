@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import socket
 import subprocess
@@ -42,16 +43,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def app_server():
-    """One `streamlit run app.py` on 127.0.0.1 for the session; yields its base URL."""
+@contextlib.contextmanager
+def serve_app(log_name: str = "streamlit.log"):
+    """`streamlit run app.py` on 127.0.0.1 while the block runs; yields its base URL."""
     port = _free_port()
     ARTIFACTS.mkdir(exist_ok=True)
     command = [
         sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
         "--server.address", "127.0.0.1", "--server.headless", "true",
     ]  # fmt: skip
-    with open(ARTIFACTS / "streamlit.log", "w") as log:
+    with open(ARTIFACTS / log_name, "w") as log:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
         url = f"http://127.0.0.1:{port}"
@@ -64,14 +65,23 @@ def app_server():
                 time.sleep(0.5)
         else:
             process.kill()
-            pytest.fail("The app did not start within 60 s; see test-artifacts/streamlit.log")
-        yield url
-        process.terminate()
+            pytest.fail(f"The app did not start within 60 s; see test-artifacts/{log_name}")
         try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # a loaded machine can be slow to shut down
-            process.kill()
-            process.wait()
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # a loaded machine can be slow to shut down
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture(scope="session")
+def app_server():
+    """One live app for the whole session; yields its base URL."""
+    with serve_app() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ import re
 import urllib.parse
 
 import pytest
-from conftest import ROOT, page_url, wait_for_app
+from conftest import ROOT, page_url, serve_app, wait_for_app
 from playwright.sync_api import expect
 
 from txviz.lessons import load_lessons
@@ -17,13 +17,31 @@ PAGE_TITLES = [p.stem.split("_", 1)[1].replace("_", " ") for p in sorted(
 )]  # fmt: skip
 
 
+def sidebar_labels(page) -> list[str]:
+    """The sidebar menu's entries, in order."""
+    links = page.locator('[data-testid="stSidebarNav"] a')
+    expect(links).to_have_count(len(PAGE_TITLES) + 1)
+    return [text.strip().splitlines()[-1] for text in links.all_inner_texts()]  # after the icon ligature
+
+
 def test_sidebar_names_home_and_every_page_in_order(app_server, browser_page):
     browser_page.goto(app_server)
     wait_for_app(browser_page)
-    links = browser_page.locator('[data-testid="stSidebarNav"] a')
-    expect(links).to_have_count(len(PAGE_TITLES) + 1)
-    labels = [text.strip().splitlines()[-1] for text in links.all_inner_texts()]  # after the icon ligature
-    assert labels == ["Home", *PAGE_TITLES]
+    assert sidebar_labels(browser_page) == ["Home", *PAGE_TITLES]
+
+
+def test_a_fresh_server_opened_on_a_page_shows_the_apps_menu(browser_page):
+    # The first visit of a new server, straight to a page, is the case Streamlit's pages/ folder rules run.
+    with serve_app("streamlit-fresh.log") as url:
+        browser_page.goto(f"{url}/Positional_Encoding")
+        wait_for_app(browser_page)
+        assert sidebar_labels(browser_page) == ["Home", *PAGE_TITLES]
+        browser_page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Tokenization").click()
+        expect(browser_page).to_have_url(f"{url}/Tokenization", timeout=30_000)
+        wait_for_app(browser_page)
+        expect(browser_page.locator("h1")).to_contain_text("BPE", timeout=30_000)
+        assert sidebar_labels(browser_page)[0] == "Home"
+        assert browser_page.locator('[data-testid="stException"]').count() == 0
 
 
 def test_a_home_card_opens_its_page(app_server, browser_page):
