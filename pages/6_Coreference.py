@@ -75,8 +75,21 @@ def own_pair(example: coref.CorefPair) -> coref.CorefPair:
         st.info("Choose the pronoun and exactly two candidates among the words of sentence A.")
         st.stop()
     candidates = tuple(sorted(candidates))
+    texts = [words[i].text for i in candidates]
+    answers = [  # keyed by the candidates, so a new choice of candidates starts unmarked
+        st.segmented_control(
+            f"In {name}, '{words[pronoun].text}' means",
+            (0, 1),
+            format_func=texts.__getitem__,
+            key=f"own_answer_{name}_{candidates}",
+            default=getattr(example, f"answer_{name.lower()}") if candidates == example.candidates else None,
+        )
+        for name in "AB"
+    ]
+    if None in answers:
+        st.caption("Mark what the pronoun means in each sentence to see whether a head gets it right.")
     with ui.user_errors():
-        return coref.make_pair(a, b, pronoun, candidates)
+        return coref.make_pair(a, b, pronoun, candidates, *answers)
 
 
 pairs = coref.load_pairs()
@@ -141,6 +154,8 @@ st.subheader(f"Layer {layer}, head {head} in both sentences")
 ui.show_figure(
     figs.pair_heatmaps(traced.trace_a, traced.trace_b, layer, head, traced.spans_a, traced.spans_b)
 )
+for line in coref.head_readings(traced.attention, (layer, head)):
+    st.markdown(line)
 
 st.subheader("Which heads track coreference?")
 low, high = scores.coin_flip_band

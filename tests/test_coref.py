@@ -458,6 +458,9 @@ def test_verdicts_and_set_comparison_on_hand_made_answers():
         ("animal", "animal", "animal"),
         ("street", "animal", "street"),
     ]
+    assert found[1].describe((0, 0)) == (
+        "the model prefers **animal** (wrong); head L0 H0 looks more at **street** (they disagree)."
+    )
     summary = coref.compare_over_set([pa], [(says_animal, says_street)], head=(1, 1))
     assert summary.model_accuracy == 1.0
     assert summary.head_accuracy == 0.5  # ties on both sentences count half
@@ -490,3 +493,15 @@ def test_answer_chart_has_one_bar_per_candidate_and_sentence():
     np.testing.assert_allclose(plotly_array(bars[0]["y"]), [0.8, 0.3])
     np.testing.assert_allclose(plotly_array(bars[1]["y"]), [0.2, 0.7])
     assert list(bars[0]["x"]) == ["A", "B"]
+
+
+def test_head_readings_say_whether_a_head_looks_at_the_right_candidate():
+    a = coref.candidate_attention(_hand_made_weights(), SPANS)
+    pa = PairAttention(a, a[..., ::-1].copy(), ("animal", "street"), 0, 0)
+    assert coref.head_readings(pa, (0, 0)) == [
+        "Sentence A: head L0 H0 looks more at **animal** (right: the pronoun means animal).",
+        "Sentence B: head L0 H0 looks more at **street** (wrong: the pronoun means animal).",
+    ]
+    assert coref.head_readings(pa, (1, 1))[0].endswith("the same (a tie; the pronoun means animal).")
+    unmarked = PairAttention(a, a, ("animal", "street"))
+    assert coref.head_readings(unmarked, (0, 0))[1].endswith("(no right answer marked).")

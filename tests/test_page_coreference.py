@@ -89,6 +89,25 @@ def test_own_pair_with_bad_input_gets_clear_messages(minilm):
     assert any("Layer" in s.value for s in at.subheader)
 
 
+def test_own_pair_answers_can_be_marked_and_heads_are_judged_by_them(minilm):
+    at = run_page()
+    at.radio(key="pair_source").set_value("Write your own").run()
+    readings = [m.value for m in at.markdown if m.value.startswith("Sentence ")]
+    assert "the pronoun means animal" in readings[0] and "the pronoun means street" in readings[1]
+    at.text_input(key="own_a").set_value("Anna thanked Maria because she had helped.").run()
+    at.text_input(key="own_b").set_value("Anna thanked Maria because she was helped.").run()
+    at.pills(key="own_pronoun").set_value(4).run()
+    at.pills(key="own_candidates").set_value([0, 2]).run()
+    assert not at.exception and not at.error
+    readings = [m.value for m in at.markdown if m.value.startswith("Sentence ")]
+    assert len(readings) == 2 and all("no right answer marked" in r for r in readings)
+    at.segmented_control(key="own_answer_A_(0, 2)").set_value(1).run()
+    at.segmented_control(key="own_answer_B_(0, 2)").set_value(0).run()
+    assert not at.exception and not at.error
+    readings = [m.value for m in at.markdown if m.value.startswith("Sentence ")]
+    assert "the pronoun means Maria" in readings[0] and "the pronoun means Anna" in readings[1]
+
+
 def test_decoder_page_explains_notes_and_answers(smollm2, small_set):
     at = run_page()
     at.selectbox(key="model").set_value("smollm2").run()

@@ -682,10 +682,31 @@ class Verdict:
         """One line of markdown: what the model prefers and where the head looks."""
         looks = "both the same" if self.attention_pick == "tie" else f"**{self.attention_pick}**"
         agreement = " (they disagree)" if self.disagree else ""
+        marked = "" if self.right == "?" else f" ({'right' if self.model_pick == self.right else 'wrong'})"
         return (
-            f"the model prefers **{self.model_pick}**; head L{head[0]} H{head[1]} looks more at "
+            f"the model prefers **{self.model_pick}**{marked}; head L{head[0]} H{head[1]} looks more at "
             f"{looks}{agreement}."
         )
+
+
+def head_readings(pa: PairAttention, head: tuple[int, int]) -> list[str]:
+    """Per sentence, one line of markdown: the candidate one head looks at more, against the answer."""
+    lines = []
+    for name, shares, right in (
+        ("A", pa.to_candidates_a, pa.answer_a),
+        ("B", pa.to_candidates_b, pa.answer_b),
+    ):
+        pick = float(picks(shares)[head])
+        looks = "both candidates the same" if pick == 0.5 else f"**{pa.candidates[int(pick)]}**"
+        if right is None:
+            verdict = "no right answer marked"
+        else:
+            means = f"the pronoun means {pa.candidates[right]}"
+            verdict = (
+                f"a tie; {means}" if pick == 0.5 else f"{'right' if pick == right else 'wrong'}: {means}"
+            )
+        lines.append(f"Sentence {name}: head L{head[0]} H{head[1]} looks more at {looks} ({verdict}).")
+    return lines
 
 
 def verdicts(
