@@ -30,18 +30,33 @@ def test_sidebar_names_home_and_every_page_in_order(app_server, browser_page):
     assert sidebar_labels(browser_page) == ["Home", *PAGE_TITLES]
 
 
-def test_a_fresh_server_opened_on_a_page_shows_the_apps_menu(browser_page):
-    # The first visit of a new server, straight to a page, is the case Streamlit's pages/ folder rules run.
+def test_a_fresh_servers_first_visit_to_a_page_keeps_what_is_typed(browser_page):
+    # A new server's first visit runs the pages/-folder way: the menu and the first input must survive.
     with serve_app("streamlit-fresh.log") as url:
-        browser_page.goto(f"{url}/Positional_Encoding")
+        browser_page.goto(f"{url}/Attention_Explorer")
         wait_for_app(browser_page)
         assert sidebar_labels(browser_page) == ["Home", *PAGE_TITLES]
-        browser_page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Tokenization").click()
-        expect(browser_page).to_have_url(f"{url}/Tokenization", timeout=30_000)
-        wait_for_app(browser_page)
-        expect(browser_page.locator("h1")).to_contain_text("BPE", timeout=30_000)
-        assert sidebar_labels(browser_page)[0] == "Home"
+        box = browser_page.get_by_label("Text", exact=True)
+        box.fill("The zebra chased the penguin.")
+        box.press("Control+Enter")
+        browser_page.wait_for_function(
+            "() => [...document.querySelectorAll('.xtick text')].some(e => e.textContent === 'zebra')",
+            timeout=60_000,
+        )
         assert browser_page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_a_fresh_servers_first_visit_home_keeps_its_first_click(browser_page):
+    with serve_app("streamlit-fresh.log") as url:
+        browser_page.goto(url)
+        wait_for_app(browser_page)
+        toggle = browser_page.get_by_role("switch", name="Presentation mode")
+        browser_page.locator('[data-testid="stCheckbox"] label').filter(has_text="Presentation mode").click()
+        wait_for_app(browser_page)
+        browser_page.wait_for_timeout(500)
+        wait_for_app(browser_page)
+        expect(toggle).to_be_checked()
+        assert sidebar_labels(browser_page) == ["Home", *PAGE_TITLES]
 
 
 def test_a_home_card_opens_its_page(app_server, browser_page):

@@ -48,12 +48,19 @@ def all_pages() -> list[st.Page]:
     return [st.Page(home.render, title="Home", icon=":material/home:", default=True), *feature_pages()]
 
 
+def _legacy_run() -> bool:
+    """True while Streamlit runs this app the pages/-folder way (a fresh server, before st.navigation)."""
+    ctx = get_script_run_ctx()
+    return ctx is not None and bool(ctx.pages_manager.uses_pages_directory)
+
+
 def take_over_legacy_run() -> None:
     """Replace Streamlit's pages/-folder menu when a fresh server's first visit opens a page directly.
 
-    A folder named pages/ makes Streamlit run such a visit the legacy way, without app.py, until some
-    session runs st.navigation; declaring ours here names the sidebar's entries and ends that mode.
+    A folder named pages/ makes Streamlit run the first visits of a new server the legacy way, until
+    some session runs st.navigation. Widget IDs made in such a run differ from those of every later
+    run, so the first thing a user types would be lost: declare our pages and run again at once.
     """
-    ctx = get_script_run_ctx()
-    if ctx is not None and ctx.pages_manager.uses_pages_directory:
+    if _legacy_run():
         st.navigation(all_pages())
+        st.rerun()
