@@ -270,6 +270,16 @@ class PairAttention:
         """[layer, head]: how much more a head leans to the first candidate in A than in B."""
         return self.lean_a - self.lean_b
 
+    @property
+    def sentences(self) -> tuple[tuple[str, np.ndarray, int | None], ...]:
+        """("A", shares, answer) and ("B", shares, answer): the two sentences, for per-sentence loops."""
+        return (("A", self.to_candidates_a, self.answer_a), ("B", self.to_candidates_b, self.answer_b))
+
+    def head_pick(self, shares: np.ndarray, head: tuple[int, int]) -> int | None:
+        """Which candidate (0 or 1) one head attends to more in one sentence; None for a tie."""
+        pick = float(picks(shares)[head])
+        return None if pick == 0.5 else int(pick)
+
 
 def pair_attention(
     weights_a: np.ndarray,
@@ -692,18 +702,15 @@ class Verdict:
 def head_readings(pa: PairAttention, head: tuple[int, int]) -> list[str]:
     """Per sentence, one line of markdown: the candidate one head looks at more, against the answer."""
     lines = []
-    for name, shares, right in (
-        ("A", pa.to_candidates_a, pa.answer_a),
-        ("B", pa.to_candidates_b, pa.answer_b),
-    ):
-        pick = float(picks(shares)[head])
-        looks = "both candidates the same" if pick == 0.5 else f"**{pa.candidates[int(pick)]}**"
+    for name, shares, right in pa.sentences:
+        pick = pa.head_pick(shares, head)
+        looks = "both candidates the same" if pick is None else f"**{pa.candidates[pick]}**"
         if right is None:
             verdict = "no right answer marked"
         else:
             means = f"the pronoun means {pa.candidates[right]}"
             verdict = (
-                f"a tie; {means}" if pick == 0.5 else f"{'right' if pick == right else 'wrong'}: {means}"
+                f"a tie; {means}" if pick is None else f"{'right' if pick == right else 'wrong'}: {means}"
             )
         lines.append(f"Sentence {name}: head L{head[0]} H{head[1]} looks more at {looks} ({verdict}).")
     return lines
@@ -716,19 +723,16 @@ def verdicts(
 ) -> list[Verdict]:
     """Per sentence, what one head's attention and the model's answer pick."""
     out = []
-    for i, (pa, (ans_a, ans_b)) in enumerate(zip(pair_attentions, answers, strict=True)):
-        for name, shares, right, ans in (
-            ("A", pa.to_candidates_a, pa.answer_a, ans_a),
-            ("B", pa.to_candidates_b, pa.answer_b, ans_b),
-        ):
-            pick = float(picks(shares)[head])
+    for i, (pa, pair_answers) in enumerate(zip(pair_attentions, answers, strict=True)):
+        for (name, shares, right), answer in zip(pa.sentences, pair_answers, strict=True):
+            pick = pa.head_pick(shares, head)
             out.append(
                 Verdict(
                     pair_index=i,
                     sentence=name,
                     right=pa.candidates[right] if right is not None else "?",
-                    attention_pick="tie" if pick == 0.5 else pa.candidates[int(pick)],
-                    model_pick=pa.candidates[ans.choice],
+                    attention_pick="tie" if pick is None else pa.candidates[pick],
+                    model_pick=pa.candidates[answer.choice],
                 )
             )
     return out

@@ -32,13 +32,15 @@ def summary(script: Path) -> str:
     return text.split('"""')[1].strip().splitlines()[0] if text.startswith('"""') else ""
 
 
+def feature_page(script: Path) -> st.Page:
+    """The page of one script in pages/: title, icon and URL all come from its file name."""
+    name = url_name(script)
+    return st.Page(script, title=name.replace("_", " "), icon=ICONS.get(name), url_path=name)
+
+
 def feature_pages() -> list[st.Page]:
     """One page per script in pages/, in file-number order."""
-    return [
-        st.Page(script, title=url_name(script).replace("_", " "), icon=ICONS.get(url_name(script)),
-                url_path=url_name(script))
-        for script in PAGE_FILES
-    ]  # fmt: skip
+    return [feature_page(script) for script in PAGE_FILES]
 
 
 def all_pages() -> list[st.Page]:
