@@ -2,6 +2,6 @@
 
 import streamlit as st
 
-from txviz import navigation
+from txviz.app import navigation
 
 st.navigation(navigation.all_pages()).run()

@@ -2,8 +2,12 @@
 
 import streamlit as st
 
-from txviz import ui, vision
-from txviz.figures import vision as figures
+from txviz.app import ui
+from txviz.vision import figures
+from txviz.vision.images import load_image
+from txviz.vision.runs import trace_image
+from txviz.vision.samples import sample_image, sample_names
+from txviz.vision.stats import VIEWS, attention_entropy, mean_attention_distance, overlay_values
 
 ui.setup_page(
     "Vision Transformer",
@@ -23,7 +27,7 @@ if loaded.meta.get("heldout_accuracy") is not None:
 
 source = st.radio("Image", ["Sample", "Upload"], horizontal=True, key="image_source")
 if source == "Sample":
-    image = vision.sample_image(st.selectbox("Sample image", vision.sample_names(), key="sample"))
+    image = sample_image(st.selectbox("Sample image", sample_names(), key="sample"))
 else:
     upload = st.file_uploader(
         "A PNG, JPEG, WebP or GIF image", type=["png", "jpg", "jpeg", "webp", "gif"], key="upload"
@@ -32,13 +36,13 @@ else:
         st.info("Choose an image file to upload.")
         st.stop()
     with ui.user_errors():
-        loaded_image = vision.load_image(upload.getvalue())
+        loaded_image = load_image(upload.getvalue())
     for note in loaded_image.notes:
         st.info(note)
     image = loaded_image.image
 
 with ui.user_errors():
-    result = vision.trace_image(loaded, image)
+    result = trace_image(loaded, image)
 grid = result.grid
 
 left, right = st.columns(2)
@@ -54,13 +58,13 @@ ui.show_figure(figures.patch_sequence_figure(result.image, grid), key="sequence"
 st.subheader("Attention on the image")
 controls, picture = st.columns([1, 2])
 with controls:
-    view = st.radio("Show", vision.VIEWS, key="view")
+    view = st.radio("Show", VIEWS, key="view")
     layer = st.slider("Layer", 0, result.trace.n_layers - 1, result.trace.n_layers - 1, key="layer")
     head_choice = st.selectbox(
         "Head",
         ["mean over heads"] + list(range(result.trace.n_heads)),
         key="head",
-        disabled=view == vision.VIEWS[2],
+        disabled=view == VIEWS[2],
     )
     patch = st.slider(
         "Patch (raster order)",
@@ -68,15 +72,15 @@ with controls:
         grid.n_patches - 1,
         grid.n_patches // 2,
         key="patch",
-        disabled=view != vision.VIEWS[1],
+        disabled=view != VIEWS[1],
     )
     opacity = st.slider("Opacity", 0.0, 1.0, 0.6, 0.05, key="opacity")
     threshold = st.slider(
         "Hide patches below this share of the maximum", 0.0, 1.0, 0.0, 0.05, key="threshold"
     )
 head = None if head_choice == "mean over heads" else int(head_choice)
-values, title = vision.overlay_values(result, view, layer, head, patch)
-marked = patch if view == vision.VIEWS[1] else None
+values, title = overlay_values(result, view, layer, head, patch)
+marked = patch if view == VIEWS[1] else None
 with picture:
     ui.show_figure(
         figures.attention_overlay_figure(result.image, values, grid, opacity, threshold, title, marked),
@@ -84,8 +88,8 @@ with picture:
     )
 
 st.subheader("Which heads look locally, which globally")
-entropy = vision.attention_entropy(result.trace.weights)
-distance = vision.mean_attention_distance(result.trace.weights, grid)
+entropy = attention_entropy(result.trace.weights)
+distance = mean_attention_distance(result.trace.weights, grid)
 ui.show_figure(figures.head_statistics_figure(entropy, distance), key="heads")
 st.caption(
     "Distance is in pixels of the model's input image, between patch centres, weighted by "

@@ -3,10 +3,10 @@
 import pandas as pd
 import streamlit as st
 
-from txviz import toy_attention as ta
-from txviz import ui
-from txviz.figures import toy_attention as figs
-from txviz.tracing import trace_text
+from txviz.app import ui
+from txviz.core.tracing import trace_text
+from txviz.selfattention import figures as figs
+from txviz.selfattention import toy as ta
 
 REAL_MAX_TOKENS = 128  # scores and weights of every head: 30 x 9 x 128 x 128 floats for SmolLM2
 

@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from txviz import explorer, ui
+from txviz.app import ui
+from txviz.explorer import views as explorer
 from txviz.figures import attention as figures
 
 VIEWS = ["One head", "All heads", "Token focus", "Aggregates"]

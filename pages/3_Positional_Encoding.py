@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from txviz import positional as pe
-from txviz import ui
-from txviz.figures import positional as figs
+from txviz.app import ui
+from txviz.positional import encodings as pe
+from txviz.positional import figures as figs
 
 ui.setup_page(
     "Positional encoding lab",

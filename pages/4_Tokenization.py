@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from txviz import bpe, subwords, ui
-from txviz.figures import bpe as figs
+from txviz.app import ui
+from txviz.tokenization import bpe, subwords
+from txviz.tokenization import figures as figs
 
 PLAY_SECONDS = 0.8
 TABLE_ROWS = 60

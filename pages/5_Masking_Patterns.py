@@ -2,10 +2,11 @@
 
 import streamlit as st
 
-from txviz import masks, ui
+from txviz.app import ui
 from txviz.bench import masks as bench
-from txviz.figures import masks as figs
-from txviz.masking_effects import DecoderEffect, apply_pattern, prediction_rows
+from txviz.masks import figures as figs
+from txviz.masks import patterns as masks
+from txviz.masks.effects import DecoderEffect, apply_pattern, prediction_rows
 
 COST_SIZES = (256, 512, 1024, 2048)  # live measurement stays well under a minute after compiling
 PAIRS_NS = (16, 32, 64, 128, 256, 512, 1024, 2048)

@@ -2,8 +2,20 @@
 
 import streamlit as st
 
-from txviz import coref, ui
-from txviz.figures import coref as figs
+from txviz.app import ui
+from txviz.coref import figures as figs
+from txviz.coref.answers import (
+    ANSWER_METHODS,
+    answers_over_pairs,
+    compare_over_set,
+    head_readings,
+    model_answer,
+    verdicts,
+)
+from txviz.coref.pairs import CorefPair, load_pairs, make_pair, split_words
+from txviz.coref.runs import QUERIES, PairTrace, attention_over_pairs, query_name, trace_pair
+from txviz.coref.scoring import score_heads
+from txviz.coref.spans import PairAttention
 
 ui.setup_page(
     "Coreference",
@@ -14,26 +26,26 @@ ui.setup_page(
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def pair_trace(_loaded, model_key: str, pair: coref.CorefPair, query: str) -> coref.PairTrace:
-    return coref.trace_pair(_loaded, pair, query)
+def pair_trace(_loaded, model_key: str, pair: CorefPair, query: str) -> PairTrace:
+    return trace_pair(_loaded, pair, query)
 
 
 CHUNK = 8  # pairs per cached step: the progress bar moves between steps
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def chunk_attention(_loaded, model_key: str, query: str, start: int) -> list[coref.PairAttention]:
-    return coref.attention_over_pairs(_loaded, coref.load_pairs()[start : start + CHUNK], query)
+def chunk_attention(_loaded, model_key: str, query: str, start: int) -> list[PairAttention]:
+    return attention_over_pairs(_loaded, load_pairs()[start : start + CHUNK], query)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def chunk_answers(_loaded, model_key: str, method: str, start: int) -> list:
-    return coref.answers_over_pairs(_loaded, coref.load_pairs()[start : start + CHUNK], method)
+    return answers_over_pairs(_loaded, load_pairs()[start : start + CHUNK], method)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def pair_answers(_loaded, model_key: str, pair: coref.CorefPair, method: str) -> tuple:
-    return tuple(coref.model_answer(_loaded, pair, s, method) for s in (pair.sentence_a, pair.sentence_b))
+def pair_answers(_loaded, model_key: str, pair: CorefPair, method: str) -> tuple:
+    return tuple(model_answer(_loaded, pair, s, method) for s in (pair.sentence_a, pair.sentence_b))
 
 
 def over_set(label: str, n_pairs: int, step) -> list:
@@ -46,11 +58,11 @@ def over_set(label: str, n_pairs: int, step) -> list:
     return out
 
 
-def own_pair(example: coref.CorefPair) -> coref.CorefPair:
+def own_pair(example: CorefPair) -> CorefPair:
     """Sentences typed by the user, with pronoun and candidates chosen among their words."""
     a = st.text_input("Sentence A", example.sentence_a, key="own_a", max_chars=400)
     b = st.text_input("Sentence B (change one word)", example.sentence_b, key="own_b", max_chars=400)
-    words = coref.split_words(a)
+    words = split_words(a)
     if not words:
         st.warning("Write sentence A first.")
         st.stop()
@@ -89,10 +101,10 @@ def own_pair(example: coref.CorefPair) -> coref.CorefPair:
     if None in answers:
         st.caption("Mark what the pronoun means in each sentence to see whether a head gets it right.")
     with ui.user_errors():
-        return coref.make_pair(a, b, pronoun, candidates, *answers)
+        return make_pair(a, b, pronoun, candidates, *answers)
 
 
-pairs = coref.load_pairs()
+pairs = load_pairs()
 source = st.radio("Pair", ["From the set", "Write your own"], horizontal=True, key="pair_source")
 if source == "From the set":
     labels = [f"{i + 1}. {p.label}" for i, p in enumerate(pairs)]
@@ -117,8 +129,8 @@ query = "pronoun"
 if loaded.is_causal:
     query = right.radio(
         "Read attention from",
-        coref.QUERIES,
-        format_func=coref.query_name,
+        QUERIES,
+        format_func=query_name,
         horizontal=True,
         key="query",
         help="A decoder's pronoun has not read the rest of the sentence yet.",
@@ -137,7 +149,7 @@ for note in traced.notes:
 with st.expander("Held-out split of the pairs"):
     seed = st.number_input("Seed of the split", 0, 10_000, 0, key="seed")
     test_fraction = st.slider("Share of pairs held out", 0.1, 0.5, 0.3, 0.05, key="test_fraction")
-scores = coref.score_heads(attentions, float(test_fraction), int(seed))
+scores = score_heads(attentions, float(test_fraction), int(seed))
 
 st.subheader("Every head at once")
 # Chosen with selectboxes: Streamlit returns no selection for clicks on heatmaps (streamlit#8760).
@@ -147,14 +159,14 @@ head = pick_head.selectbox("Head", range(loaded.n_heads), index=scores.best_head
 ui.show_figure(figs.head_grids(traced.attention, selected=(layer, head)))
 first, second = traced.attention.candidates
 st.caption(
-    f"Each cell: attention from the {coref.query_name(query)} to '{first}' minus to '{second}' "
+    f"Each cell: attention from the {query_name(query)} to '{first}' minus to '{second}' "
     "(all pieces of a word summed). The difference grid shows the heads the changed word moves."
 )
 st.subheader(f"Layer {layer}, head {head} in both sentences")
 ui.show_figure(
     figs.pair_heatmaps(traced.trace_a, traced.trace_b, layer, head, traced.spans_a, traced.spans_b)
 )
-for line in coref.head_readings(traced.attention, (layer, head)):
+for line in head_readings(traced.attention, (layer, head)):
     st.markdown(line)
 
 st.subheader("Which heads track coreference?")
@@ -175,7 +187,7 @@ if loaded.is_causal:
     st.subheader("The model's own answer")
     method = st.radio(
         "Ask the model by",
-        coref.ANSWER_METHODS,
+        ANSWER_METHODS,
         horizontal=True,
         key="method",
         help="substitution: put each candidate in place of the pronoun and score the rest "
@@ -184,9 +196,7 @@ if loaded.is_causal:
     with ui.user_errors():
         answers = pair_answers(loaded, key, pair, method)
     ui.show_figure(figs.answer_chart(pair.candidate_texts, [a.probabilities for a in answers], ["A", "B"]))
-    for label, verdict in zip(
-        "AB", coref.verdicts([traced.attention], [answers], (layer, head)), strict=True
-    ):
+    for label, verdict in zip("AB", verdicts([traced.attention], [answers], (layer, head)), strict=True):
         st.write(f"Sentence {label}: {verdict.describe((layer, head))}")
     if st.toggle(f"Compare over all {len(pairs)} pairs", key="compare_all"):
         every = over_set(
@@ -194,7 +204,7 @@ if loaded.is_causal:
             len(pairs),
             lambda start: chunk_answers(loaded, key, method, start),
         )
-        summary = coref.compare_over_set(attentions, every, (layer, head))
+        summary = compare_over_set(attentions, every, (layer, head))
         st.write(summary.sentence)
         st.dataframe(summary.rows, hide_index=True)
 

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from txviz import soft_hard, ui
-from txviz import toy_soft_hard as toy
-from txviz.figures import soft_hard as figures
+from txviz.app import ui
+from txviz.softhard import compare as soft_hard
+from txviz.softhard import figures, toy
 
 DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
 

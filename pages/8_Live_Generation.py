@@ -4,9 +4,9 @@ import time
 
 import streamlit as st
 
-from txviz import ui
-from txviz.figures import generation as figures
-from txviz.generation import (
+from txviz.app import ui
+from txviz.generation import figures
+from txviz.generation.loop import (
     MAX_NEW_TOKENS,
     GenerationError,
     GenerationRequest,
@@ -16,7 +16,7 @@ from txviz.generation import (
     prepare,
     sequence_tokens,
 )
-from txviz.sampling import MAX_TEMPERATURE, SamplingSettings
+from txviz.generation.sampling import MAX_TEMPERATURE, SamplingSettings
 
 FIGURE_INTERVAL_S = 0.5  # live figures redraw at most this often; the text every step
 

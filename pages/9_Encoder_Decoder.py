@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from txviz import ui
-from txviz.figures import seq2seq as figs
-from txviz.seq2seq import decode
+from txviz.app import ui
+from txviz.seq2seq import figures as figs
+from txviz.seq2seq.decoding import decode
 
 FALLBACK_SOURCE = "The animal didn't cross the street because it was too tired."
 KIND_LABELS = {

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from txviz import aggregate
-from txviz.trace import AttentionTrace
+from txviz.core import aggregate
+from txviz.core.trace import AttentionTrace
 
 
 def random_weights(shape, seed=0):

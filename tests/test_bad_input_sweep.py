@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-from txviz.ui import OTHER_MODEL
+from txviz.app.ui import OTHER_MODEL
 
 PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*.py"))
 TIMEOUT_S = 600  # first model loads on a busy machine; later runs reuse Streamlit's caches

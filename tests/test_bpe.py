@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 from conftest import plotly_array
 
-from txviz import bpe
 from txviz.bench import bpe as bench
-from txviz.figures import bpe as figures
+from txviz.tokenization import bpe, figures
 
 
 @pytest.fixture(scope="module")

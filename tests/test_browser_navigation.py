@@ -8,7 +8,7 @@ import pytest
 from conftest import ROOT, page_url, serve_app, wait_for_app
 from playwright.sync_api import expect
 
-from txviz.lessons import load_lessons
+from txviz.app.lessons import load_lessons
 
 pytestmark = pytest.mark.browser
 

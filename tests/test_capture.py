@@ -8,8 +8,8 @@ import pytest
 import torch
 import transformers as tf
 
-from txviz import attention, capture
-from txviz.capture import CaptureSettings
+from txviz.core import attention, capture
+from txviz.core.capture import CaptureSettings
 
 VOCAB = 100
 

@@ -9,8 +9,32 @@ import numpy as np
 import pytest
 from conftest import plotly_array
 
-from txviz import coref
-from txviz.coref import CorefInputError, PairAttention, TokenSpans
+from txviz.coref.answers import (
+    ModelAnswer,
+    compare_over_set,
+    head_readings,
+    model_answer,
+    substituted,
+    verdicts,
+)
+from txviz.coref.pairs import PAIRS_PATH, CorefInputError, load_pairs, make_pair, split_words
+from txviz.coref.runs import attention_over_pairs, trace_pair
+from txviz.coref.scoring import (
+    coin_flip_band,
+    pair_credit,
+    pair_margin,
+    score_heads,
+    sentence_credit,
+    split_pairs,
+)
+from txviz.coref.spans import (
+    PairAttention,
+    TokenSpans,
+    candidate_attention,
+    hidden_candidates,
+    token_spans,
+    word_token_positions,
+)
 
 ANIMAL_A = "The animal didn't cross the street because it was too tired."
 ANIMAL_B = "The animal didn't cross the street because it was too wide."
@@ -20,7 +44,7 @@ ANIMAL_B = "The animal didn't cross the street because it was too wide."
 
 
 def test_pair_set_is_large_and_starts_with_the_animal_pair():
-    pairs = coref.load_pairs()
+    pairs = load_pairs()
     assert len(pairs) >= 30
     first = pairs[0]
     assert (first.sentence_a, first.sentence_b) == (ANIMAL_A, ANIMAL_B)
@@ -29,9 +53,9 @@ def test_pair_set_is_large_and_starts_with_the_animal_pair():
 
 
 def test_every_pair_is_a_well_formed_minimal_pair():
-    raw = json.loads(coref.PAIRS_PATH.read_text(encoding="utf-8"))["pairs"]
+    raw = json.loads(PAIRS_PATH.read_text(encoding="utf-8"))["pairs"]
     sentences = set()
-    for entry, pair in zip(raw, coref.load_pairs(), strict=True):
+    for entry, pair in zip(raw, load_pairs(), strict=True):
         words_a = [w.text.lower() for w in pair.words_a]
         words_b = [w.text.lower() for w in pair.words_b]
         assert len(words_a) == len(words_b), entry
@@ -51,7 +75,7 @@ def test_every_pair_is_a_well_formed_minimal_pair():
 
 def test_answers_are_not_always_the_first_candidate():
     # otherwise "attend to the first-mentioned noun in A" would look like coreference
-    answers = [p.answer_a for p in coref.load_pairs()]
+    answers = [p.answer_a for p in load_pairs()]
     assert 0.2 < np.mean(answers) < 0.8
 
 
@@ -60,35 +84,35 @@ def test_answers_are_not_always_the_first_candidate():
 
 def test_pronoun_not_in_sentence_is_a_clear_message():
     with pytest.raises(CorefInputError, match="'she' is not a word"):
-        coref.make_pair(ANIMAL_A, ANIMAL_B, "she", ("animal", "street"))
+        make_pair(ANIMAL_A, ANIMAL_B, "she", ("animal", "street"))
 
 
 def test_sentences_of_different_lengths_are_a_clear_message():
     with pytest.raises(CorefInputError, match="same number of words"):
-        coref.make_pair(ANIMAL_A, ANIMAL_B.replace("too wide", "wide"), "it", ("animal", "street"))
+        make_pair(ANIMAL_A, ANIMAL_B.replace("too wide", "wide"), "it", ("animal", "street"))
 
 
 def test_more_than_one_changed_word_is_a_clear_message():
     b = ANIMAL_B.replace("animal", "horse")
     with pytest.raises(CorefInputError, match="differs in one word"):
-        coref.make_pair(ANIMAL_A, b, "it", ("cross", "street"))
+        make_pair(ANIMAL_A, b, "it", ("cross", "street"))
 
 
 def test_identical_sentences_and_repeated_marks_are_clear_messages():
     with pytest.raises(CorefInputError, match="the same"):
-        coref.make_pair(ANIMAL_A, ANIMAL_A, "it", ("animal", "street"))
+        make_pair(ANIMAL_A, ANIMAL_A, "it", ("animal", "street"))
     with pytest.raises(CorefInputError, match="three different words"):
-        coref.make_pair(ANIMAL_A, ANIMAL_B, "it", ("animal", "animal"))
+        make_pair(ANIMAL_A, ANIMAL_B, "it", ("animal", "animal"))
     with pytest.raises(CorefInputError, match="occurs 2 times"):
-        coref.make_pair(ANIMAL_A, ANIMAL_B, "it", ("The", "street"))
+        make_pair(ANIMAL_A, ANIMAL_B, "it", ("The", "street"))
     with pytest.raises(CorefInputError, match="Write both"):
-        coref.make_pair("", "", "it", ("animal", "street"))
+        make_pair("", "", "it", ("animal", "street"))
 
 
 def test_marks_by_word_index_match_marks_by_text():
-    by_text = coref.make_pair(ANIMAL_A, ANIMAL_B, "it", ("animal", "street"), "animal", "street")
-    words = [w.text for w in coref.split_words(ANIMAL_A)]
-    by_index = coref.make_pair(ANIMAL_A, ANIMAL_B, words.index("it"), (1, words.index("street")), 0, 1)
+    by_text = make_pair(ANIMAL_A, ANIMAL_B, "it", ("animal", "street"), "animal", "street")
+    words = [w.text for w in split_words(ANIMAL_A)]
+    by_index = make_pair(ANIMAL_A, ANIMAL_B, words.index("it"), (1, words.index("street")), 0, 1)
     assert by_text == by_index
     assert words[:3] == ["The", "animal", "didn't"]  # apostrophes stay inside a word
 
@@ -120,8 +144,8 @@ def test_candidate_spans_cover_every_sub_word_piece():
         offsets.append((start, start + len(piece)))
         cursor = start + len(piece)
     offsets.append((0, 0))
-    words = [w.text for w in coref.split_words(text)]
-    spans = coref.token_spans(text, offsets, words.index("it"), (1, words.index("didn't")))
+    words = [w.text for w in split_words(text)]
+    spans = token_spans(text, offsets, words.index("it"), (1, words.index("didn't")))
     assert spans.candidates[0] == (2, 3)  # "trophy" is both its pieces
     assert spans.candidates[1] == (4, 5, 6)  # "didn't" is three pieces
     assert spans.pronoun == (9,)
@@ -131,15 +155,15 @@ def test_spans_accept_offsets_that_include_the_leading_space():
     text = "The animal sat"
     # byte-level BPE tokenizers may put the space inside the token: " animal" = (3, 10)
     offsets = [(0, 3), (3, 10), (10, 14)]
-    assert coref.word_token_positions(offsets, coref.split_words(text)[1]) == (1,)
-    assert coref.word_token_positions(offsets, coref.split_words(text)[2]) == (2,)
+    assert word_token_positions(offsets, split_words(text)[1]) == (1,)
+    assert word_token_positions(offsets, split_words(text)[2]) == (2,)
 
 
 def test_word_missing_from_truncated_input_is_a_clear_message():
     text = "The animal sat because it was tired"
     offsets = [(0, 3), (4, 10)]  # cut after "animal"
     with pytest.raises(CorefInputError, match="no tokens"):
-        coref.token_spans(text, offsets, 4, (1, 2))
+        token_spans(text, offsets, 4, (1, 2))
 
 
 # --- attention from the pronoun to the candidates ---------------------------------------------
@@ -161,7 +185,7 @@ SPANS = TokenSpans(pronoun=(5,), candidates=((1, 2), (4,)))
 
 
 def test_candidate_attention_sums_pieces_on_a_hand_made_trace():
-    shares = coref.candidate_attention(_hand_made_weights(), SPANS)
+    shares = candidate_attention(_hand_made_weights(), SPANS)
     assert shares.shape == (2, 2, 2)
     np.testing.assert_allclose(shares[0, 0], [0.5, 0.1], atol=1e-6)
     np.testing.assert_allclose(shares[0, 1], [0.1, 0.6], atol=1e-6)
@@ -180,31 +204,31 @@ def test_a_pronoun_in_pieces_averages_its_rows():
         1.0,
         0.0,
     ]  # the first piece looks only at candidate 1
-    shares = coref.candidate_attention(w, spans)
+    shares = candidate_attention(w, spans)
     np.testing.assert_allclose(shares[0, 0], [(0.0 + 0.5) / 2, (1.0 + 0.1) / 2], atol=1e-6)
 
 
 def test_credit_counts_ties_as_half():
-    shares = coref.candidate_attention(_hand_made_weights(), SPANS)
-    np.testing.assert_array_equal(coref.sentence_credit(shares, answer=0), [[1, 0], [0.5, 0.5]])
-    np.testing.assert_array_equal(coref.sentence_credit(shares, answer=1), [[0, 1], [0.5, 0.5]])
+    shares = candidate_attention(_hand_made_weights(), SPANS)
+    np.testing.assert_array_equal(sentence_credit(shares, answer=0), [[1, 0], [0.5, 0.5]])
+    np.testing.assert_array_equal(sentence_credit(shares, answer=1), [[0, 1], [0.5, 0.5]])
 
 
 def test_lean_and_difference_grids():
-    a = coref.candidate_attention(_hand_made_weights(), SPANS)
+    a = candidate_attention(_hand_made_weights(), SPANS)
     b = a[..., ::-1].copy()  # sentence B: the same heads with the candidates swapped
     pa = PairAttention(a, b, ("animal", "street"), answer_a=0, answer_b=1)
     np.testing.assert_allclose(pa.lean_a, [[0.4, -0.5], [0.0, 0.0]], atol=1e-6)
     np.testing.assert_allclose(pa.difference, [[0.8, -1.0], [0.0, 0.0]], atol=1e-6)
     # head (0, 0) is right in both sentences, head (0, 1) wrong in both
-    np.testing.assert_allclose(coref.pair_credit(pa), [[1, 0], [0.5, 0.5]])
-    np.testing.assert_allclose(coref.pair_margin(pa), [[0.4, -0.5], [0, 0]], atol=1e-6)
+    np.testing.assert_allclose(pair_credit(pa), [[1, 0], [0.5, 0.5]])
+    np.testing.assert_allclose(pair_margin(pa), [[0.4, -0.5], [0, 0]], atol=1e-6)
 
 
 def test_decoder_cannot_see_a_candidate_after_the_pronoun():
     spans = TokenSpans(pronoun=(3,), candidates=((1,), (5, 6)))
-    assert coref.hidden_candidates(spans, causal=True) == (1,)
-    assert coref.hidden_candidates(spans, causal=False) == ()
+    assert hidden_candidates(spans, causal=True) == (1,)
+    assert hidden_candidates(spans, causal=False) == ()
 
 
 # --- scoring heads over a set with a held-out split --------------------------------------------
@@ -213,17 +237,17 @@ def test_decoder_cannot_see_a_candidate_after_the_pronoun():
 @pytest.mark.parametrize("n_pairs", [2, 7, 38, 100])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_split_never_overlaps_and_covers_every_pair(n_pairs, seed):
-    choose, test = coref.split_pairs(n_pairs, test_fraction=0.3, seed=seed)
+    choose, test = split_pairs(n_pairs, test_fraction=0.3, seed=seed)
     assert not set(choose) & set(test)
     assert sorted(choose + test) == list(range(n_pairs))
     assert choose and test
-    assert coref.split_pairs(n_pairs, 0.3, seed) == (choose, test)  # seeded: repeatable
+    assert split_pairs(n_pairs, 0.3, seed) == (choose, test)  # seeded: repeatable
 
 
 def test_split_depends_on_the_seed_and_needs_two_pairs():
-    assert coref.split_pairs(38, seed=0) != coref.split_pairs(38, seed=1)
+    assert split_pairs(38, seed=0) != split_pairs(38, seed=1)
     with pytest.raises(CorefInputError, match="at least two pairs"):
-        coref.split_pairs(1)
+        split_pairs(1)
 
 
 def _planted_set(n_pairs: int, rng: np.random.Generator) -> list[PairAttention]:
@@ -241,7 +265,7 @@ def _planted_set(n_pairs: int, rng: np.random.Generator) -> list[PairAttention]:
 
 
 def test_score_heads_finds_the_planted_head_and_reports_held_out_accuracy():
-    scores = coref.score_heads(_planted_set(40, np.random.default_rng(0)), seed=3)
+    scores = score_heads(_planted_set(40, np.random.default_rng(0)), seed=3)
     assert scores.best_head == (1, 2)
     assert scores.best_test_accuracy == 1.0
     assert scores.choose_accuracy[0, 0] == 0.5  # a fixed preference is exactly chance
@@ -253,14 +277,14 @@ def test_score_heads_finds_the_planted_head_and_reports_held_out_accuracy():
 
 def test_score_heads_uses_only_the_choosing_pairs_to_choose():
     pairs = _planted_set(10, np.random.default_rng(1))
-    choose, test = coref.split_pairs(10, 0.3, seed=5)
+    choose, test = split_pairs(10, 0.3, seed=5)
     for i in test:  # make head (0, 1) perfect on the held-out pairs only
         pa = pairs[i]
         pa.to_candidates_a[0, 1] = [1.0, 0.0] if pa.answer_a == 0 else [0.0, 1.0]
         pa.to_candidates_b[0, 1] = pa.to_candidates_a[0, 1, ::-1]
-    scores = coref.score_heads(pairs, 0.3, seed=5)
+    scores = score_heads(pairs, 0.3, seed=5)
     assert scores.test_pairs == test
-    expected = np.mean([coref.pair_credit(pairs[i]) for i in choose], axis=0)
+    expected = np.mean([pair_credit(pairs[i]) for i in choose], axis=0)
     np.testing.assert_allclose(scores.choose_accuracy, expected)
     assert scores.test_accuracy[0, 1] == 1.0
     assert scores.best_head == (1, 2)
@@ -269,11 +293,11 @@ def test_score_heads_uses_only_the_choosing_pairs_to_choose():
 def test_scoring_needs_answers():
     a = np.zeros((1, 1, 2))
     with pytest.raises(CorefInputError, match="right answer"):
-        coref.pair_credit(PairAttention(a, a, ("x", "y")))
+        pair_credit(PairAttention(a, a, ("x", "y")))
 
 
 def test_coin_flip_band_matches_the_binomial():
-    low, high = coref.coin_flip_band(20)
+    low, high = coin_flip_band(20)
     below = sum(math.comb(20, k) for k in range(round(low * 20))) / 2**20
     assert below <= 0.025 < below + math.comb(20, round(low * 20)) / 2**20
     assert high == pytest.approx(1 - low)
@@ -283,15 +307,15 @@ def test_coin_flip_band_matches_the_binomial():
 
 
 def _trace(weights: np.ndarray, tokens: tuple[str, ...]):
-    from txviz.trace import AttentionTrace
+    from txviz.core.trace import AttentionTrace
 
     return AttentionTrace(tokens, tokens, weights, "hand-made", "self")
 
 
 def test_head_grids_carry_lean_a_lean_b_and_difference():
-    from txviz.figures.coref import head_grids
+    from txviz.coref.figures import head_grids
 
-    a = coref.candidate_attention(_hand_made_weights(), SPANS)
+    a = candidate_attention(_hand_made_weights(), SPANS)
     pa = PairAttention(a, a[..., ::-1].copy(), ("animal", "street"), 0, 1)
     data = head_grids(pa, selected=(0, 1)).to_dict()
     heatmaps = [t for t in data["data"] if t["type"] == "heatmap"]
@@ -306,7 +330,7 @@ def test_head_grids_carry_lean_a_lean_b_and_difference():
 
 
 def test_pair_heatmaps_show_one_head_of_each_sentence_with_token_ticks():
-    from txviz.figures.coref import pair_heatmaps
+    from txviz.coref.figures import pair_heatmaps
 
     tokens = (
         "[CLS]",
@@ -330,9 +354,9 @@ def test_pair_heatmaps_show_one_head_of_each_sentence_with_token_ticks():
 
 
 def test_head_score_chart_shows_chance_and_held_out_bars():
-    from txviz.figures.coref import head_score_chart
+    from txviz.coref.figures import head_score_chart
 
-    scores = coref.score_heads(_planted_set(40, np.random.default_rng(0)), seed=3)
+    scores = score_heads(_planted_set(40, np.random.default_rng(0)), seed=3)
     data = head_score_chart(scores, top=4).to_dict()
     choosing, held_out = data["data"]
     assert choosing["x"][0] == "L1 H2"
@@ -361,8 +385,8 @@ def one_torch_thread():
 @pytest.mark.parametrize("model", ["minilm", "smollm2"])
 def test_real_tokenizer_candidate_is_all_its_pieces(model, request):
     loaded = request.getfixturevalue(model)
-    pair = coref.make_pair(XYLOPHONE_A, XYLOPHONE_B, "it", ("xylophone", "trampoline"), 0, 1)
-    traced = coref.trace_pair(loaded, pair)
+    pair = make_pair(XYLOPHONE_A, XYLOPHONE_B, "it", ("xylophone", "trampoline"), 0, 1)
+    traced = trace_pair(loaded, pair)
     for spans, trace in ((traced.spans_a, traced.trace_a), (traced.spans_b, traced.trace_b)):
         for span, word in zip(spans.candidates, ("xylophone", "trampoline"), strict=True):
             assert len(span) >= 2  # both tokenizers cut these words into pieces
@@ -378,46 +402,46 @@ def test_real_tokenizer_candidate_is_all_its_pieces(model, request):
 
 
 def test_batched_set_attention_equals_one_run_per_sentence(minilm):
-    pairs = coref.load_pairs()[:3]
-    batched = coref.attention_over_pairs(minilm, pairs, batch_pairs=3)
+    pairs = load_pairs()[:3]
+    batched = attention_over_pairs(minilm, pairs, batch_pairs=3)
     for pair, pa in zip(pairs, batched, strict=True):
-        single = coref.trace_pair(minilm, pair).attention
+        single = trace_pair(minilm, pair).attention
         np.testing.assert_allclose(pa.to_candidates_a, single.to_candidates_a, atol=1e-5)
         np.testing.assert_allclose(pa.to_candidates_b, single.to_candidates_b, atol=1e-5)
-    scores = coref.score_heads(batched, seed=0)
+    scores = score_heads(batched, seed=0)
     assert scores.test_accuracy.shape == (6, 12)
 
 
 def test_decoder_explains_a_candidate_after_the_pronoun(smollm2):
     a = "Tom said that he would call Bill today."
-    pair = coref.make_pair(a, a.replace("today", "tomorrow"), "he", ("Tom", "Bill"))
-    traced = coref.trace_pair(smollm2, pair)  # no error: explained in notes
+    pair = make_pair(a, a.replace("today", "tomorrow"), "he", ("Tom", "Bill"))
+    traced = trace_pair(smollm2, pair)  # no error: explained in notes
     assert traced.attention.hidden == (1,)
     assert any("'Bill' comes after the pronoun" in note for note in traced.notes)
     assert np.all(traced.attention.to_candidates_a[..., 1] == 0.0)  # masked, exactly zero
     assert np.all(traced.attention.to_candidates_a[..., 0] > 0.0)
     # the encoder sees both ways: nothing hidden, no note
-    assert coref.hidden_candidates(traced.spans_a, causal=False) == ()
+    assert hidden_candidates(traced.spans_a, causal=False) == ()
 
 
 def test_decoder_pronoun_cannot_see_the_changed_word(smollm2):
-    pair = coref.load_pairs()[0]
-    traced = coref.trace_pair(smollm2, pair)
+    pair = load_pairs()[0]
+    traced = trace_pair(smollm2, pair)
     assert any("comes after the pronoun" in note for note in traced.notes)
     np.testing.assert_allclose(traced.attention.difference, 0.0, atol=1e-5)
     # from the last token the changed word is visible and the rows differ
-    end = coref.trace_pair(smollm2, pair, query="end")
+    end = trace_pair(smollm2, pair, query="end")
     assert end.spans_a.pronoun == (len(end.trace_a.query_tokens) - 1,)
     assert np.abs(end.attention.difference).max() > 1e-3
     assert not any("comes after the pronoun" in note for note in end.notes)
 
 
 def test_substitution_puts_the_candidate_in_place_of_the_pronoun():
-    pair = coref.load_pairs()[0]
-    text, rest = coref.substituted(pair.sentence_a, pair.pronoun, "animal")
+    pair = load_pairs()[0]
+    text, rest = substituted(pair.sentence_a, pair.pronoun, "animal")
     assert text == "The animal didn't cross the street because the animal was too tired."
     assert text[rest:] == " was too tired."
-    assert coref.substituted("Anna thanked Maria because she had offered help.", 4, "Maria")[0] == (
+    assert substituted("Anna thanked Maria because she had offered help.", 4, "Maria")[0] == (
         "Anna thanked Maria because Maria had offered help."
     )
 
@@ -425,11 +449,11 @@ def test_substitution_puts_the_candidate_in_place_of_the_pronoun():
 def test_model_answer_scores_equal_an_unbatched_log_probability(smollm2):
     import torch
 
-    pair = coref.load_pairs()[0]
-    answer = coref.model_answer(smollm2, pair, pair.sentence_a)
+    pair = load_pairs()[0]
+    answer = model_answer(smollm2, pair, pair.sentence_a)
     assert sum(answer.probabilities) == pytest.approx(1.0)
     # recompute the first candidate's score alone, with no padding, token by token
-    text, rest = coref.substituted(pair.sentence_a, pair.pronoun, "animal")
+    text, rest = substituted(pair.sentence_a, pair.pronoun, "animal")
     enc = smollm2.tokenizer(text, return_offsets_mapping=True)
     ids = enc["input_ids"]
     first = next(i for i, (s, e) in enumerate(enc["offset_mapping"]) if e > rest)
@@ -438,22 +462,22 @@ def test_model_answer_scores_equal_an_unbatched_log_probability(smollm2):
     logp = torch.log_softmax(logits, dim=-1)
     expected = sum(float(logp[t - 1, ids[t]]) for t in range(first, len(ids)))
     assert answer.log_probs[0] == pytest.approx(expected, abs=1e-3)
-    question = coref.model_answer(smollm2, pair, pair.sentence_a, method="question")
+    question = model_answer(smollm2, pair, pair.sentence_a, method="question")
     assert question.method == "question" and sum(question.probabilities) == pytest.approx(1.0)
 
 
 def test_an_encoder_cannot_be_asked_for_an_answer(minilm):
     with pytest.raises(CorefInputError, match="cannot be asked"):
-        coref.model_answer(minilm, coref.load_pairs()[0], ANIMAL_A)
+        model_answer(minilm, load_pairs()[0], ANIMAL_A)
 
 
 def test_verdicts_and_set_comparison_on_hand_made_answers():
-    a = coref.candidate_attention(_hand_made_weights(), SPANS)
+    a = candidate_attention(_hand_made_weights(), SPANS)
     pa = PairAttention(a, a[..., ::-1].copy(), ("animal", "street"), 0, 1)
-    says_animal = coref.ModelAnswer("A.", ("animal", "street"), (-1.0, -3.0))
-    says_street = coref.ModelAnswer("B.", ("animal", "street"), (-4.0, -2.0))
+    says_animal = ModelAnswer("A.", ("animal", "street"), (-1.0, -3.0))
+    says_street = ModelAnswer("B.", ("animal", "street"), (-4.0, -2.0))
     assert says_animal.probabilities[0] == pytest.approx(1 / (1 + math.exp(-2)))
-    found = coref.verdicts([pa], [(says_animal, says_animal)], head=(0, 0))
+    found = verdicts([pa], [(says_animal, says_animal)], head=(0, 0))
     assert [(v.attention_pick, v.model_pick, v.right) for v in found] == [
         ("animal", "animal", "animal"),
         ("street", "animal", "street"),
@@ -461,7 +485,7 @@ def test_verdicts_and_set_comparison_on_hand_made_answers():
     assert found[1].describe((0, 0)) == (
         "the model prefers **animal** (wrong); head L0 H0 looks more at **street** (they disagree)."
     )
-    summary = coref.compare_over_set([pa], [(says_animal, says_street)], head=(1, 1))
+    summary = compare_over_set([pa], [(says_animal, says_street)], head=(1, 1))
     assert summary.model_accuracy == 1.0
     assert summary.head_accuracy == 0.5  # ties on both sentences count half
     assert summary.agreement == 0.0 and len(summary.rows) == 2
@@ -481,11 +505,11 @@ def test_a_tokenizer_without_offsets_is_a_clear_message():
     model = SimpleNamespace(config=SimpleNamespace(max_position_embeddings=512))
     loaded = LoadedModel("slow", "encoder", model, SlowTokenizer(), None, "cpu")
     with pytest.raises(CorefInputError, match="no character offsets"):
-        coref.trace_pair(loaded, coref.load_pairs()[0])
+        trace_pair(loaded, load_pairs()[0])
 
 
 def test_answer_chart_has_one_bar_per_candidate_and_sentence():
-    from txviz.figures.coref import answer_chart
+    from txviz.coref.figures import answer_chart
 
     probs = [(0.8, 0.2), (0.3, 0.7)]
     bars = answer_chart(("animal", "street"), probs, ["A", "B"]).to_dict()["data"]
@@ -496,12 +520,12 @@ def test_answer_chart_has_one_bar_per_candidate_and_sentence():
 
 
 def test_head_readings_say_whether_a_head_looks_at_the_right_candidate():
-    a = coref.candidate_attention(_hand_made_weights(), SPANS)
+    a = candidate_attention(_hand_made_weights(), SPANS)
     pa = PairAttention(a, a[..., ::-1].copy(), ("animal", "street"), 0, 0)
-    assert coref.head_readings(pa, (0, 0)) == [
+    assert head_readings(pa, (0, 0)) == [
         "Sentence A: head L0 H0 looks more at **animal** (right: the pronoun means animal).",
         "Sentence B: head L0 H0 looks more at **street** (wrong: the pronoun means animal).",
     ]
-    assert coref.head_readings(pa, (1, 1))[0].endswith("the same (a tie; the pronoun means animal).")
+    assert head_readings(pa, (1, 1))[0].endswith("the same (a tie; the pronoun means animal).")
     unmarked = PairAttention(a, a, ("animal", "street"))
-    assert coref.head_readings(unmarked, (0, 0))[1].endswith("(no right answer marked).")
+    assert head_readings(unmarked, (0, 0))[1].endswith("(no right answer marked).")

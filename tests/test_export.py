@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from txviz import export
+from txviz.core.trace import AttentionTrace
+from txviz.figures import export
 from txviz.figures.attention import attention_heatmap
-from txviz.trace import AttentionTrace
 
 WEIGHTS = np.array([[[[0.75, 0.25], [0.5, 0.5]]]], dtype=np.float32)
 TRACE = AttentionTrace(("a", "<b>"), ("a", "<b>"), WEIGHTS, "m", "self", layer_names=("l0",))

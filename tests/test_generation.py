@@ -17,9 +17,9 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
-from txviz import capture as capture_module
-from txviz.capture import CaptureSettings, capture, use_capture
-from txviz.generation import (
+from txviz.core import capture as capture_module
+from txviz.core.capture import CaptureSettings, capture, use_capture
+from txviz.generation.loop import (
     GenerationError,
     GenerationRequest,
     attention_bytes,
@@ -28,8 +28,8 @@ from txviz.generation import (
     prepare,
     sequence_attention,
 )
+from txviz.generation.sampling import SamplingSettings
 from txviz.models import LoadedModel
-from txviz.sampling import SamplingSettings
 
 CORPUS = ["the cat sat on the mat and the dog sat on the log"] * 5
 
@@ -261,7 +261,7 @@ def test_encoder_only_model_is_refused_with_a_message(tiny):
 
 
 def test_candidate_bars_show_each_stage_and_mark_the_chosen(tiny):
-    from txviz.figures.generation import candidate_bars
+    from txviz.generation.figures import candidate_bars
 
     sampling = SamplingSettings(temperature=0.7, top_k=4, seed=3)
     step = next(generate(tiny, GenerationRequest("the cat", 1, sampling)))
@@ -276,8 +276,8 @@ def test_candidate_bars_show_each_stage_and_mark_the_chosen(tiny):
 
 
 def test_newest_attention_figures_carry_the_rows(tiny):
-    from txviz.figures.generation import newest_attention_all_heads, newest_attention_head
-    from txviz.generation import sequence_tokens
+    from txviz.generation.figures import newest_attention_all_heads, newest_attention_head
+    from txviz.generation.loop import sequence_tokens
 
     prompt = prepare(tiny, GenerationRequest("the cat sat"))
     steps = list(generate(tiny, GenerationRequest("the cat sat", 3), prompt))
@@ -292,8 +292,8 @@ def test_newest_attention_figures_carry_the_rows(tiny):
 
 
 def test_sequence_heatmap_rows_are_queries_with_masked_cells_blank(tiny):
-    from txviz.figures.generation import sequence_heatmap
-    from txviz.generation import sequence_tokens
+    from txviz.generation.figures import sequence_heatmap
+    from txviz.generation.loop import sequence_tokens
 
     prompt = prepare(tiny, GenerationRequest("the cat sat"))
     steps = list(generate(tiny, GenerationRequest("the cat sat", 4), prompt))
@@ -307,7 +307,7 @@ def test_sequence_heatmap_rows_are_queries_with_masked_cells_blank(tiny):
 
 
 def test_kv_cache_figures_match_the_steps(tiny):
-    from txviz.figures.generation import kv_cache_growth, kv_cache_per_layer
+    from txviz.generation.figures import kv_cache_growth, kv_cache_per_layer
 
     steps = list(generate(tiny, GenerationRequest("the cat sat", 3)))
     growth = kv_cache_growth(steps, current=1).to_dict()["data"][0]

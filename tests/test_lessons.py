@@ -4,7 +4,7 @@ import pytest
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-from txviz.lessons import load_lessons
+from txviz.app.lessons import load_lessons
 
 LESSONS = load_lessons()
 

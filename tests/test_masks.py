@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from txviz import masks
-from txviz.figures import masks as figs
-from txviz.masking_effects import apply_pattern, decoder_effect, forbidden_weight, pattern_for_model
+from txviz.masks import figures as figs
+from txviz.masks import patterns as masks
+from txviz.masks.effects import apply_pattern, decoder_effect, forbidden_weight, pattern_for_model
 
 
 def data(value) -> np.ndarray:

@@ -8,7 +8,7 @@ import torch
 import transformers as tf
 
 from txviz import models
-from txviz.tracing import trace_text
+from txviz.core.tracing import trace_text
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,10 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from txviz import coref
+from txviz.coref import pairs as coref_pairs
+from txviz.coref.pairs import load_pairs
+from txviz.coref.runs import attention_over_pairs
+from txviz.coref.scoring import score_heads
 
 PAGE = "../pages/6_Coreference.py"  # relative to this file, as AppTest resolves it
 TIMEOUT = 300
@@ -26,9 +29,9 @@ def one_torch_thread():
 @pytest.fixture
 def small_set(monkeypatch):
     """The page scores a set of three pairs, so the 30-layer decoder stays quick in a test."""
-    pairs = coref.load_pairs()[:3]
+    pairs = load_pairs()[:3]
     st.cache_data.clear()  # cached chunks of the full set must not be mixed with this one
-    monkeypatch.setattr(coref, "load_pairs", lambda *args: pairs)
+    monkeypatch.setattr(coref_pairs, "load_pairs", lambda *args: pairs)
     yield pairs
     st.cache_data.clear()
 
@@ -49,7 +52,7 @@ def test_default_pair_on_minilm_shows_scores_and_the_caveat(minilm):
     assert at.selectbox(key="pair_index").value == 0
     assert "one signal, not an explanation" in at.warning[-1].value
     # the page's best head is the one score_heads picks on the same pairs and split
-    expected = coref.score_heads(coref.attention_over_pairs(minilm, coref.load_pairs()), 0.3, 0)
+    expected = score_heads(attention_over_pairs(minilm, load_pairs()), 0.3, 0)
     assert metric(at, "Best head") == "L{} H{}".format(*expected.best_head)
     assert metric(at, "Its held-out") == f"{expected.best_test_accuracy:.0%}"
     assert metric(at, "Chance") == "50%"
@@ -65,7 +68,7 @@ def test_moving_widgets_keeps_the_page_working(minilm):
     at.number_input(key="seed").set_value(7).run()
     at.slider(key="test_fraction").set_value(0.4).run()
     assert not at.exception
-    expected = coref.score_heads(coref.attention_over_pairs(minilm, coref.load_pairs()), 0.4, 7)
+    expected = score_heads(attention_over_pairs(minilm, load_pairs()), 0.4, 7)
     assert metric(at, "Best head") == "L{} H{}".format(*expected.best_head)
     assert any("Layer 2, head 5" in s.value for s in at.subheader)
 

@@ -75,7 +75,7 @@ def test_unknown_model_name_gives_a_message(app, monkeypatch):
 
 
 def test_binary_upload_gives_a_message():
-    from txviz.ui import decode_upload
+    from txviz.app.ui import decode_upload
 
     with pytest.raises(ValueError, match="binary"):
         decode_upload(b"\x89PNG\r\n\x1a\n\x00\x00", "x.txt")

@@ -6,7 +6,7 @@ import pytest
 from conftest import FIGURE, ROOT, page_url, screenshot, wait_for_app
 from streamlit.testing.v1 import AppTest
 
-from txviz import masks
+from txviz.masks import patterns as masks
 
 PAGE = "pages/5_Masking_Patterns.py"
 

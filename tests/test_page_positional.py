@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from txviz import positional as pe
+from txviz.positional import encodings as pe
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "3_Positional_Encoding.py")
 

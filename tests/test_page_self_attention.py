@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from txviz import toy_attention as ta
-from txviz.tracing import trace_text
+from txviz.core.tracing import trace_text
+from txviz.selfattention import toy as ta
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "1_Self_Attention.py")
 TEXT = "The animal didn't cross the street because it was too tired."

@@ -8,8 +8,8 @@ import pytest
 from conftest import FIGURE, ROOT, page_url, screenshot, wait_for_app
 from streamlit.testing.v1 import AppTest
 
-from txviz import bpe, subwords
-from txviz.figures import bpe as figs
+from txviz.tokenization import bpe, subwords
+from txviz.tokenization import figures as figs
 
 PAGE = "pages/4_Tokenization.py"
 REAL = "Real tokenizers on your text"

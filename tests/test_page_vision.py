@@ -146,6 +146,6 @@ def test_browser_upload_shows_the_overlay(app_server, browser_page, tmp_path) ->
 
 
 def vision_sample_path():
-    from txviz.vision import SAMPLE_FOLDER
+    from txviz.vision.samples import SAMPLE_FOLDER
 
     return SAMPLE_FOLDER / "shapes-2.png"

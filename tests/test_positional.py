@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import plotly_array
 
-from txviz import positional as pe
+from txviz.positional import encodings as pe
 
 
 def test_sinusoid_matches_its_equation_entry_by_entry():
@@ -199,7 +199,7 @@ def test_learned_position_embeddings_are_found_by_name():
 
 
 def test_figures_carry_the_numbers():
-    from txviz.figures import positional as figs
+    from txviz.positional import figures as figs
 
     p = pe.sinusoidal_encoding(60, 32)
     heat = figs.encoding_heatmap(p, "P").to_dict()
@@ -240,7 +240,7 @@ def test_summary_and_positions_like():
     np.testing.assert_allclose(np.diag(summary.cosine), 1.0)
     assert summary.by_offset[0] == pytest.approx(1.0)
     assert summary.components.scores.shape == (30, 2)
-    from txviz.figures import positional as figs
+    from txviz.positional import figures as figs
 
     assert len(figs.summary_figures(summary)) == 3
     x = np.zeros((5, 16))
@@ -257,7 +257,7 @@ def test_seeded_rope_check_and_mean_norms():
 
 
 def test_heatmap_colours_clip_outliers_but_keep_the_data():
-    from txviz.figures import positional as figs
+    from txviz.positional import figures as figs
 
     matrix = np.full((20, 10), 0.1)
     matrix[0, 0] = 50.0

@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers.generation.logits_process import TopKLogitsWarper, TopPLogitsWarper
 
-from txviz.sampling import (
+from txviz.generation.sampling import (
     SamplingSettings,
     apply_temperature,
     choose,

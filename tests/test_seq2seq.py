@@ -10,12 +10,13 @@ import pytest
 import torch
 from conftest import plotly_array
 
-from txviz import dates, models
-from txviz.capture import use_capture
-from txviz.figures import seq2seq as figs
+from txviz import models
+from txviz.core.capture import use_capture
 from txviz.figures.text import plain_all
 from txviz.models import LoadedModel, ModelLoadError
-from txviz.seq2seq import decode
+from txviz.seq2seq import dates
+from txviz.seq2seq import figures as figs
+from txviz.seq2seq.decoding import decode
 from txviz.training import seq2seq as training
 
 SOURCE = "twenty second of november two thousand twenty six"

@@ -9,10 +9,10 @@ import pytest
 import torch
 from conftest import plotly_array
 
-from txviz import attention, soft_hard
-from txviz import toy_soft_hard as toy
-from txviz.figures import soft_hard as figures
-from txviz.tracing import encode, trace_text
+from txviz.core import attention
+from txviz.core.tracing import encode, trace_text
+from txviz.softhard import compare as soft_hard
+from txviz.softhard import figures, toy
 from txviz.training import soft_hard as training
 
 # ---------------------------------------------------------------- normalizers (txviz.attention)

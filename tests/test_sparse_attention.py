@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from txviz import masks
-from txviz import sparse_attention as sa
 from txviz.bench import masks as bench
+from txviz.masks import patterns as masks
+from txviz.masks import sparse as sa
 
 N = 300  # three 128-token blocks, the last one partial: full, partial and empty tiles all occur
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import plotly_array
 
-from txviz import toy_attention as ta
+from txviz.selfattention import toy as ta
 
 
 def identity_head(d: int) -> ta.HeadWeights:
@@ -116,7 +116,7 @@ def test_bad_input_gives_a_clear_message():
 
 
 def test_figures_carry_the_numbers():
-    from txviz.figures import toy_attention as figs
+    from txviz.selfattention import figures as figs
 
     config = ta.ToyConfig()
     x, heads, omega_c = ta.toy_input(config), ta.toy_heads(config), ta.toy_omega_c(config)
@@ -151,7 +151,7 @@ def test_figures_carry_the_numbers():
 
 
 def test_real_query_step_on_a_synthetic_causal_trace():
-    from txviz.trace import AttentionTrace
+    from txviz.core.trace import AttentionTrace
 
     rng = np.random.default_rng(3)
     q = rng.normal(size=(1, 2, 4, 8)).astype(np.float32)  # [layer, head, pos, d_head]

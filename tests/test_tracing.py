@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from txviz import models
-from txviz.tracing import encode, trace_text, words_of
+from txviz.core.tracing import encode, trace_text, words_of
 
 
 def test_minilm_trace_is_a_full_encoder_attention(minilm):

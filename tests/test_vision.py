@@ -14,9 +14,20 @@ import pytest
 import torch
 from PIL import Image
 
-from txviz import vision
-from txviz.figures import vision as figures
-from txviz.vision import PatchGrid
+from txviz.vision import figures
+from txviz.vision.images import MIN_SIDE, load_image
+from txviz.vision.patches import PatchGrid, patch_grid, threshold_mask
+from txviz.vision.runs import pixel_values, trace_image
+from txviz.vision.samples import sample_image, sample_names
+from txviz.vision.stats import (
+    VIEWS,
+    attention_entropy,
+    attention_rollout,
+    cls_attention,
+    mean_attention_distance,
+    overlay_values,
+    patch_attention,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DIGITS_VIT = ROOT / "assets" / "models" / "digits-vit"
@@ -63,48 +74,48 @@ def photo(mode: str = "RGB", size=(40, 30)) -> Image.Image:
 
 def test_plain_png_jpeg_webp_load_as_rgb():
     for fmt in ("PNG", "JPEG", "WEBP"):
-        loaded = vision.load_image(encode(photo(), fmt))
+        loaded = load_image(encode(photo(), fmt))
         assert loaded.image.mode == "RGB" and loaded.image.size == (40, 30)
         assert loaded.source_format == fmt and loaded.notes == ()
 
 
 def test_png_pixels_survive_loading_exactly():
     original = photo()
-    loaded = vision.load_image(encode(original, "PNG"))
+    loaded = load_image(encode(original, "PNG"))
     assert np.array_equal(np.asarray(loaded.image), np.asarray(original))
 
 
 def test_text_file_named_png_is_refused_clearly():
     with pytest.raises(ValueError, match="not an image"):
-        vision.load_image(b"hello, this is a text file pretending to be a .png\n" * 20)
+        load_image(b"hello, this is a text file pretending to be a .png\n" * 20)
 
 
 def test_empty_file_is_refused_clearly():
     with pytest.raises(ValueError, match="empty"):
-        vision.load_image(b"")
+        load_image(b"")
 
 
 def test_truncated_jpeg_is_refused_clearly():
     data = encode(photo(size=(200, 200)), "JPEG", quality=95)
     with pytest.raises(ValueError, match="truncated or damaged"):
-        vision.load_image(data[: len(data) // 2])
+        load_image(data[: len(data) // 2])
 
 
 def test_decompression_bomb_is_refused_before_decoding():
     data = bomb_png(20_000)
     assert len(data) < 200_000  # small on disk: that is what makes it a bomb
     with pytest.raises(ValueError, match=r"400,000,000 pixels.*not decoded"):
-        vision.load_image(data)
+        load_image(data)
 
 
 def test_image_over_our_limit_but_under_pillows_is_refused_with_its_size():
     with pytest.raises(ValueError, match=r"8,000 x 8,000 pixels .*64 megapixels.*not decoded"):
-        vision.load_image(bomb_png(8_000))
+        load_image(bomb_png(8_000))
 
 
 def test_grayscale_is_copied_to_three_channels():
     grey = photo("L")
-    loaded = vision.load_image(encode(grey, "PNG"))
+    loaded = load_image(encode(grey, "PNG"))
     rgb = np.asarray(loaded.image)
     assert loaded.source_mode == "L" and "Grayscale" in loaded.notes[0]
     for channel in range(3):
@@ -114,7 +125,7 @@ def test_grayscale_is_copied_to_three_channels():
 def test_rgba_is_put_on_white():
     rgba = Image.new("RGBA", (10, 10), (255, 0, 0, 0))  # fully transparent red
     rgba.putpixel((3, 4), (0, 0, 255, 255))  # one opaque blue pixel
-    loaded = vision.load_image(encode(rgba, "PNG"))
+    loaded = load_image(encode(rgba, "PNG"))
     rgb = np.asarray(loaded.image)
     assert tuple(rgb[4, 3]) == (0, 0, 255)
     assert tuple(rgb[0, 0]) == (255, 255, 255)
@@ -123,7 +134,7 @@ def test_rgba_is_put_on_white():
 
 def test_cmyk_jpeg_is_converted():
     cmyk = Image.new("CMYK", (16, 16), (0, 255, 255, 0))  # pure red in CMYK
-    loaded = vision.load_image(encode(cmyk, "JPEG", quality=100))
+    loaded = load_image(encode(cmyk, "JPEG", quality=100))
     r, g, b = np.asarray(loaded.image)[8, 8].astype(int)
     assert loaded.source_mode == "CMYK" and "CMYK" in loaded.notes[0]
     assert r > 200 and g < 60 and b < 60
@@ -131,7 +142,7 @@ def test_cmyk_jpeg_is_converted():
 
 def test_sixteen_bit_png_is_scaled_not_clipped():
     ramp = np.linspace(0, 65535, 16 * 16).reshape(16, 16).astype(np.uint16)
-    loaded = vision.load_image(encode(Image.fromarray(ramp), "PNG"))
+    loaded = load_image(encode(Image.fromarray(ramp), "PNG"))
     grey = np.asarray(loaded.image)[..., 0]
     assert loaded.source_mode.startswith("I")
     assert grey[0, 0] == 0 and grey[-1, -1] == 255
@@ -142,19 +153,19 @@ def test_animated_gif_uses_first_frame():
     frames = [Image.new("RGB", (12, 12), c) for c in ((255, 0, 0), (0, 255, 0), (0, 0, 255))]
     buffer = io.BytesIO()
     frames[0].save(buffer, format="GIF", save_all=True, append_images=frames[1:], duration=50)
-    loaded = vision.load_image(buffer.getvalue())
+    loaded = load_image(buffer.getvalue())
     assert "3 frames" in loaded.notes[0]
     assert tuple(np.asarray(loaded.image)[5, 5]) == (255, 0, 0)
 
 
 def test_one_pixel_image_is_refused_clearly():
     with pytest.raises(ValueError, match=r"only 1 x 1 pixels"):
-        vision.load_image(encode(Image.new("RGB", (1, 1)), "PNG"))
+        load_image(encode(Image.new("RGB", (1, 1)), "PNG"))
 
 
 def test_bmp_is_not_accepted():
     with pytest.raises(ValueError, match="BMP images are not accepted"):
-        vision.load_image(encode(photo(), "BMP"))
+        load_image(encode(photo(), "BMP"))
 
 
 # --- patch geometry ---------------------------------------------------------------------------
@@ -183,18 +194,18 @@ def test_to_grid_drops_prefix_tokens():
 def test_grid_comes_from_the_config_with_distillation_and_register_tokens():
     from transformers import DeiTConfig, Dinov2WithRegistersConfig, ViTConfig
 
-    vit = vision.patch_grid(ViTConfig(image_size=24, patch_size=4))
+    vit = patch_grid(ViTConfig(image_size=24, patch_size=4))
     assert (vit.rows, vit.cols, vit.prefix_tokens) == (6, 6, ("[CLS]",))
-    deit = vision.patch_grid(DeiTConfig(image_size=224, patch_size=16))
+    deit = patch_grid(DeiTConfig(image_size=224, patch_size=16))
     assert (deit.rows, deit.n_prefix) == (14, 2)
-    dino = vision.patch_grid(
+    dino = patch_grid(
         Dinov2WithRegistersConfig(image_size=518, patch_size=14, num_register_tokens=4),
         pixel_shape=(224, 224),
     )
     assert (dino.rows, dino.cols) == (16, 16)
     assert dino.prefix_tokens == ("[CLS]", "[REG0]", "[REG1]", "[REG2]", "[REG3]")
     with pytest.raises(ValueError):
-        vision.patch_grid(ViTConfig(image_size=24, patch_size=4), n_tokens=30)
+        patch_grid(ViTConfig(image_size=24, patch_size=4), n_tokens=30)
 
 
 def test_upsample_puts_each_value_on_its_patch():
@@ -222,40 +233,40 @@ def random_attention(layers=3, heads=2, tokens=10, seed=0) -> np.ndarray:
 def test_cls_and_patch_attention_pick_the_right_rows():
     grid = PatchGrid(6, 6, 2, 2)  # 3 x 3 patches + [CLS] = 10 tokens
     weights = random_attention()
-    assert np.allclose(vision.cls_attention(weights, grid, 1, 0), weights[1, 0, 0, 1:].reshape(3, 3))
-    mean = vision.cls_attention(weights, grid, 2, None)
+    assert np.allclose(cls_attention(weights, grid, 1, 0), weights[1, 0, 0, 1:].reshape(3, 3))
+    mean = cls_attention(weights, grid, 2, None)
     assert np.allclose(mean, weights[2, :, 0, 1:].mean(0).reshape(3, 3))
-    from_patch = vision.patch_attention(weights, grid, 0, 1, patch=4)
+    from_patch = patch_attention(weights, grid, 0, 1, patch=4)
     assert np.allclose(from_patch, weights[0, 1, 5, 1:].reshape(3, 3))
 
 
 def test_rollout_rows_sum_to_one_and_match_the_formula():
     weights = random_attention()
-    rollout = vision.attention_rollout(weights)
+    rollout = attention_rollout(weights)
     assert rollout.shape == (3, 10, 10)
     assert np.allclose(rollout.sum(-1), 1.0)
     a = [0.5 * w.mean(0) + 0.5 * np.eye(10) for w in weights.astype(np.float64)]
     assert np.allclose(rollout[-1], a[2] @ a[1] @ a[0])
-    assert np.allclose(vision.attention_rollout(weights, residual=False)[0], weights[0].mean(0))
+    assert np.allclose(attention_rollout(weights, residual=False)[0], weights[0].mean(0))
 
 
 def test_entropy_of_uniform_and_one_hot_rows():
     uniform = np.full((1, 1, 8, 8), 1 / 8)
-    assert np.allclose(vision.attention_entropy(uniform), 3.0)  # log2(8) bits
+    assert np.allclose(attention_entropy(uniform), 3.0)  # log2(8) bits
     one_hot = np.tile(np.eye(8), (1, 1, 1, 1))
-    assert np.allclose(vision.attention_entropy(one_hot), 0.0)
+    assert np.allclose(attention_entropy(one_hot), 0.0)
 
 
 def test_mean_attention_distance_in_pixels():
     grid = PatchGrid(8, 8, 4, 4)  # 2 x 2 patches, centres 4 px apart
     self_only = np.zeros((1, 1, 5, 5))
     self_only[0, 0, np.arange(5), np.arange(5)] = 1.0
-    assert np.allclose(vision.mean_attention_distance(self_only, grid), 0.0)
+    assert np.allclose(mean_attention_distance(self_only, grid), 0.0)
     right = np.zeros((1, 1, 5, 5))
     right[0, 0, 0, 0] = 1.0  # [CLS] rows do not count
     for q, k in ((1, 2), (2, 1), (3, 4), (4, 3)):  # each patch looks at its horizontal neighbour
         right[0, 0, q, 0], right[0, 0, q, k] = 0.5, 0.5  # [CLS] weight is renormalised away
-    assert np.allclose(vision.mean_attention_distance(right, grid), 4.0)
+    assert np.allclose(mean_attention_distance(right, grid), 4.0)
 
 
 def test_one_hot_attention_lights_exactly_one_patch():
@@ -272,7 +283,7 @@ def test_one_hot_attention_lights_exactly_one_patch():
 
 
 def test_threshold_hides_weak_patches():
-    shown = vision.threshold_mask(np.array([[0.1, 0.4], [0.2, 0.8]]), 0.3)  # keep >= 0.24
+    shown = threshold_mask(np.array([[0.1, 0.4], [0.2, 0.8]]), 0.3)  # keep >= 0.24
     assert np.isnan(shown).tolist() == [[True, False], [True, False]]
 
 
@@ -295,9 +306,9 @@ def test_figures_carry_the_grid_sequence_and_probabilities():
 
 
 def test_sample_images_all_open():
-    for name in vision.sample_names():
-        image = vision.sample_image(name)
-        assert image.mode == "RGB" and min(image.size) >= vision.MIN_SIDE
+    for name in sample_names():
+        image = sample_image(name)
+        assert image.mode == "RGB" and min(image.size) >= MIN_SIDE
 
 
 # --- the shipped tiny ViT ---------------------------------------------------------------------
@@ -327,9 +338,9 @@ def test_captured_attention_equals_eager_output_attentions(digits_vit):
     from transformers import ViTForImageClassification
 
     eager = ViTForImageClassification.from_pretrained(DIGITS_VIT, attn_implementation="eager")
-    image = vision.sample_image("digit 3 (held out from training)")
-    result = vision.trace_image(digits_vit, image)
-    pixels = vision.pixel_values(digits_vit.processor, image)
+    image = sample_image("digit 3 (held out from training)")
+    result = trace_image(digits_vit, image)
+    pixels = pixel_values(digits_vit.processor, image)
     with torch.no_grad():
         reference = eager.eval()(pixel_values=pixels, output_attentions=True)
     expected = torch.stack(reference.attentions)[:, 0].numpy()  # (L, H, T, T)
@@ -341,21 +352,21 @@ def test_captured_attention_equals_eager_output_attentions(digits_vit):
 
 
 def test_model_input_image_undoes_the_processor(digits_vit):
-    image = vision.sample_image("digit 5 (held out from training)")  # already 24 x 24
-    result = vision.trace_image(digits_vit, image)
+    image = sample_image("digit 5 (held out from training)")  # already 24 x 24
+    result = trace_image(digits_vit, image)
     assert result.image.shape == (24, 24, 3)
     assert np.abs(result.image.astype(int) - np.asarray(image).astype(int)).max() <= 1
 
 
 def test_overlay_views_give_grids_and_titles(digits_vit):
-    result = vision.trace_image(digits_vit, vision.sample_image("shapes: shapes-0"))
-    for view in vision.VIEWS:
-        values, title = vision.overlay_values(result, view, layer=3, head=None, patch=7)
+    result = trace_image(digits_vit, sample_image("shapes: shapes-0"))
+    for view in VIEWS:
+        values, title = overlay_values(result, view, layer=3, head=None, patch=7)
         assert values.shape == (6, 6) and title
-    rollout_cls, _ = vision.overlay_values(result, vision.VIEWS[2], 3, None)
+    rollout_cls, _ = overlay_values(result, VIEWS[2], 3, None)
     assert rollout_cls.sum() <= 1.0
     with pytest.raises(ValueError):
-        vision.overlay_values(result, "nonsense", 0, None)
+        overlay_values(result, "nonsense", 0, None)
 
 
 def test_text_model_is_refused():
@@ -363,7 +374,7 @@ def test_text_model_is_refused():
 
     text_model = SimpleNamespace(name="minilm", kind="encoder", processor=None)
     with pytest.raises(ValueError, match="reads text"):
-        vision.trace_image(text_model, Image.new("RGB", (24, 24)))
+        trace_image(text_model, Image.new("RGB", (24, 24)))
 
 
 @pytest.mark.parametrize("family", ["deit", "dinov2_with_registers"])
@@ -394,11 +405,11 @@ def test_other_vit_families_drop_their_extra_tokens(tmp_path, family):
     ViTImageProcessorPil(size={"height": 32, "width": 32}).save_pretrained(tmp_path)
 
     loaded = models.load(str(tmp_path), "cpu")
-    result = vision.trace_image(loaded, vision.sample_image("shapes: shapes-0"))
+    result = trace_image(loaded, sample_image("shapes: shapes-0"))
     assert result.grid.prefix_tokens == prefix and (result.grid.rows, result.grid.cols) == (4, 4)
     assert result.trace.weights.shape == (2, 2, len(prefix) + 16, len(prefix) + 16)
     assert result.probabilities is None  # no classification head
-    values = vision.cls_attention(result.trace.weights, result.grid, 1, 0)
+    values = cls_attention(result.trace.weights, result.grid, 1, 0)
     assert np.allclose(values.ravel(), result.trace.weights[1, 0, 0, len(prefix) :])
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import txviz.bench
 import txviz.training
-from txviz import export
+from txviz.figures import export
 
 
 def _modules(package) -> list[str]:
@@ -20,7 +20,7 @@ def _modules(package) -> list[str]:
 def _trace_or_error(args: argparse.Namespace):
     """The trace the arguments ask for, or None after printing a clear error."""
     from txviz import models
-    from txviz.tracing import trace_text
+    from txviz.core.tracing import trace_text
 
     try:
         trace = trace_text(models.load(args.model, args.device), args.text, max_tokens=args.max_tokens)

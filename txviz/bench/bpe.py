@@ -7,7 +7,7 @@ import random
 import time
 from itertools import accumulate
 
-from txviz import bpe
+from txviz.tokenization import bpe
 
 _ONSETS = (
     "",

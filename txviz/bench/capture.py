@@ -10,8 +10,8 @@ import numpy as np
 import torch
 
 from txviz import models
+from txviz.core.tracing import trace_text
 from txviz.figures.attention import attention_heatmap, heads_mosaic
-from txviz.tracing import trace_text
 
 TEXT = "The quick brown fox jumps over the lazy dog while the cat watches from the warm window. "
 

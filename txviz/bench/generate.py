@@ -8,7 +8,7 @@ import time
 
 import torch
 
-from txviz.generation import GenerationRequest, attention_bytes, generate, prepare
+from txviz.generation.loop import GenerationRequest, attention_bytes, generate, prepare
 from txviz.models import load
 
 PROMPT = "The history of the printing press begins"

@@ -25,7 +25,9 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from txviz.core import paths
+
+ROOT = paths.ROOT
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
     "--headless",

@@ -18,14 +18,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from txviz import masks
-from txviz import sparse_attention as sa
+from txviz.core import paths
+from txviz.masks import patterns as masks
+from txviz.masks import sparse as sa
 
 SIZES = (1024, 4096, 8192)
 QUICK_SIZES = (256, 512, 1024)
 WINDOW = 128  # keys each side for the windowed patterns: O(n w) pairs
 N_HEADS, D_HEAD = 4, 64
-SAVED = Path(__file__).resolve().parents[2] / "assets" / "bench" / "masks.json"
+SAVED = paths.ASSETS / "bench" / "masks.json"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from txviz import capture
+from txviz.core import capture
 from txviz.models.loaded import LoadedModel, ModelLoadError
 
 Progress = Callable[[str], None]

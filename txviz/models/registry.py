@@ -9,6 +9,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+from txviz.core import paths
 from txviz.models.loaded import LoadedModel, ModelInfo, ModelLoadError
 from txviz.models.loading import (
     Progress,
@@ -19,7 +20,7 @@ from txviz.models.loading import (
     read_meta,
 )
 
-ASSET_MODELS = Path(__file__).resolve().parents[2] / "assets" / "models"
+ASSET_MODELS = paths.MODELS
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 

@@ -12,9 +12,10 @@ import torch
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 from transformers import BartConfig, BartForConditionalGeneration, PreTrainedTokenizerFast
 
-from txviz import dates
+from txviz.core import paths
+from txviz.seq2seq import dates
 
-OUT_DIR = Path(__file__).resolve().parents[2] / "assets" / "models" / "date-bart"
+OUT_DIR = paths.MODELS / "date-bart"
 SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>")  # BART's ids 0, 1, 2, 3
 MAX_SOURCE_TOKENS = 32  # sources are at most 9 words; room for a user's longer phrase
 MAX_TARGET_TOKENS = 12  # 10 ISO characters, </s>, and one to spare

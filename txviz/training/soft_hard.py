@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from txviz.toy_soft_hard import ASSETS_DIR, METHODS, ToyConfig, save_runs, train
+from txviz.softhard.toy import ASSETS_DIR, METHODS, ToyConfig, save_runs, train
 
 
 def main(argv: list[str] | None = None) -> int:

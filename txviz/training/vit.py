@@ -10,7 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-OUTPUT_DIR = Path(__file__).resolve().parents[2] / "assets" / "models" / "digits-vit"
+from txviz.core import paths
+
+OUTPUT_DIR = paths.MODELS / "digits-vit"
 IMAGE_SIZE = 24  # digits are 8x8; 24 px with 4 px patches gives a 6x6 grid of 36 patches
 PATCH_SIZE = 4
 SEED = 0

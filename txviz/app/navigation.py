@@ -1,0 +1,70 @@
+"""The app's navigation: Home, then every script in pages/, titled and addressed by its file name."""
+
+from pathlib import Path
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from txviz.core import paths
+
+PAGES_DIR = paths.PAGES
+PAGE_FILES = sorted(PAGES_DIR.glob("*.py"), key=lambda p: int(p.name.split("_")[0]))
+ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
+    "Self_Attention": ":material/calculate:",
+    "Attention_Explorer": ":material/grid_on:",
+    "Positional_Encoding": ":material/waves:",
+    "Tokenization": ":material/content_cut:",
+    "Masking_Patterns": ":material/filter_alt:",
+    "Coreference": ":material/link:",
+    "Soft_vs_Hard": ":material/tune:",
+    "Live_Generation": ":material/edit_note:",
+    "Encoder_Decoder": ":material/swap_horiz:",
+    "Vision_Transformer": ":material/image:",
+}
+
+
+def url_name(script: Path) -> str:
+    """pages/2_Attention_Explorer.py -> Attention_Explorer: the page's URL, as shared links use."""
+    return script.stem.split("_", 1)[1]
+
+
+def summary(script: Path) -> str:
+    """First line of a page script's docstring, for its card on the home page."""
+    text = script.read_text()
+    return text.split('"""')[1].strip().splitlines()[0] if text.startswith('"""') else ""
+
+
+def feature_page(script: Path) -> st.Page:
+    """The page of one script in pages/: title, icon and URL all come from its file name."""
+    name = url_name(script)
+    return st.Page(script, title=name.replace("_", " "), icon=ICONS.get(name), url_path=name)
+
+
+def feature_pages() -> list[st.Page]:
+    """One page per script in pages/, in file-number order."""
+    return [feature_page(script) for script in PAGE_FILES]
+
+
+def all_pages() -> list[st.Page]:
+    """Home first, then the feature pages."""
+    from txviz.app import home
+
+    return [st.Page(home.render, title="Home", icon=":material/home:", default=True), *feature_pages()]
+
+
+def _legacy_run() -> bool:
+    """True while Streamlit runs this app the pages/-folder way (a fresh server, before st.navigation)."""
+    ctx = get_script_run_ctx()
+    return ctx is not None and bool(ctx.pages_manager.uses_pages_directory)
+
+
+def take_over_legacy_run() -> None:
+    """Replace Streamlit's pages/-folder menu when a fresh server's first visit opens a page directly.
+
+    A folder named pages/ makes Streamlit run the first visits of a new server the legacy way, until
+    some session runs st.navigation. Widget IDs made in such a run differ from those of every later
+    run, so the first thing a user types would be lost: declare our pages and run again at once.
+    """
+    if _legacy_run():
+        st.navigation(all_pages())
+        st.rerun()

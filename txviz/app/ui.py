@@ -1,0 +1,286 @@
+"""The Streamlit pieces every page shares: page setup, model picking and loading, text input."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Container, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import streamlit as st
+
+from txviz import models
+from txviz.app import navigation
+from txviz.figures import export
+from txviz.models import LoadedModel, ModelLoadError
+
+OTHER_MODEL = "Other: a Hugging Face id or local folder..."
+MAX_TEXT_CHARS = 100_000
+MAX_LINK_CHARS = 1_500  # longer values stay out of the URL (browsers and chat apps cut long links)
+PRESENTATION_CSS = """<style>
+html, body, [data-testid="stAppViewContainer"] { font-size: 22px; }
+h1 { font-size: 3rem !important; }
+[data-testid="stMarkdownContainer"] p, label, [data-testid="stCaptionContainer"] { font-size: 1.15rem !important; }
+</style>"""
+
+
+def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str, ...] = ()) -> None:
+    """Page config, title, intro, the sidebar's device and presentation toggles, and the link."""
+    st.set_page_config(page_title=f"{title} · txviz", page_icon=icon, layout="wide")
+    navigation.take_over_legacy_run()
+    st.session_state["_figure_count"] = 0
+    lesson_picker()
+    if st.sidebar.toggle(
+        "Presentation mode", key="presentation", help="Large fonts and a projector-safe colour scale."
+    ):
+        st.html(PRESENTATION_CSS)  # our own constant stylesheet, never user text
+    st.title(title)
+    if intro:
+        st.caption(intro)
+    device_picker()
+    if share:
+        _write_link(share)
+
+
+def _choose_lesson() -> None:
+    st.session_state["_lesson_to_open"] = st.session_state.get("lesson")
+
+
+def lesson_picker() -> None:
+    """Sidebar presets: opening one switches page with its settings and shows its talking points."""
+    from txviz.app.lessons import load_lessons
+
+    lessons = {lesson.title: lesson for lesson in load_lessons()}
+    st.sidebar.selectbox(
+        "Lesson",
+        list(lessons),
+        index=None,
+        placeholder="Open a lesson...",
+        key="lesson",
+        on_change=_choose_lesson,
+    )
+    opening = lessons.get(st.session_state.pop("_lesson_to_open", None) or "")
+    if opening:
+        for key in opening.settings:  # widget state from this session would win over the link
+            st.session_state.pop(key, None)
+        st.session_state["_lesson_shown"] = opening.title
+        st.switch_page(opening.page, query_params=opening.query_params())
+    shown = lessons.get(st.session_state.get("_lesson_shown") or "")
+    if shown:
+        with st.sidebar.expander(f"Lesson: {shown.title}", expanded=True):
+            for point in shown.talking_points:
+                st.markdown(f"- {point}")
+
+
+def _write_link(keys: tuple[str, ...]) -> None:
+    """Keep the page's settings in the URL so the address bar is a link back to this view."""
+    too_long = []
+    for key in keys:
+        if key not in st.session_state:
+            continue
+        value = json.dumps(st.session_state[key])
+        if len(value) > MAX_LINK_CHARS:
+            too_long.append(key)
+            st.query_params.pop(key, None)
+        elif st.query_params.get(key) != value:
+            st.query_params[key] = value
+    if too_long:
+        st.sidebar.caption(
+            f"The {', '.join(too_long)} is too long to fit in a link; the link opens the rest of this view. "
+            "Lesson presets can carry long texts."
+        )
+
+
+def link_value(key: str, default: Any, valid: Container | Callable[[Any], bool] | None = None) -> Any:
+    """The value a shared link gives this setting, when it is valid; otherwise the default."""
+    if key in st.session_state or key not in st.query_params:
+        return default
+    try:
+        value = json.loads(st.query_params[key])
+    except ValueError:
+        return default
+    if type(value) is not type(default) and not (isinstance(default, float) and isinstance(value, int)):
+        return default
+    ok = valid is None or (valid(value) if callable(valid) else value in valid)
+    return value if ok else default
+
+
+def presenting() -> bool:
+    return bool(st.session_state.get("presentation"))
+
+
+def color_scale() -> str:
+    """viridis by default (colour-blind safe); cividis in presentation mode (survives projectors)."""
+    return "cividis" if presenting() else "viridis"
+
+
+def device_picker() -> str:
+    """Sidebar choice of device; 'auto' is CUDA when present, else CPU."""
+    options = ["auto", "cpu"] + (["cuda"] if models.default_device() == "cuda" else [])
+    choice = st.sidebar.selectbox("Device", options, key="device", help="Where models run.")
+    return models.default_device(choice)
+
+
+def current_device() -> str:
+    return models.default_device(st.session_state.get("device", "auto"))
+
+
+def model_picker(
+    kinds: tuple[str, ...] = ("encoder", "decoder"),
+    default: str = "minilm",
+    key: str = "model",
+    label: str = "Model",
+) -> str:
+    """A model name from the registry (of the given kinds), or one the user types."""
+    names = models.names(kinds)
+    options = names + [OTHER_MODEL]
+    default = link_value(key, default, options)
+    index = options.index(default) if default in options else 0
+    choice = st.selectbox(label, options, index=index, key=key)
+    if choice != OTHER_MODEL:
+        return choice
+    typed = st.text_input(
+        "Hugging Face id or folder",
+        key=f"{key}_custom",
+        placeholder="e.g. bert-base-uncased or /path/to/model",
+        help="Loaded with trust_remote_code off. Hub ids need a network or a local cache.",
+    )
+    if not typed.strip():
+        st.info("Type a model id or folder to load it.")
+        st.stop()
+    return typed.strip()
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _cached_model(name: str, device: str) -> LoadedModel:
+    # Shared by every session: read-only after loading; per-call settings travel in a ContextVar.
+    return models.load(name, device)
+
+
+def load_model(name: str, kinds: tuple[str, ...] | None = None) -> LoadedModel:
+    """The cached model, loaded with a progress note; a clear error and a stop on failure."""
+    device = current_device()
+    try:
+        with st.status(f"Loading {name} on {device}...", expanded=False) as status:
+            if name == "smollm2":
+                status.write(
+                    "The first load converts SmolLM2 once (about 20 s); later ones take under a second."
+                )
+            loaded = _cached_model(name, device)
+            status.update(label=f"{name} ready on {device}", state="complete")
+    except ModelLoadError as error:
+        st.error(str(error))
+        st.stop()
+    if kinds and loaded.kind not in kinds:
+        st.error(f"{name} is a {loaded.kind} model; this page needs a {' or '.join(kinds)} model.")
+        st.stop()
+    return loaded
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Show bad input or a failed load as a message in the page, then stop the script."""
+    try:
+        yield
+    except (ValueError, ModelLoadError) as error:
+        st.error(str(error))
+        st.stop()
+
+
+def decode_upload(data: bytes, name: str = "file") -> str:
+    """Text of an uploaded .txt file, or a clear ValueError for binary or non-UTF-8 data."""
+    if b"\x00" in data[:8192]:
+        raise ValueError(f"{name} looks like a binary file, not text. Upload a UTF-8 .txt file.")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{name} is not UTF-8 text (byte {error.start} cannot be read). Save it as UTF-8 and retry."
+        ) from error
+
+
+def text_input(label: str, default: str, key: str = "text", height: int = 120) -> str:
+    """Text typed or pasted, or read from an uploaded .txt file; never rendered as HTML."""
+    source = st.radio(
+        f"{label} from", ["Type or paste", "Upload a .txt file"], horizontal=True, key=f"{key}_source"
+    )
+    if source == "Type or paste":
+        text = st.text_area(
+            label, value=link_value(key, default), height=height, key=key, max_chars=MAX_TEXT_CHARS
+        )
+    else:
+        upload = st.file_uploader("A UTF-8 .txt file", type=["txt"], key=f"{key}_upload")
+        if upload is None:
+            st.info("Choose a .txt file to read.")
+            st.stop()
+        with user_errors():
+            text = decode_upload(upload.getvalue(), upload.name)
+        if len(text) > MAX_TEXT_CHARS:
+            st.warning(f"The file has {len(text):,} characters; the first {MAX_TEXT_CHARS:,} are used.")
+            text = text[:MAX_TEXT_CHARS]
+    if not text.strip():
+        st.warning("The text is empty: type or upload some text first.")
+        st.stop()
+    return text
+
+
+def show_figure(figure, key: str | None = None, trace=None) -> None:
+    """A plotly or altair figure at the page's width, with its export menu."""
+    st.session_state["_figure_count"] = count = st.session_state.get("_figure_count", 0) + 1
+    key = key or f"figure-{count}"
+    if hasattr(figure, "to_plotly_json"):
+        if presenting():
+            figure.update_layout(font=dict(size=20))
+            figure.update_traces(colorscale="cividis", selector=dict(type="heatmap"))
+        st.plotly_chart(figure, width="stretch", key=key, config={"displaylogo": False})
+    else:
+        st.altair_chart(figure, width="stretch", key=key)
+    export_menu(figure, key, trace)
+
+
+def export_menu(figure, key: str, trace=None) -> None:
+    """Download buttons; files are made only when clicked (deferred), so reruns stay fast."""
+    files = [("Interactive HTML", lambda: export.figure_html(figure), f"{key}.html", "text/html")]
+    problem = (
+        export.image_export_problem() if hasattr(figure, "to_plotly_json") else "Images: use the HTML file."
+    )
+    if not problem:
+        files += [
+            ("PNG (publication size)", lambda: export.figure_image(figure, "png"), f"{key}.png", "image/png"),
+            (
+                "SVG (publication size)",
+                lambda: export.figure_image(figure, "svg"),
+                f"{key}.svg",
+                "image/svg+xml",
+            ),
+        ]
+    files.append(("Numbers (JSON)", lambda: export.figure_numbers(figure), f"{key}.json", "application/json"))
+    if trace is not None:
+        files += [
+            ("Tokens and weights (.npz)", lambda: export.trace_npz(trace), f"{key}-trace.npz", None),
+            (
+                "Tokens and weights (JSON)",
+                lambda: export.trace_json(trace),
+                f"{key}-trace.json",
+                "application/json",
+            ),
+        ]
+    with st.popover("Export", icon="⬇️"):
+        for label, make, file_name, mime in files:
+            st.download_button(label, make, file_name, mime, key=f"{key}-{file_name}", on_click="ignore")
+        if problem:
+            st.caption(problem)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Running the model...")
+def _cached_trace(name: str, device: str, text: str, record: tuple[str, ...]):
+    from txviz.core.tracing import trace_text
+    from txviz.explorer.views import read_only
+
+    # cache_resource, not cache_data: no pickling of ~100 MB traces; arrays are locked read-only.
+    return read_only(trace_text(_cached_model(name, device), text, record=record))
+
+
+def cached_trace(name: str, text: str, record: tuple[str, ...] = ("weights",)):
+    """The attention trace of ``text`` under model ``name``, shared by every session."""
+    return _cached_trace(name, current_device(), text, tuple(sorted(record)))

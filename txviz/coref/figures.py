@@ -1,0 +1,271 @@
+"""Figures for coreference: head grids for a minimal pair, both heatmaps of one head, head scores."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from txviz.core.trace import AttentionTrace
+from txviz.coref.scoring import HeadScores
+from txviz.coref.spans import PairAttention, TokenSpans
+
+LEAN_SCALE = "RdBu"  # red: second candidate, blue: first candidate, white: no preference
+HIGHLIGHT = "#f59e0b"
+
+
+def _grid_hover(first: str, second: str) -> str:
+    return (
+        "layer %{y}, head %{x}<br>"
+        + f"to {first}: %{{customdata[0]:.3f}}<br>to {second}: %{{customdata[1]:.3f}}"
+        + "<br>value %{z:+.3f}<extra></extra>"
+    )
+
+
+def head_grids(
+    pa: PairAttention,
+    selected: tuple[int, int] | None = None,
+    height: int | None = None,
+) -> go.Figure:
+    """Three layers x heads grids: lean in A, lean in B, and A minus B (the word's effect)."""
+    first, second = pa.candidates
+    n_layers, n_heads = pa.lean_a.shape
+    titles = (
+        f"Sentence A: {first} − {second}",
+        f"Sentence B: {first} − {second}",
+        "Difference A − B",
+    )
+    fig = make_subplots(rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.06)
+    # one colour scale for the two sentences, a wider one for their difference
+    lean_max = float(max(np.abs(pa.lean_a).max(), np.abs(pa.lean_b).max(), 1e-6))
+    diff_max = float(max(np.abs(pa.difference).max(), 1e-6))
+    panels = (
+        (pa.lean_a, pa.to_candidates_a, lean_max, 0.27),
+        (pa.lean_b, pa.to_candidates_b, lean_max, 0.63),
+        (pa.difference, np.stack([pa.lean_a, pa.lean_b], axis=-1), diff_max, 1.0),
+    )
+    for col, (values, custom, zmax, bar_x) in enumerate(panels, start=1):
+        hover = (
+            _grid_hover(first, second)
+            if col < 3
+            else "layer %{y}, head %{x}<br>lean in A %{customdata[0]:+.3f}"
+            "<br>lean in B %{customdata[1]:+.3f}<br>A − B %{z:+.3f}<extra></extra>"
+        )
+        fig.add_trace(
+            go.Heatmap(
+                z=values,
+                x=list(range(n_heads)),
+                y=list(range(n_layers)),
+                customdata=custom,
+                zmin=-zmax,
+                zmax=zmax,
+                zmid=0,
+                colorscale=LEAN_SCALE,
+                hovertemplate=hover,
+                showscale=col != 1,
+                colorbar={"x": bar_x, "len": 0.9, "thickness": 10},
+                name=titles[col - 1],
+            ),
+            row=1,
+            col=col,
+        )
+        fig.update_xaxes(title_text="head", dtick=1 if n_heads <= 16 else None, row=1, col=col)
+        fig.update_yaxes(
+            title_text="layer" if col == 1 else None,
+            autorange="reversed",
+            dtick=1 if n_layers <= 16 else None,
+            row=1,
+            col=col,
+        )
+        if selected is not None:
+            layer, head = selected
+            fig.add_shape(
+                type="rect",
+                x0=head - 0.5,
+                x1=head + 0.5,
+                y0=layer - 0.5,
+                y1=layer + 0.5,
+                line={"color": HIGHLIGHT, "width": 3},
+                row=1,
+                col=col,
+            )
+    fig.update_layout(
+        height=height or max(300, 22 * n_layers + 140),
+        margin={"l": 50, "r": 20, "t": 60, "b": 40},
+        title_text=f"Attention from the pronoun: blue leans to {first}, red to {second}",
+    )
+    return fig
+
+
+def _mark_spans(fig: go.Figure, spans: TokenSpans, n_keys: int, col: int) -> None:
+    """Outline the pronoun's row(s) and each candidate's columns."""
+    rows = spans.pronoun
+    fig.add_shape(
+        type="rect",
+        x0=-0.5,
+        x1=n_keys - 0.5,
+        y0=min(rows) - 0.5,
+        y1=max(rows) + 0.5,
+        line={"color": HIGHLIGHT, "width": 2},
+        row=1,
+        col=col,
+    )
+    for colour, cand in zip(("#2563eb", "#dc2626"), spans.candidates, strict=True):
+        fig.add_shape(
+            type="rect",
+            x0=min(cand) - 0.5,
+            x1=max(cand) + 0.5,
+            y0=min(rows) - 0.5,
+            y1=max(rows) + 0.5,
+            line={"color": colour, "width": 3},
+            row=1,
+            col=col,
+        )
+
+
+def pair_heatmaps(
+    trace_a: AttentionTrace,
+    trace_b: AttentionTrace,
+    layer: int,
+    head: int,
+    spans_a: TokenSpans | None = None,
+    spans_b: TokenSpans | None = None,
+) -> go.Figure:
+    """One head's full attention in sentence A and in sentence B, side by side."""
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=(
+            f"A: layer {layer}, head {head}",
+            f"B: layer {layer}, head {head}",
+        ),
+        horizontal_spacing=0.12,
+    )
+    for col, (trace, spans) in enumerate(((trace_a, spans_a), (trace_b, spans_b)), start=1):
+        weights = trace.head(layer, head)  # [query_pos, key_pos]
+        n_query, n_key = weights.shape
+        fig.add_trace(
+            go.Heatmap(
+                z=weights,
+                x=list(range(n_key)),
+                y=list(range(n_query)),
+                zmin=0,
+                zmax=1,
+                colorscale="Blues",
+                showscale=col == 2,
+                customdata=[
+                    [[trace.query_tokens[q], trace.key_tokens[k]] for k in range(n_key)]
+                    for q in range(n_query)
+                ],
+                hovertemplate="query %{y} %{customdata[0]}<br>key %{x} %{customdata[1]}"
+                "<br>weight %{z:.3f}<extra></extra>",
+                name="A" if col == 1 else "B",
+            ),
+            row=1,
+            col=col,
+        )
+        fig.update_xaxes(
+            title_text="key (attended to)",
+            tickmode="array",
+            tickvals=list(range(n_key)),
+            ticktext=list(trace.key_tokens),
+            tickangle=-60,
+            row=1,
+            col=col,
+        )
+        fig.update_yaxes(
+            title_text="query (attending)",
+            tickmode="array",
+            tickvals=list(range(n_query)),
+            ticktext=list(trace.query_tokens),
+            autorange="reversed",
+            row=1,
+            col=col,
+        )
+        if spans is not None:
+            _mark_spans(fig, spans, n_key, col)
+    n = max(len(trace_a.query_tokens), len(trace_b.query_tokens))
+    fig.update_layout(height=max(380, 22 * n + 160), margin={"l": 60, "r": 20, "t": 50, "b": 90})
+    return fig
+
+
+def head_score_chart(scores: HeadScores, top: int = 15) -> go.Figure:
+    """Best heads by choosing accuracy, with their held-out accuracy, chance and a coin-flip band."""
+    heads = scores.ranked_heads(top)
+    labels = [f"L{layer} H{head}" for layer, head in heads]
+    fig = go.Figure()
+    fig.add_trace(
+        go.Bar(
+            x=labels,
+            y=[float(scores.choose_accuracy[h]) for h in heads],
+            name=f"choosing pairs ({len(scores.choose_pairs)})",
+            marker_color="#94a3b8",
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            x=labels,
+            y=[float(scores.test_accuracy[h]) for h in heads],
+            name=f"held-out pairs ({len(scores.test_pairs)})",
+            marker_color="#2563eb",
+        )
+    )
+    low, high = scores.coin_flip_band
+    fig.add_hrect(
+        y0=low,
+        y1=high,
+        fillcolor="#9ca3af",
+        opacity=0.15,
+        line_width=0,
+        layer="below",
+        annotation_text="95% of coin flips",
+        annotation_position="bottom right",
+    )
+    fig.add_hline(
+        y=scores.chance,
+        line_dash="dash",
+        line_color="#dc2626",
+        annotation_text=f"chance {scores.chance:.0%}",
+        annotation_position="top left",
+    )
+    fig.update_layout(
+        barmode="group",
+        yaxis={"title": "share of sentences where the head attends more to the right one"},
+        xaxis={"title": "head, best first (chosen on the choosing pairs)"},
+        yaxis_range=[0, 1.05],
+        height=420,
+        margin={"l": 60, "r": 20, "t": 40, "b": 60},
+        legend={"orientation": "h", "y": 1.1},
+    )
+    return fig
+
+
+def answer_chart(
+    candidates: tuple[str, str],
+    probabilities: Sequence[tuple[float, float]],
+    sentences: Sequence[str],
+) -> go.Figure:
+    """The model's probability for each candidate, one group of bars per sentence."""
+    fig = go.Figure()
+    for i, (name, colour) in enumerate(zip(candidates, ("#2563eb", "#dc2626"), strict=True)):
+        fig.add_trace(
+            go.Bar(
+                x=list(sentences),
+                y=[float(p[i]) for p in probabilities],
+                name=name,
+                marker_color=colour,
+                text=[f"{p[i]:.0%}" for p in probabilities],
+                textposition="auto",
+            )
+        )
+    fig.add_hline(y=0.5, line_dash="dash", line_color="#6b7280")
+    fig.update_layout(
+        barmode="group",
+        yaxis={"title": "probability (of the two)", "range": [0, 1]},
+        xaxis={"title": "sentence"},
+        height=320,
+        margin={"l": 60, "r": 20, "t": 30, "b": 40},
+    )
+    return fig

@@ -1,0 +1,61 @@
+"""The Attention Explorer's view of a trace: options applied, figures chosen."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from txviz.core import aggregate
+from txviz.core.trace import AttentionTrace
+from txviz.core.tracing import words_of
+from txviz.models import LoadedModel
+
+AGGREGATES = ("mean over heads", "max over heads", "attention rollout")
+
+
+def view(
+    loaded: LoadedModel, text: str, trace: AttentionTrace, hide_special: bool, whole_words: bool
+) -> AttentionTrace:
+    """The trace as the options ask: sub-words merged into words, special tokens hidden."""
+    if whole_words:
+        groups = words_of(loaded, text)[: len(trace.query_tokens)]
+        trace = aggregate.merge_words(trace, groups, aggregate.word_texts(trace.query_tokens, groups))
+    if hide_special:
+        trace = aggregate.hide_special(trace)
+    return trace
+
+
+def aggregated(trace: AttentionTrace, how: str) -> np.ndarray:
+    """[layer, Q, K] by the chosen aggregate."""
+    if how == "mean over heads":
+        return aggregate.head_mean(trace.weights)
+    if how == "max over heads":
+        return aggregate.head_max(trace.weights)
+    if how == "attention rollout":
+        return aggregate.attention_rollout(trace.weights)
+    raise ValueError(f"Unknown aggregate '{how}'; choose from {', '.join(AGGREGATES)}.")
+
+
+def focus_across_layers(trace: AttentionTrace, token: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over heads of what ``token`` attends to and what attends to it: two [layer, T] arrays."""
+    mean = aggregate.head_mean(trace.weights)  # (L, Q, K)
+    return mean[:, token, :], mean[:, :, token]
+
+
+def read_only(trace: AttentionTrace) -> AttentionTrace:
+    """The same trace with arrays locked, because cached traces are shared by every session."""
+    for array in (trace.weights, trace.scores, trace.queries, trace.keys):
+        if array is not None:
+            array.flags.writeable = False
+    return dataclasses.replace(trace)
+
+
+def entropy(trace: AttentionTrace) -> np.ndarray:
+    """[layer, head] mean row entropy: low is focused, high is spread out."""
+    return aggregate.head_entropy(trace.weights)
+
+
+def distance(trace: AttentionTrace) -> np.ndarray:
+    """[layer, head] expected distance in tokens between a query and what it attends to."""
+    return aggregate.mean_attention_distance(trace.weights)

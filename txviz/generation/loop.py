@@ -1,0 +1,266 @@
+"""Generation one token at a time, keeping what the model attended to and what it considered."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from txviz.core.capture import CaptureSettings, capture
+from txviz.core.tokens import readable_token, readable_tokens
+from txviz.generation.sampling import SamplingSettings, choose, make_generator
+from txviz.models import LoadedModel
+
+MAX_NEW_TOKENS = 512  # newest rows of 30 x 9 heads stay near 80 MB of float16 at this length
+TOP_CANDIDATES = 10
+ROW_DTYPE = np.float16  # attention rows are kept for every step: half the memory of float32
+
+
+class GenerationError(ValueError):
+    """Generation cannot run as asked; the message is meant for the user."""
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """Everything a run of generation depends on; equal requests give equal runs (with a seed)."""
+
+    prompt: str
+    max_new_tokens: int = 32
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    chat: bool = False  # wrap the prompt in the model's chat template as one user turn
+    record_attention: bool = True
+    stop_at_eos: bool = True
+    top_candidates: int = TOP_CANDIDATES
+
+
+@dataclass(frozen=True, eq=False)
+class Prompt:
+    """The prompt as the model reads it."""
+
+    ids: tuple[int, ...]
+    tokens: tuple[str, ...]  # readable, one per id
+    raw_tokens: tuple[str, ...]  # the tokenizer's own pieces (Ġ, ▁) for hover
+    text: str  # what the model reads, chat template included
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclass(frozen=True, eq=False)
+class GenerationStep:
+    """One new token: what was chosen, from what, with which attention, at what cost."""
+
+    index: int  # 0 for the first new token
+    position: int  # the new token's position in the whole sequence (prompt + generated)
+    token_id: int
+    token: str  # readable text of the token alone
+    text: str  # the generated text so far, decoded as a whole (bytes joined properly)
+    candidate_ids: tuple[int, ...]  # most likely tokens by the model, the chosen one included
+    candidate_tokens: tuple[str, ...]
+    stage_names: tuple[str, ...]  # "model", then each filter applied, e.g. "top-k 40"
+    candidate_probs: np.ndarray  # float32 [stage, candidate]: how each filter reshaped them
+    attention: np.ndarray | None  # [layer, head, key_pos] row of the query at position - 1
+    kv_tokens: tuple[int, ...]  # tokens held in the KV cache, per layer, after this step
+    kv_bytes: tuple[int, ...]  # bytes of keys and values, per layer, after this step
+    elapsed_s: float  # since generation started, prompt included
+    finished: bool = False  # the model emitted an end-of-sequence token
+
+    @property
+    def query_position(self) -> int:
+        """Position of the token whose attention row chose this token (the newest one fed in)."""
+        return self.position - 1
+
+    @property
+    def tokens_per_second(self) -> float:
+        return (self.index + 1) / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def chosen_rank(self) -> int:
+        """Index of the chosen token among the candidates."""
+        return self.candidate_ids.index(self.token_id)
+
+
+def check_model(loaded: LoadedModel) -> None:
+    """Raise GenerationError unless the model can generate text one token at a time."""
+    if loaded.kind != "decoder":
+        what = {
+            "encoder": "an encoder: it reads a whole text at once and has no next-token head",
+            "encoder-decoder": "an encoder-decoder: this page runs decoder-only (causal) models",
+            "vision": "a vision model: it reads images, not text",
+        }.get(loaded.kind, f"a {loaded.kind} model")
+        raise GenerationError(f"{loaded.name} is {what}. Choose a causal language model such as smollm2.")
+    if loaded.tokenizer is None:
+        raise GenerationError(f"{loaded.name} has no tokenizer, so it cannot read a prompt.")
+
+
+def has_chat_template(loaded: LoadedModel) -> bool:
+    """True when the tokenizer carries a chat template (instruct models)."""
+    return bool(getattr(loaded.tokenizer, "chat_template", None))
+
+
+def prepare(loaded: LoadedModel, request: GenerationRequest) -> Prompt:
+    """Check the request against the model and tokenise the prompt; errors speak to the user."""
+    check_model(loaded)
+    if not request.prompt or not request.prompt.strip():
+        raise GenerationError("The prompt is empty: type a few words for the model to continue.")
+    if request.max_new_tokens < 1:
+        raise GenerationError("Max new tokens must be at least 1.")
+    if request.max_new_tokens > MAX_NEW_TOKENS:
+        raise GenerationError(
+            f"Max new tokens is at most {MAX_NEW_TOKENS} here: every step keeps a row of "
+            "attention for every layer and head."
+        )
+    try:
+        request.sampling.validate()
+    except ValueError as error:
+        raise GenerationError(str(error)) from error
+    tokenizer = loaded.tokenizer
+    if request.chat:
+        if not has_chat_template(loaded):
+            raise GenerationError(f"{loaded.name} has no chat template: turn the chat template off.")
+        messages = [{"role": "user", "content": request.prompt}]
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    else:
+        text = request.prompt
+        ids = tokenizer(text)["input_ids"]
+    n_ctx = loaded.n_ctx
+    if len(ids) >= n_ctx:
+        raise GenerationError(
+            f"The prompt has {len(ids):,} tokens, but {loaded.name} reads at most {n_ctx:,}: shorten it."
+        )
+    if len(ids) + request.max_new_tokens > n_ctx:
+        raise GenerationError(
+            f"The prompt has {len(ids):,} tokens; with {request.max_new_tokens:,} new ones that "
+            f"passes {loaded.name}'s context of {n_ctx:,}. Ask for at most "
+            f"{n_ctx - len(ids):,} new tokens."
+        )
+    tokens, raw = readable_tokens(tokenizer, list(ids))
+    return Prompt(tuple(int(i) for i in ids), tokens, raw, text)
+
+
+def eos_ids(loaded: LoadedModel) -> frozenset[int]:
+    """Tokens that end a generation, as model.generate reads them."""
+    eos = getattr(loaded.model.generation_config, "eos_token_id", None)
+    if eos is None:
+        eos = loaded.tokenizer.eos_token_id
+    if eos is None:
+        return frozenset()
+    return frozenset([eos] if isinstance(eos, int) else eos)
+
+
+def kv_cache_size(cache) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(tokens, bytes) held per layer by a transformers cache."""
+    tokens, sizes = [], []
+    for layer in getattr(cache, "layers", []):
+        keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
+        if keys is None or keys.numel() == 0:
+            tokens.append(0)
+            sizes.append(0)
+            continue
+        tokens.append(int(keys.shape[-2]))  # (B, H_kv, T, D)
+        sizes.append(keys.numel() * keys.element_size() + values.numel() * values.element_size())
+    return tuple(tokens), tuple(sizes)
+
+
+def _candidates(loaded: LoadedModel, choice, n: int) -> tuple[tuple[int, ...], np.ndarray]:
+    """Ids of the n most likely tokens (chosen one added if missing) and their staged probs."""
+    top = choice.before.topk(min(n, choice.before.numel())).indices.tolist()
+    if choice.token_id not in top:
+        top.append(choice.token_id)
+    index = torch.tensor(top)
+    probs = torch.stack([stage[index] for _, stage in choice.stages])  # (stage, candidate)
+    return tuple(top), probs.numpy().astype(np.float32)
+
+
+def _accepts(model, argument: str) -> bool:
+    """True when the model's forward takes this keyword."""
+    return argument in inspect.signature(model.forward).parameters
+
+
+def generate(
+    loaded: LoadedModel, request: GenerationRequest, prompt: Prompt | None = None
+) -> Iterator[GenerationStep]:
+    """Yield one GenerationStep per new token; stop iterating to stop generating."""
+    prompt = prompt or prepare(loaded, request)
+    model, tokenizer = loaded.model, loaded.tokenizer
+    from transformers import DynamicCache  # heavy import, only when generating
+
+    cache = DynamicCache(config=model.config)
+    generator = make_generator(request.sampling.seed)
+    stops = eos_ids(loaded) if request.stop_at_eos else frozenset()
+    settings = CaptureSettings(
+        record=frozenset({"weights"} if request.record_attention else ()),
+        newest_query_only=True,
+    )
+    generated: list[int] = []
+    start = time.perf_counter()
+    if len(prompt) > 1:
+        # All but the last prompt token go through the fast path: a recorded prompt would build
+        # every head's full [T, T] scores only to keep the last row.
+        head_only_last = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
+        with torch.no_grad():
+            ids = torch.tensor([prompt.ids[:-1]], device=loaded.device)  # (1, T - 1)
+            model(input_ids=ids, past_key_values=cache, use_cache=True, **head_only_last)
+    next_input = torch.tensor([prompt.ids[-1:]], device=loaded.device)  # (1, 1)
+    for index in range(request.max_new_tokens):
+        # The capture block and no_grad close before each yield: the caller's code between
+        # steps must not run inside them.
+        with torch.no_grad(), capture(model, settings) as recorder:
+            output = model(input_ids=next_input, past_key_values=cache, use_cache=True)
+        choice = choose(output.logits[0, -1], request.sampling, generator)
+        attention = None
+        if request.record_attention:
+            attention = recorder.stack("weights")[:, :, -1, :].astype(ROW_DTYPE)  # (L, H, K)
+        token_id = choice.token_id
+        generated.append(token_id)
+        ids, probs = _candidates(loaded, choice, request.top_candidates)
+        kv_tokens, kv_bytes = kv_cache_size(cache)
+        finished = token_id in stops
+        yield GenerationStep(
+            index=index,
+            position=len(prompt) + index,
+            token_id=token_id,
+            token=readable_token(tokenizer, tokenizer.convert_ids_to_tokens(token_id)),
+            text=tokenizer.decode(generated, skip_special_tokens=False),
+            candidate_ids=ids,
+            candidate_tokens=readable_tokens(tokenizer, list(ids))[0],
+            stage_names=tuple(name for name, _ in choice.stages),
+            candidate_probs=probs,
+            attention=attention,
+            kv_tokens=kv_tokens,
+            kv_bytes=kv_bytes,
+            elapsed_s=time.perf_counter() - start,
+            finished=finished,
+        )
+        if finished:
+            return
+        next_input = torch.tensor([[token_id]], device=loaded.device)
+
+
+def sequence_attention(steps: list[GenerationStep], layer: int, head: int) -> np.ndarray:
+    """One head's causal attention over the generation: float32 [step, key_pos], 0 past each row."""
+    rows = [s.attention[layer, head] for s in steps if s.attention is not None]
+    if not rows:
+        return np.zeros((0, 0), dtype=np.float32)
+    out = np.zeros((len(rows), len(rows[-1])), dtype=np.float32)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = row
+    return out
+
+
+def attention_bytes(n_layers: int, n_heads: int, n_prompt: int, n_new: int) -> tuple[int, int]:
+    """(bytes of the newest step's rows, bytes of every step's rows) held for a run."""
+    itemsize = np.dtype(ROW_DTYPE).itemsize
+    newest = n_layers * n_heads * (n_prompt + n_new - 1) * itemsize
+    keys_total = sum(n_prompt + i for i in range(n_new))  # step i's row covers prompt + i keys
+    return newest, n_layers * n_heads * keys_total * itemsize
+
+
+def sequence_tokens(prompt: Prompt, steps: list[GenerationStep]) -> tuple[str, ...]:
+    """Readable token at every position: the prompt's, then each new one's."""
+    return prompt.tokens + tuple(s.token for s in steps)

@@ -1,0 +1,145 @@
+"""A mask pattern applied to a real model: its attention before and after, and its output.
+
+The pattern travels in CaptureSettings(extra_mask=...), a per-call setting of the one attention
+function, so the shared cached model is never changed. It applies to every layer and head, on top
+of the model's own mask (a decoder stays causal whatever the pattern allows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from txviz.core.capture import CaptureSettings, capture
+from txviz.core.tokens import readable_tokens
+from txviz.core.trace import AttentionTrace
+from txviz.core.tracing import encode, trace_text
+from txviz.masks import patterns as masks
+from txviz.models import LoadedModel, ModelLoadError
+
+MAX_TOKENS = 128  # every head of 30 layers at 128 tokens is ~18 MB per trace; two are kept
+
+
+def pattern_for_model(loaded: LoadedModel, n: int, pattern: str, **params: int) -> masks.Fixed:
+    """The pattern for n tokens as the model will see it: within its own mask, no empty row."""
+    if pattern not in masks.PATTERNS:
+        raise ValueError(f"Unknown pattern {pattern!r}; choose from {', '.join(masks.PATTERNS)}.")
+    if not masks.PATTERNS[pattern].square:
+        raise ValueError(
+            f"{masks.PATTERNS[pattern].label} needs an encoder-decoder model; "
+            "choose a self-attention pattern here."
+        )
+    mask = masks.PATTERNS[pattern].mask(n, **params)
+    if loaded.is_causal:
+        # The model masks the future anyway; showing it here keeps the picture honest.
+        mask = mask & masks.causal_mask(n)
+    return masks.ensure_attendable(mask)
+
+
+@dataclass(frozen=True)
+class DecoderEffect:
+    """What the mask does to a decoder: loss on the text and the next-token prediction."""
+
+    loss_before: float  # mean cross-entropy of each next token, nats
+    loss_after: float
+    top_before: tuple[tuple[str, float], ...]  # (token, probability) after the last token
+    top_after: tuple[tuple[str, float], ...]
+
+    @property
+    def same_prediction(self) -> bool:
+        return self.top_before[0][0] == self.top_after[0][0]
+
+
+@dataclass(frozen=True)
+class EncoderEffect:
+    """What the mask does to an encoder: how far the embeddings move."""
+
+    sentence_cosine: float  # mean-pooled sentence embedding, masked vs unmasked
+    token_cosine: np.ndarray  # (n,) each token's last hidden state, masked vs unmasked
+
+
+@dataclass(frozen=True)
+class MaskedRun:
+    """One text through one model with and without the pattern."""
+
+    before: AttentionTrace
+    after: AttentionTrace
+    mask: np.ndarray  # bool (query_pos, key_pos) as applied
+    notice: str  # rows given themselves, text cut ...
+    effect: DecoderEffect | EncoderEffect
+
+
+def _forward(loaded: LoadedModel, ids: torch.Tensor, mask: torch.Tensor | None, **kwargs):
+    """One forward pass, with the extra mask when given; nothing recorded."""
+    settings = CaptureSettings(extra_mask=mask)
+    with torch.no_grad(), capture(loaded.model, settings):
+        return loaded.model(input_ids=ids, **kwargs)
+
+
+def _top(loaded: LoadedModel, logits: torch.Tensor, k: int) -> tuple[tuple[str, float], ...]:
+    """The k likeliest tokens of one logit vector, as readable text with probabilities."""
+    probs = torch.softmax(logits.float(), dim=-1)
+    values, indices = probs.topk(k)
+    tokens, _ = readable_tokens(loaded.tokenizer, indices.tolist())
+    return tuple(zip(tokens, values.tolist(), strict=True))
+
+
+def decoder_effect(loaded: LoadedModel, ids: list[int], mask: np.ndarray, k: int = 5) -> DecoderEffect:
+    """Loss on the text and the next token, with and without the mask."""
+    if len(ids) < 2:
+        raise ValueError("The loss needs at least two tokens: type a longer text.")
+    input_ids = torch.tensor([ids], device=loaded.device)
+    extra = torch.as_tensor(mask)
+    before = _forward(loaded, input_ids, None, labels=input_ids)
+    after = _forward(loaded, input_ids, extra, labels=input_ids)
+    return DecoderEffect(
+        loss_before=float(before.loss),
+        loss_after=float(after.loss),
+        top_before=_top(loaded, before.logits[0, -1], k),
+        top_after=_top(loaded, after.logits[0, -1], k),
+    )
+
+
+def encoder_effect(loaded: LoadedModel, ids: list[int], mask: np.ndarray) -> EncoderEffect:
+    """Cosine similarity of the mean-pooled embedding (and of each token) to the unmasked one."""
+    input_ids = torch.tensor([ids], device=loaded.device)
+    before = _forward(loaded, input_ids, None).last_hidden_state[0].float()  # (n, d_model)
+    after = _forward(loaded, input_ids, torch.as_tensor(mask)).last_hidden_state[0].float()
+    # Sentence embedding as all-MiniLM-L6-v2 defines it: the mean over tokens.
+    sentence = torch.nn.functional.cosine_similarity(before.mean(0), after.mean(0), dim=0)
+    tokens = torch.nn.functional.cosine_similarity(before, after, dim=-1)
+    return EncoderEffect(float(sentence), tokens.cpu().numpy())
+
+
+def apply_pattern(
+    loaded: LoadedModel, text: str, pattern: str, max_tokens: int = MAX_TOKENS, **params: int
+) -> MaskedRun:
+    """Run text through the model with and without a pattern from masks.PATTERNS."""
+    if loaded.kind not in ("encoder", "decoder"):
+        raise ModelLoadError(f"{loaded.name} is an {loaded.kind} model; pick a text model.")
+    encoded = encode(loaded, text, max_tokens)
+    fixed = pattern_for_model(loaded, len(encoded.ids), pattern, **params)
+    extra = torch.as_tensor(fixed.mask)  # (n, n) bool
+    before = trace_text(loaded, text, max_tokens=max_tokens)
+    after = trace_text(loaded, text, max_tokens=max_tokens, extra_mask=extra)
+    if loaded.is_causal:
+        effect = decoder_effect(loaded, encoded.ids, fixed.mask)
+    else:
+        effect = encoder_effect(loaded, encoded.ids, fixed.mask)
+    notice = " ".join(part for part in (encoded.notice, fixed.notice) if part)
+    return MaskedRun(before, after, fixed.mask, notice, effect)
+
+
+def prediction_rows(effect: DecoderEffect) -> list[dict[str, str]]:
+    """The top next tokens without and with the mask, as table rows."""
+    return [
+        {"rank": str(i + 1), "unmasked": f"{b[0]!r} {b[1]:.1%}", "with the pattern": f"{a[0]!r} {a[1]:.1%}"}
+        for i, (b, a) in enumerate(zip(effect.top_before, effect.top_after, strict=True))
+    ]
+
+
+def forbidden_weight(run: MaskedRun) -> float:
+    """Largest weight any head puts where the mask forbids (0.0 when the mask holds)."""
+    return float(run.after.weights[..., ~run.mask].max(initial=0.0))

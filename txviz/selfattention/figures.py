@@ -1,0 +1,160 @@
+"""Figures of self-attention step by step: small annotated matrices, routing, heads, a real query."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from txviz.selfattention.toy import HeadResult, MultiHeadResult
+
+MAX_ANNOTATED_CELLS = 400  # past this, numbers in cells stop being readable
+
+
+def token_labels(n: int, prefix: str = "x") -> list[str]:
+    """Names of toy tokens: x₁, x₂, ..."""
+    subscripts = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+    return [f"{prefix}{str(i + 1).translate(subscripts)}" for i in range(n)]
+
+
+def _ticks(labels: Sequence[str]) -> dict:
+    """Integer positions with text on the ticks, so repeated labels stay apart."""
+    return {"tickmode": "array", "tickvals": list(range(len(labels))), "ticktext": list(labels)}
+
+
+def matrix_figure(
+    matrix: np.ndarray,
+    row_labels: Sequence[str],
+    column_labels: Sequence[str],
+    title: str,
+    row_title: str = "",
+    column_title: str = "",
+    colorscale: str = "RdBu",
+    zmid: float | None = 0.0,
+    height: int | None = None,
+) -> go.Figure:
+    """An annotated heatmap of a small matrix, rows top to bottom as in the maths."""
+    matrix = np.asarray(matrix, dtype=float)
+    rows, columns = matrix.shape
+    annotate = rows * columns <= MAX_ANNOTATED_CELLS
+    heatmap = go.Heatmap(
+        z=matrix,
+        x=list(range(columns)),
+        y=list(range(rows)),
+        colorscale=colorscale,
+        zmid=zmid,
+        text=np.round(matrix, 2) if annotate else None,
+        texttemplate="%{text}" if annotate else None,
+        hovertemplate="row %{y}, column %{x}: %{z:.4f}<extra></extra>",
+        showscale=False,
+    )
+    figure = go.Figure(heatmap)
+    figure.update_layout(
+        title=title,
+        height=height or max(160, 60 + 42 * rows),
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    )
+    figure.update_xaxes(title=column_title, side="top", **_ticks(column_labels))
+    figure.update_yaxes(title=row_title, autorange="reversed", **_ticks(row_labels))
+    return figure
+
+
+def weights_figure(weights: np.ndarray, tokens: Sequence[str], title: str) -> go.Figure:
+    """Attention weights: rows are queries, columns are keys, each row sums to one."""
+    return matrix_figure(
+        weights, tokens, tokens, title, "query", "key", colorscale="Blues", zmid=None
+    ).update_traces(zmin=0.0, zmax=1.0)
+
+
+def routing_figure(result: HeadResult, tokens: Sequence[str]) -> go.Figure:
+    """Each output fed by every value, the band's width its attention weight (a Sankey)."""
+    n = len(tokens)
+    values = [f"v from {t}" for t in tokens]
+    outputs = [f"output {t}" for t in tokens]
+    sources, targets, widths = [], [], []
+    for query in range(n):
+        for key in range(n):
+            sources.append(key)
+            targets.append(n + query)
+            widths.append(float(result.weights[query, key]))
+    figure = go.Figure(
+        go.Sankey(
+            arrangement="fixed",
+            node={
+                "label": values + outputs,
+                "x": [0.01] * n + [0.99] * n,
+                "y": [(i + 0.5) / n for i in range(n)] * 2,
+                "pad": 12,
+            },
+            link={
+                "source": sources,
+                "target": targets,
+                "value": widths,
+                "hovertemplate": "%{source.label} → %{target.label}: weight %{value:.3f}<extra></extra>",
+            },
+        )
+    )
+    figure.update_layout(
+        title="Routing: each output is a weighted sum of every value",
+        height=max(220, 70 * n),
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    )
+    return figure
+
+
+def heads_figure(result: MultiHeadResult, tokens: Sequence[str]) -> go.Figure:
+    """Every head's attention weights side by side (rows queries, columns keys)."""
+    n_heads = len(result.heads)
+    figure = make_subplots(rows=1, cols=n_heads, subplot_titles=[f"head {h + 1}" for h in range(n_heads)])
+    annotate = len(tokens) ** 2 <= MAX_ANNOTATED_CELLS
+    for h, head in enumerate(result.heads):
+        figure.add_trace(
+            go.Heatmap(
+                z=head.weights,
+                x=list(range(len(tokens))),
+                y=list(range(len(tokens))),
+                zmin=0.0,
+                zmax=1.0,
+                colorscale="Blues",
+                showscale=False,
+                text=np.round(head.weights, 2) if annotate else None,
+                texttemplate="%{text}" if annotate else None,
+                hovertemplate="query %{y}, key %{x}: %{z:.4f}<extra></extra>",
+            ),
+            row=1,
+            col=h + 1,
+        )
+        figure.update_xaxes(title="key", row=1, col=h + 1, **_ticks(tokens))
+        figure.update_yaxes(autorange="reversed", row=1, col=h + 1, **_ticks(tokens))
+    figure.update_yaxes(title="query", row=1, col=1)
+    figure.update_layout(height=max(220, 90 + 42 * len(tokens)), margin={"l": 10, "r": 10, "t": 50, "b": 10})
+    return figure
+
+
+def query_steps_figure(
+    key_tokens: Sequence[str], scaled_scores: np.ndarray, weights: np.ndarray, title: str
+) -> go.Figure:
+    """One query's q.k/sqrt(d) per key and the softmax weights they become (masked keys blank)."""
+    positions = list(range(len(key_tokens)))
+    shown_scores = np.where(np.isfinite(scaled_scores), scaled_scores, np.nan)
+    figure = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        subplot_titles=["q · k / √d_head", "softmax → attention weight"],
+        vertical_spacing=0.12,
+    )
+    figure.add_trace(
+        go.Bar(x=positions, y=shown_scores, name="scaled score", marker_color="#7f7f7f"),
+        row=1,
+        col=1,
+    )
+    figure.add_trace(go.Bar(x=positions, y=weights, name="weight", marker_color="#1f77b4"), row=2, col=1)
+    figure.update_xaxes(title="key", row=2, col=1, **_ticks(key_tokens))
+    figure.update_xaxes(row=1, col=1, **_ticks(key_tokens))
+    figure.update_layout(
+        title=title, height=460, showlegend=False, margin={"l": 10, "r": 10, "t": 60, "b": 10}
+    )
+    return figure

@@ -1,0 +1,197 @@
+"""Figures of soft vs hard attention: side-by-side heatmaps, entropy bars, training curves."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+if TYPE_CHECKING:  # figures need no torch at run time
+    from txviz.softhard.compare import Comparison
+
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One heatmap: weights [query, key] with the labels of its rows and columns."""
+
+    title: str
+    weights: np.ndarray
+    query_tokens: Sequence[str]
+    key_tokens: Sequence[str]
+
+
+def _ticks(labels: Sequence[str]) -> dict:
+    """Integer positions with text on the ticks, so repeated tokens stay apart."""
+    return {"tickmode": "array", "tickvals": list(range(len(labels))), "ticktext": list(labels)}
+
+
+def side_by_side_heatmaps(
+    panels: Sequence[Panel], query_title: str = "query", key_title: str = "key"
+) -> go.Figure:
+    """Attention heatmaps in one row on one colour scale (0 to 1); rows queries, columns keys."""
+    if not panels:
+        raise ValueError("Nothing to plot: no panels.")
+    figure = make_subplots(
+        rows=1,
+        cols=len(panels),
+        subplot_titles=[p.title for p in panels],
+        horizontal_spacing=0.1 / len(panels),
+        shared_yaxes=True,
+    )
+    for column, panel in enumerate(panels, start=1):
+        weights = np.asarray(panel.weights, dtype=np.float32)
+        n_query, n_key = weights.shape
+        figure.add_trace(
+            go.Heatmap(
+                z=weights,
+                x=list(range(n_key)),
+                y=list(range(n_query)),
+                zmin=0.0,
+                zmax=1.0,
+                colorscale="Blues",
+                showscale=column == len(panels),
+                colorbar={"title": "weight"},
+                customdata=np.array(
+                    [[[q, k] for k in panel.key_tokens] for q in panel.query_tokens], dtype=object
+                ),
+                hovertemplate=(
+                    "query %{y} %{customdata[0]}<br>key %{x} %{customdata[1]}"
+                    "<br>weight %{z:.4f}<extra></extra>"
+                ),
+                name=panel.title,
+            ),
+            row=1,
+            col=column,
+        )
+        figure.update_xaxes(title=key_title, row=1, col=column, **_ticks(panel.key_tokens))
+        figure.update_yaxes(autorange="reversed", row=1, col=column, **_ticks(panel.query_tokens))
+    figure.update_yaxes(title=query_title, row=1, col=1)
+    n_rows = max(len(p.query_tokens) for p in panels)
+    figure.update_layout(
+        height=min(900, max(320, 140 + 18 * n_rows)), margin={"l": 10, "r": 10, "t": 50, "b": 10}
+    )
+    return figure
+
+
+def entropy_bars(
+    entropy: Mapping[str, np.ndarray],
+    layer: int,
+    y_title: str = "entropy (nats)",
+    title: str = "Mean attention entropy per head",
+) -> go.Figure:
+    """Grouped bars: one group per head of ``layer``, one bar per normalizer ([layer, head] in)."""
+    figure = go.Figure()
+    for index, (label, values) in enumerate(entropy.items()):
+        row = np.asarray(values)[layer]  # (head,)
+        figure.add_bar(
+            x=list(range(len(row))),
+            y=row.tolist(),
+            name=label,
+            marker_color=COLORS[index % len(COLORS)],
+            hovertemplate=f"{label}<br>head %{{x}}: %{{y:.3f}}<extra></extra>",
+        )
+    figure.update_layout(
+        barmode="group",
+        title=f"{title}, layer {layer}",
+        xaxis={"title": "head", "tickmode": "linear", "dtick": 1},
+        yaxis={"title": y_title, "rangemode": "tozero"},
+        height=340,
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return figure
+
+
+def similarity_bars(similarity: Mapping[str, float]) -> go.Figure:
+    """Cosine similarity of each normalizer's sentence embedding to softmax's."""
+    labels, values = list(similarity), [float(v) for v in similarity.values()]
+    figure = go.Figure(
+        go.Bar(
+            x=labels,
+            y=values,
+            marker_color=[COLORS[i % len(COLORS)] for i in range(len(labels))],
+            text=[f"{v:.3f}" for v in values],
+            textposition="outside",
+            hovertemplate="%{x}: %{y:.4f}<extra></extra>",
+        )
+    )
+    low = min(values + [1.0])
+    figure.update_layout(
+        title="Sentence embedding: cosine similarity to the softmax one",
+        xaxis={"title": "normalizer"},
+        yaxis={"title": "cosine similarity", "range": [min(0.0, low - 0.05), 1.05]},
+        height=340,
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+    )
+    return figure
+
+
+CURVE_TITLES = {
+    "accuracy": "held-out accuracy",
+    "entropy": "attention entropy (nats)",
+    "target_weight": "softmax weight on the right pair",
+    "train_loss": "training cross-entropy (nats)",
+}
+
+
+def training_curves(
+    curves: Mapping[str, Mapping[str, Sequence[float]]],
+    metrics: Sequence[str] = ("accuracy", "entropy"),
+    chance: float | None = None,
+) -> go.Figure:
+    """One panel per metric, one line per run (``curves``: label -> {"step": [...], metric: [...]})."""
+    figure = make_subplots(
+        rows=1, cols=len(metrics), subplot_titles=[CURVE_TITLES.get(m, m) for m in metrics]
+    )
+    for index, (label, run) in enumerate(curves.items()):
+        for column, metric in enumerate(metrics, start=1):
+            figure.add_scatter(
+                x=list(run["step"]),
+                y=list(run[metric]),
+                mode="lines",
+                name=label,
+                legendgroup=label,
+                showlegend=column == 1,
+                line={"color": COLORS[index % len(COLORS)]},
+                hovertemplate=f"{label}<br>step %{{x}}: %{{y:.4f}}<extra></extra>",
+                row=1,
+                col=column,
+            )
+    for column, metric in enumerate(metrics, start=1):
+        figure.update_xaxes(title="training step", row=1, col=column)
+        if metric == "accuracy":
+            figure.update_yaxes(range=[0, 1.02], row=1, col=column)
+            if chance is not None:
+                figure.add_hline(
+                    y=chance,
+                    line_dash="dot",
+                    annotation_text="chance",
+                    row=1,
+                    col=column,
+                )
+    figure.update_layout(
+        height=360, margin={"l": 10, "r": 10, "t": 50, "b": 10}, legend={"orientation": "h", "y": -0.3}
+    )
+    return figure
+
+
+def heatmaps_of(
+    maps: Mapping[str, tuple[np.ndarray, Sequence[str], Sequence[str]]], **titles: str
+) -> go.Figure:
+    """Side-by-side heatmaps from title -> (weights [query, key], query tokens, key tokens)."""
+    return side_by_side_heatmaps([Panel(title, *m) for title, m in maps.items()], **titles)
+
+
+def normalizer_heatmaps(comparison: Comparison, layer: int, head: int) -> go.Figure:
+    """One head of one layer under each normalizer, side by side."""
+    maps = {
+        comparison.settings.label(name): (t.head(layer, head), t.query_tokens, t.key_tokens)
+        for name, t in comparison.traces.items()
+    }
+    return heatmaps_of(maps)
