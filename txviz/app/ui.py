@@ -182,7 +182,7 @@ def user_errors() -> Iterator[None]:
     """Show bad input or a failed load as a message in the page, then stop the script."""
     try:
         yield
-    except (ValueError, ModelLoadError) as error:
+    except ValueError as error:  # UserError and ModelLoadError are ValueErrors too
         st.error(str(error))
         st.stop()
 

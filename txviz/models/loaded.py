@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from txviz.core.errors import UserError
+
 KINDS = ("encoder", "decoder", "encoder-decoder", "vision")
 
 
-class ModelLoadError(Exception):
+class ModelLoadError(UserError):
     """A model could not be loaded; the message is meant for the user."""
 
 
