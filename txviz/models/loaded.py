@@ -7,7 +7,7 @@ from typing import Any
 
 from txviz.core.errors import UserError
 
-KINDS = ("encoder", "decoder", "encoder-decoder", "vision")
+KINDS = ("encoder", "decoder", "encoder-decoder", "vision", "image-decoder")
 
 
 class ModelLoadError(UserError):
@@ -69,4 +69,4 @@ class LoadedModel:
 
     @property
     def is_causal(self) -> bool:
-        return self.kind == "decoder"
+        return self.kind in ("decoder", "image-decoder")

@@ -50,7 +50,7 @@ def _auto_class(kind: str, config):
     import transformers as tf
 
     architectures = getattr(config, "architectures", None) or []
-    if kind == "decoder":
+    if kind in ("decoder", "image-decoder"):  # an image decoder is a causal LM over pixel tokens
         return tf.AutoModelForCausalLM
     if kind == "encoder-decoder":
         return tf.AutoModelForSeq2SeqLM
@@ -159,7 +159,7 @@ def load_pretrained(
     try:
         if kind == "vision":
             processor = tf.AutoImageProcessor.from_pretrained(source, **kwargs)
-        else:
+        elif kind != "image-decoder":  # its tokens are pixels: no tokenizer
             tokenizer = tf.AutoTokenizer.from_pretrained(source, **kwargs)
     except (OSError, ValueError) as error:
         raise ModelLoadError(

@@ -1,0 +1,145 @@
+"""Running the pixel model: likelihoods, batch sampling, completion, and live steps with attention."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from txviz.core.capture import CaptureSettings, capture
+from txviz.generation.sampling import SamplingSettings, apply_temperature, make_generator, top_k_filter
+from txviz.imagegpt.data import N_LEVELS, N_PIXELS, SIDE, ImageInputError, first_token
+
+HALF = N_PIXELS // 2  # completion keeps the top four rows
+
+
+def make_config(n_embd: int = 64, n_layer: int = 4, n_head: int = 4):
+    """A GPT-2 over 28 tokens (17 grey levels, 10 digit classes, 'any digit') and 65 positions."""
+    from transformers import GPT2Config
+
+    from txviz.imagegpt.data import NO_CLASS, SEQ_LEN, VOCAB
+
+    return GPT2Config(
+        vocab_size=VOCAB,
+        n_positions=SEQ_LEN,
+        n_embd=n_embd,
+        n_layer=n_layer,
+        n_head=n_head,
+        n_inner=4 * n_embd,
+        resid_pdrop=0.1,
+        embd_pdrop=0.1,
+        attn_pdrop=0.0,
+        bos_token_id=NO_CLASS,
+        eos_token_id=NO_CLASS,
+        architectures=["GPT2LMHeadModel"],
+    )
+
+
+def pixel_logits(model, tokens: torch.Tensor) -> torch.Tensor:
+    """(B, L) tokens -> (B, L, 17): the next pixel's logits over grey levels after each position."""
+    return model(input_ids=tokens).logits[..., :N_LEVELS].float()
+
+
+def pixel_loss(model, tokens: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy in nats of pixels 1..64 given everything before them."""
+    logits = pixel_logits(model, tokens[:, :-1])
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, N_LEVELS), tokens[:, 1:].reshape(-1))
+
+
+@torch.no_grad()
+def bits_per_pixel(model, tokens: torch.Tensor, batch: int = 256) -> float:
+    """Held-out negative log-likelihood in bits per pixel, over all given sequences."""
+    total = 0.0
+    for part in tokens.split(batch):
+        total += float(pixel_loss(model, part)) * len(part)
+    return total / len(tokens) / float(np.log(2))
+
+
+def image_bits(model, image: np.ndarray, digit: int | None = None) -> float:
+    """Bits per pixel the model gives one (8, 8) image of grey levels."""
+    from txviz.imagegpt.data import sequences
+
+    labels = None if digit is None else np.array([digit])
+    return bits_per_pixel(model, torch.as_tensor(sequences(np.asarray(image)[None], labels)))
+
+
+def _shape(logits: torch.Tensor, settings: SamplingSettings) -> torch.Tensor:
+    """The generation page's temperature and top-k applied to a batch of logits."""
+    if settings.greedy:
+        return torch.where(logits == logits.max(-1, keepdim=True).values, 0.0, float("-inf"))
+    return top_k_filter(apply_temperature(logits, settings.temperature), settings.top_k)
+
+
+@torch.no_grad()
+def sample(
+    model,
+    digits: list[int | None],
+    settings: SamplingSettings,
+    prefix: np.ndarray | None = None,
+    generator: torch.Generator | None = None,
+) -> np.ndarray:
+    """Draw len(digits) images (N, 8, 8); a prefix (N, P) of grey levels is kept as given."""
+    settings.validate()
+    generator = generator or make_generator(settings.seed)
+    heads = torch.tensor([first_token(d) for d in digits])[:, None]
+    given = torch.as_tensor(np.zeros((len(digits), 0)) if prefix is None else prefix, dtype=torch.long)
+    tokens = torch.cat([heads, given], dim=1)
+    while tokens.shape[1] < 1 + N_PIXELS:
+        logits = _shape(pixel_logits(model, tokens)[:, -1], settings)
+        probs = torch.softmax(logits, dim=-1)
+        tokens = torch.cat([tokens, torch.multinomial(probs, 1, generator=generator)], dim=1)
+    return tokens[:, 1:].reshape(-1, SIDE, SIDE).numpy()
+
+
+def complete(model, image: np.ndarray, digit: int | None, n: int, settings: SamplingSettings) -> np.ndarray:
+    """n completions (n, 8, 8) of the image's lower half, its top half (four rows) kept."""
+    top = np.asarray(image).reshape(1, N_PIXELS)[:, :HALF]
+    if top.min() < 0 or top.max() >= N_LEVELS:
+        raise ImageInputError("The image must hold grey levels 0..16.")
+    return sample(model, [digit] * n, settings, np.repeat(top, n, axis=0))
+
+
+@dataclass(frozen=True, eq=False)
+class PixelStep:
+    """One pixel drawn: where, which grey level, from which distribution, and the attention."""
+
+    index: int  # 0..63 in raster order
+    level: int
+    before: np.ndarray  # (17,) the model's distribution
+    after: np.ndarray  # (17,) after temperature / top-k: what was sampled from
+    attention: (
+        np.ndarray
+    )  # (layer, head, 1 + index): the new pixel's query over the class token and earlier pixels
+    pixels: np.ndarray  # (8, 8) the image so far, -1 where not drawn yet
+
+
+@torch.no_grad()
+def draw(
+    model, digit: int | None, settings: SamplingSettings, prefix: np.ndarray | None = None
+) -> Iterator[PixelStep]:
+    """Draw the image pixel by pixel, recording every head's attention for each new pixel."""
+    settings.validate()
+    generator = make_generator(settings.seed)
+    tokens = [first_token(digit)] + ([] if prefix is None else [int(v) for v in np.ravel(prefix)])
+    pixels = np.full(N_PIXELS, -1)
+    pixels[: len(tokens) - 1] = tokens[1:]
+    record = CaptureSettings(record={"weights"}, newest_query_only=True)
+    while len(tokens) < 1 + N_PIXELS:
+        with capture(model, record) as recorder:
+            logits = pixel_logits(model, torch.tensor([tokens]))[0, -1]
+        shaped = _shape(logits[None], settings)[0]
+        after = torch.softmax(shaped, dim=-1)
+        level = int(torch.multinomial(after, 1, generator=generator))
+        index = len(tokens) - 1
+        tokens.append(level)
+        pixels[index] = level
+        yield PixelStep(
+            index,
+            level,
+            torch.softmax(logits, dim=-1).numpy(),
+            after.numpy(),
+            recorder.stack("weights")[:, :, 0, :],
+            pixels.reshape(SIDE, SIDE).copy(),
+        )
