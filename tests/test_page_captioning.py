@@ -1,0 +1,83 @@
+"""The Image Captioning page: every canvas source and control runs; too many digits and bad uploads get a message."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from conftest import ROOT
+from PIL import Image
+from streamlit.testing.v1 import AppTest
+from test_captioning import marks
+from test_vision import bomb_png, encode
+
+PAGE = "pages/13_Image_Captioning.py"
+
+
+def titles(at: AppTest) -> list[str]:
+    return [
+        json.loads(e.proto.spec)["layout"].get("title", {}).get("text", "") for e in at.get("plotly_chart")
+    ]
+
+
+def run_page(**state) -> AppTest:
+    at = AppTest.from_file(str(ROOT / PAGE), default_timeout=240)
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def test_held_out_canvas_and_resampling() -> None:
+    at = run_page()
+    assert not at.exception and not at.error
+    assert titles(at) == [
+        "The canvas and its 8 x 8 patches",
+        "Where each captioner looks while writing each word",
+        "Held-out canvases: how often each captioner is right, and looks at the right digit",
+    ]
+    table = at.dataframe[0].value
+    assert table["captioner"].tolist() == ["the right caption", "soft attention", "hard attention"]
+    at.slider(key="cap_index").set_value(17).run()
+    at.button(key="cap_resample").click().run()
+    assert at.session_state["cap_sample"] == 1
+    assert not at.exception and not at.error and len(titles(at)) == 3
+
+
+def test_random_canvases_and_too_many_digits() -> None:
+    at = run_page(cap_source="New random canvas")
+    assert not at.exception and not at.error and len(titles(at)) == 3
+    at.selectbox(key="cap_digits").set_value(4).run()
+    at.number_input(key="cap_seed").set_value(7).run()
+    assert not at.exception and not at.error
+    at.selectbox(key="cap_digits").set_value(5).run()
+    assert not at.exception
+    assert len(at.error) == 1 and "more than the captioner was trained for" in at.error[0].value
+    assert titles(at) == []
+
+
+def png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_uploads() -> None:
+    at = run_page(cap_source="Upload")
+    assert at.info[0].value.startswith("Choose an image")
+    bad = [
+        ("notes.png", b"not a picture at all\n" * 20, "not an image"),
+        ("blank.png", encode(Image.new("RGB", (64, 64), "white"), "PNG"), "blank"),
+        ("dot.png", encode(Image.new("RGB", (1, 1)), "PNG"), "only 1 x 1 pixels"),
+        ("bomb.png", bomb_png(20_000), "400,000,000 pixels"),
+        ("many.png", png(marks(6)), "more than the captioner was trained for"),
+    ]
+    for name, data, message in bad:
+        at.file_uploader(key="cap_upload").set_value((name, data, "application/octet-stream"))
+        at.run()
+        assert not at.exception, name
+        assert len(at.error) == 1 and message in at.error[0].value, name
+        assert titles(at) == [], name
+    at.file_uploader(key="cap_upload").set_value(("two.png", png(marks(2)), "image/png"))
+    at.run()
+    assert not at.exception and not at.error
+    assert any("32 x 32" in i.value for i in at.info) and len(titles(at)) == 3

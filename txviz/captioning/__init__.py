@@ -1,0 +1,1 @@
+"""Image captioning with soft and hard attention, on canvases of handwritten digits."""
