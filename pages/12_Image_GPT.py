@@ -14,6 +14,7 @@ MODEL = "digits-imagegpt"
 VIEWS = ["Draw", "Complete a held-out digit", "Your own image", "How good is it?"]
 DIGITS = ["any digit"] + [str(d) for d in range(10)]
 FIGURE_INTERVAL_S = 0.4  # live figures redraw at most this often; the image every pixel
+REPLAY_PIXEL = 36  # row 4, column 4: mid-digit; the last pixels are nearly always black
 
 ui.setup_page(
     "Image GPT",
@@ -130,7 +131,7 @@ if draw_tab.open:
             else "The first token says 'any digit'."
         )
     )
-    index = st.slider("Replay: pixel", 0, data.N_PIXELS - 1, data.N_PIXELS - 1, key="igpt_pixel")
+    index = st.slider("Replay: pixel", 0, data.N_PIXELS - 1, REPLAY_PIXEL, key="igpt_pixel")
     show_step(steps, index)
     st.caption(
         "Each panel is one head of one layer: the red square is the pixel being drawn, colours are the "

@@ -30,7 +30,7 @@ def run_page(**state) -> AppTest:
 def test_draw_view_and_its_controls() -> None:
     at = run_page()
     assert not at.exception and not at.error
-    assert titles(at)[0].startswith("Pixel 63 ")
+    assert titles(at)[0].startswith("Pixel 36 (row 4, column 4)")
     assert any("bits per pixel" in c.value for c in at.caption)
     at.selectbox(key="igpt_digit").set_value("any digit").run()
     at.slider(key="draw_temperature").set_value(0.0).run()
