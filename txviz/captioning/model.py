@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from txviz.captioning.canvas import END, GRID, MAX_STEPS, PATCH, START, VOCAB
+from txviz.softhard.toy import single_thread  # tiny model: on a busy CPU a second thread only spins
 
 METHODS = ("soft", "hard")
 
@@ -135,6 +136,7 @@ def teacher_forced(
 
 
 @torch.no_grad()
+@single_thread()
 def caption(
     model: Captioner,
     pixels: torch.Tensor,
