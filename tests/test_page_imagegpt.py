@@ -5,7 +5,8 @@ from __future__ import annotations
 import io
 import json
 
-from conftest import ROOT
+import pytest
+from conftest import ROOT, page_url, screenshot, wait_for_app
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 from test_imagegpt import drawing_of_a_one
@@ -81,3 +82,20 @@ def test_uploads() -> None:
     assert not at.exception and not at.error
     assert any("inverted" in i.value and "8 x 8" in i.value for i in at.info)
     assert titles(at) == ["Your image as the model sees it"]
+
+
+@pytest.mark.browser
+def test_browser_live_drawing_fills_the_image(app_server, browser_page) -> None:
+    browser_page.goto(page_url(app_server, PAGE))
+    wait_for_app(browser_page)
+    browser_page.get_by_text("Draw live, pixel by pixel").click()
+    browser_page.locator(".js-plotly-plot").filter(has_text="Drawing pixel").first.wait_for(timeout=120_000)
+    wait_for_app(browser_page)
+    heads = browser_page.locator(".js-plotly-plot").filter(
+        has_text="Where each head looks while drawing pixel 36"
+    )
+    heads.first.wait_for(timeout=120_000)
+    assert heads.first.locator(".heatmaplayer, image").count() >= 1
+    assert browser_page.locator('[data-testid="stException"]').count() == 0
+    heads.first.scroll_into_view_if_needed()
+    screenshot(browser_page, "imagegpt_live")
