@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 
 from txviz import models
-from txviz.app import navigation
+from txviz.app import legacy_pages
 from txviz.figures import export
 from txviz.models import LoadedModel, ModelLoadError
 
@@ -27,7 +27,7 @@ h1 { font-size: 3rem !important; }
 def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str, ...] = ()) -> None:
     """Page config, title, intro, the sidebar's device and presentation toggles, and the link."""
     st.set_page_config(page_title=f"{title} · txviz", page_icon=icon, layout="wide")
-    navigation.take_over_legacy_run()
+    legacy_pages.take_over()
     st.session_state["_figure_count"] = 0
     lesson_picker()
     if st.sidebar.toggle(
