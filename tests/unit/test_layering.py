@@ -3,7 +3,7 @@
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "txviz"
 ROLES = {"core", "models", "figures", "app", "bench", "training", "cli", "__main__", "__init__"}
 # What each layer may import from txviz (topic = any package not named in ROLES).
