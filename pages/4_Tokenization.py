@@ -82,7 +82,7 @@ def show_step(trace: bpe.BpeTrace) -> None:
         )
     with right:
         ui.show_figure(figs.vocab_curve(trace, step), key="bpe_curve")
-        ui.show_figure(figs.step_heatmap(trace, step), key="bpe_heatmap")
+        ui.show_figure(figs.step_heatmap(trace, step, presenting=ui.presenting()), key="bpe_heatmap")
 
 
 if train_tab.open:
