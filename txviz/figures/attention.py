@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 
 from txviz.figures.axes import margin, token_axis
 from txviz.figures.colors import colorize, png_data_uri, scale, scale_name
-from txviz.figures.text import plain, plain_all
+from txviz.figures.text import in_template, plain, plain_all
 
 LOG_FLOOR = 1e-4  # weights below this share the bottom colour on the log scale
 HOVER_LABEL_LIMIT = 256  # past this many tokens per axis, hover names positions, not text
@@ -125,8 +125,8 @@ def layer_head_heatmap(values: np.ndarray, title: str, unit: str, presenting: bo
         go.Heatmap(
             z=values,
             colorscale=scale("sequential", presenting),
-            colorbar=dict(title=unit),
-            hovertemplate="layer %{y}, head %{x}<br>%{z:.3f} " + unit + "<extra></extra>",
+            colorbar=dict(title=plain(unit)),
+            hovertemplate="layer %{y}, head %{x}<br>%{z:.3f} " + in_template(unit) + "<extra></extra>",
         )
     )
     figure.update_layout(

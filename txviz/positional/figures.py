@@ -50,8 +50,8 @@ def encoding_heatmap(
             hovertemplate="position %{y}, dimension %{x}: %{z:.4f}<extra></extra>",
         )
     )
-    figure.update_layout(title=title, height=420, margin=MARGIN)
-    figure.update_xaxes(title=column_title)
+    figure.update_layout(title=plain(title), height=420, margin=MARGIN)
+    figure.update_xaxes(title=plain(column_title))
     figure.update_yaxes(title="position i", autorange="reversed")
     return figure
 
@@ -63,7 +63,7 @@ def basis_curves(encoding: np.ndarray, columns: Sequence[int], title: str) -> go
     for j in columns:
         kind = "sin" if j % 2 == 0 else "cos"
         figure.add_trace(go.Scatter(x=positions, y=encoding[:, j], mode="lines", name=f"col {j} ({kind})"))
-    figure.update_layout(title=title, height=320, margin=MARGIN)
+    figure.update_layout(title=plain(title), height=320, margin=MARGIN)
     figure.update_xaxes(title="position i")
     figure.update_yaxes(title="value", range=[-1.05, 1.05])
     return figure
@@ -152,7 +152,7 @@ def similarity_heatmap(similarity: np.ndarray, title: str, presenting: bool = Fa
             hovertemplate="positions %{y} and %{x}: %{z:.3f}<extra></extra>",
         )
     )
-    figure.update_layout(title=title, height=420, margin=MARGIN)
+    figure.update_layout(title=plain(title), height=420, margin=MARGIN)
     figure.update_xaxes(title="position")
     figure.update_yaxes(title="position", autorange="reversed", scaleanchor="x")
     return figure
@@ -163,9 +163,9 @@ def offset_curves(curves: Mapping[str, np.ndarray], title: str, y_title: str) ->
     figure = go.Figure()
     for name, values in curves.items():
         figure.add_trace(go.Scatter(x=np.arange(len(values)), y=values, mode="lines", name=plain(name)))
-    figure.update_layout(title=title, height=320, margin=MARGIN)
+    figure.update_layout(title=plain(title), height=320, margin=MARGIN)
     figure.update_xaxes(title="distance |i − k|")
-    figure.update_yaxes(title=y_title)
+    figure.update_yaxes(title=plain(y_title))
     return figure
 
 
@@ -189,7 +189,7 @@ def pca_figure(components: PrincipalComponents, title: str, presenting: bool = F
             hovertemplate="%{text}<extra></extra>",
         )
     )
-    figure.update_layout(title=title, height=420, margin=MARGIN)
+    figure.update_layout(title=plain(title), height=420, margin=MARGIN)
     figure.update_xaxes(title=f"PC 1 ({ratio[0]:.0%} of variance)")
     figure.update_yaxes(title=f"PC 2 ({ratio[1]:.0%} of variance)" if len(ratio) > 1 else "PC 2")
     return figure
@@ -247,7 +247,7 @@ def added_vs_concatenated_figure(parts: AddedVsConcatenated, tokens: Sequence[st
 def summary_figures(summary: EncodingSummary, presenting: bool = False) -> list[go.Figure]:
     """The matrix, its cosine similarity and its first two principal components."""
     n, d = summary.matrix.shape
-    name = plain(summary.name)  # a model name the user may have typed
+    name = summary.name  # each builder escapes it (a model name the user may have typed)
     return [
         encoding_heatmap(summary.matrix, f"{name} ({n} x {d})"),
         similarity_heatmap(summary.cosine, f"{name}: cosine similarity", presenting),

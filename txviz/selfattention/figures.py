@@ -52,8 +52,8 @@ def matrix_figure(
     )
     figure = go.Figure(heatmap)
     figure.update_layout(title=plain(title), height=height or max(160, 60 + 42 * rows), margin=margin(top=40))
-    figure.update_xaxes(title=column_title, side="top", **ticks(column_labels))
-    figure.update_yaxes(title=row_title, autorange="reversed", **ticks(row_labels))
+    figure.update_xaxes(title=plain(column_title), side="top", **ticks(column_labels))
+    figure.update_yaxes(title=plain(row_title), autorange="reversed", **ticks(row_labels))
     return figure
 
 

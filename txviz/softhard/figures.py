@@ -69,9 +69,9 @@ def side_by_side_heatmaps(
             row=1,
             col=column,
         )
-        figure.update_xaxes(title=key_title, row=1, col=column, **ticks(panel.key_tokens))
+        figure.update_xaxes(title=plain(key_title), row=1, col=column, **ticks(panel.key_tokens))
         figure.update_yaxes(autorange="reversed", row=1, col=column, **ticks(panel.query_tokens))
-    figure.update_yaxes(title=query_title, row=1, col=1)
+    figure.update_yaxes(title=plain(query_title), row=1, col=1)
     n_rows = max(len(p.query_tokens) for p in panels)
     figure.update_layout(height=min(900, max(320, 140 + 18 * n_rows)), margin=margin())
     return figure
@@ -98,7 +98,7 @@ def entropy_bars(
         barmode="group",
         title=f"{plain(title)}, layer {layer}",
         xaxis={"title": "head", "tickmode": "linear", "dtick": 1},
-        yaxis={"title": y_title, "rangemode": "tozero"},
+        yaxis={"title": plain(y_title), "rangemode": "tozero"},
         height=340,
         margin=margin(),
         legend={"orientation": "h", "y": -0.25},
@@ -154,7 +154,7 @@ def training_curves(
                 y=list(run[metric]),
                 mode="lines",
                 name=plain(label),
-                legendgroup=label,
+                legendgroup=plain(label),
                 showlegend=column == 1,
                 line={"color": COLORS[index % len(COLORS)]},
                 hovertemplate=f"{in_template(label)}<br>step %{{x}}: %{{y:.4f}}<extra></extra>",
