@@ -171,7 +171,10 @@ def pair_heatmaps(
         )
         fig.update_xaxes(token_axis(trace.key_tokens, "key (attended to)"), tickangle=-60, row=1, col=col)
         fig.update_yaxes(
-            token_axis(trace.query_tokens, "query (attending)"), autorange="reversed", row=1, col=col
+            token_axis(trace.query_tokens, "query (attending)" if col == 1 else ""),  # one title: no overlap
+            autorange="reversed",
+            row=1,
+            col=col,
         )
         if spans is not None:
             _mark_spans(fig, spans, n_key, col)
