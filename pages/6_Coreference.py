@@ -164,7 +164,9 @@ st.caption(
 )
 st.subheader(f"Layer {layer}, head {head} in both sentences")
 ui.show_figure(
-    figs.pair_heatmaps(traced.trace_a, traced.trace_b, layer, head, traced.spans_a, traced.spans_b)
+    figs.pair_heatmaps(
+        traced.trace_a, traced.trace_b, layer, head, traced.spans_a, traced.spans_b, ui.presenting()
+    )
 )
 for line in head_readings(traced.attention, (layer, head)):
     st.markdown(line)
