@@ -152,20 +152,25 @@ with ui.user_errors():
 for note in traced.notes:
     st.info(note)
 
-kinds = [k for k in load_kinds() if any(p.kind == k for p in pairs)]
-with st.expander("Which pairs, and how heads are chosen and tested"):
-    kind = st.selectbox(
-        "Score pairs of kind",
-        [None, *kinds],
-        format_func=lambda k: (
-            f"all kinds ({len(pairs)} pairs)"
-            if k is None
-            else f"{k} ({len(pairs_of_kind(pairs, k))} pairs): {load_kinds()[k]}"
-        ),
-        key="kind",
-    )
-    n_folds = st.slider("Folds", 2, 10, 5, key="folds", help="Pairs are split into this many folds.")
+described = load_kinds()
+kinds = [k for k in described if any(p.kind == k for p in pairs)]
+kind = st.selectbox(
+    "Score heads on pairs of kind",
+    [None, *kinds],
+    format_func=lambda k: (
+        f"all kinds ({len(pairs)} pairs)"
+        if k is None
+        else f"{k} ({len(pairs_of_kind(pairs, k))} pairs): {described[k]}"
+    ),
+    key="kind",
+)
+with st.expander("Cross-validation: how heads are chosen and tested"):
+    n_folds = st.slider("Folds", 2, 10, 5, key="folds", help="The pairs are dealt into this many folds.")
     fold_seed = st.number_input("Seed of the folds", 0, 10_000, 0, key="fold_seed")
+    st.caption(
+        "Each fold in turn is held out: the head with the best accuracy on the other folds is chosen "
+        "and scored on the held-out fold. Both sentences of a pair are always in the same fold."
+    )
 scored = pairs_of_kind(pairs, kind)
 with ui.user_errors():
     cv = cross_validate([attentions[i] for i in scored], int(n_folds), int(fold_seed))
