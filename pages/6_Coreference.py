@@ -14,7 +14,7 @@ from txviz.coref.answers import (
 )
 from txviz.coref.pairs import CorefPair, load_kinds, load_pairs, make_pair, pairs_of_kind, split_words
 from txviz.coref.runs import DECODER_QUERY, QUERIES, PairTrace, attention_over_pairs, query_name, trace_pair
-from txviz.coref.scoring import cross_validate, seed_stability
+from txviz.coref.scoring import cross_validate, cv_by_kind, seed_stability
 from txviz.coref.spans import PairAttention
 
 ui.setup_page(
@@ -223,6 +223,11 @@ st.markdown(
     f"**{cv.held_out_accuracy:.1%}** over all {cv.n_sentences} held-out sentences (mean over folds "
     f"{cv.mean_fold_accuracy:.1%} ± {cv.fold_spread:.1%}), **{verdict}**."
 )
+if cv.all_tied:
+    st.info(
+        f"Every head scores exactly {cv.accuracy.flat[0]:.0%} on these pairs, so no head can be chosen: "
+        f"L{cv.best_head[0]} H{cv.best_head[1]} is only the first of a {cv.accuracy.size}-way tie."
+    )
 ui.show_figure(figs.cv_chart(cv), key="cv")
 counts = ", ".join(f"L{h[0]} H{h[1]} in {n}" for h, n in cv.choice_counts)
 st.caption(
@@ -231,6 +236,8 @@ st.caption(
     f"{stability.sentence} The best of {loaded.n_layers * loaded.n_heads} heads on the pairs it was "
     "chosen on looks better than it is by luck; the held-out numbers do not."
 )
+with st.expander("Every kind at once"):
+    st.dataframe(cv_by_kind(attentions, pairs, int(n_folds), int(fold_seed)), hide_index=True)
 
 if loaded.is_causal:
     st.subheader("The model's own answer")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -31,6 +32,7 @@ from txviz.coref.scoring import (
     assign_folds,
     coin_flip_band,
     cross_validate,
+    cv_by_kind,
     pair_credit,
     pair_margin,
     seed_stability,
@@ -355,6 +357,31 @@ def test_noise_heads_look_good_where_chosen_and_are_coin_flips_held_out():
     assert abs(np.mean(held_out) - 0.5) < 2 * 0.5 / np.sqrt(200 * 20)
     low, high = coin_flip_band(200)
     assert np.mean([low <= a <= high for a in held_out]) >= 0.85
+
+
+def test_all_tied_heads_are_reported_as_a_tie():
+    pairs = _planted_set(10, np.random.default_rng(0))
+    assert not cross_validate(pairs).all_tied
+    for pa in pairs:  # a decoder's pronoun before the deciding word: the same row in A and B
+        pa.to_candidates_b[...] = pa.to_candidates_a
+    cv = cross_validate(pairs)
+    assert cv.all_tied and (cv.accuracy == 0.5).all() and cv.held_out_accuracy == 0.5
+
+
+def test_cv_by_kind_scores_each_kind_on_its_own_pairs():
+    pas = _planted_set(12, np.random.default_rng(0))
+    for pa in pas[6:]:  # on the second kind the planted head is always wrong
+        pa.to_candidates_a[1, 2] = pa.to_candidates_a[1, 2, ::-1].copy()
+        pa.to_candidates_b[1, 2] = pa.to_candidates_b[1, 2, ::-1].copy()
+    base = load_pairs()[0]
+    kinds = [replace(base, kind="good" if i < 6 else "bad") for i in range(12)]
+    rows = cv_by_kind(pas, kinds, k=3, seed=0)
+    assert [r["kind"] for r in rows] == ["all kinds", "good", "bad"]
+    assert [r["pairs"] for r in rows] == [12, 6, 6]
+    good = cross_validate(pas[:6], 3, 0)
+    assert rows[1]["head chosen on all"] == "L1 H2" and rows[1]["beats chance"] == "yes"
+    assert rows[1]["cross-validated"] == f"{good.held_out_accuracy:.1%} ± {good.fold_spread:.1%}"
+    assert rows[2]["head chosen on all"] != "L1 H2"
 
 
 def test_seed_stability_reports_each_seed():

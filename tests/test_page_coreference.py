@@ -63,6 +63,9 @@ def test_default_pair_on_minilm_shows_cross_validated_scores_and_the_caveat(mini
     assert metric(at, "Coin flip") == f"{low:.0%} – {high:.0%}"
     assert any(f"over all {cv.n_sentences} held-out sentences" in m.value for m in at.markdown)
     assert any("Under 10 fold seeds" in c.value for c in at.caption)
+    kinds = at.dataframe[0].value
+    assert list(kinds["kind"]) == ["all kinds", *KINDS] and list(kinds["pairs"]) == [12, 4, 4, 4]
+    assert kinds["head chosen on all"][0] == "L{} H{}".format(*cv.best_head)
     # the head shown first is the one chosen on all pairs
     assert at.selectbox(key="layer_minilm@cpu").value == cv.best_head[0]
 
@@ -136,7 +139,10 @@ def test_decoder_page_reads_the_last_token_by_default_and_explains_why(smollm2):
     at.radio(key="query").set_value("pronoun").run()
     assert not at.exception
     assert any("comes after the pronoun" in i.value for i in at.info)
+    at.selectbox(key="kind").set_value("size").run()  # the deciding word after the pronoun: all tie
+    assert any("Every head scores exactly 50%" in i.value for i in at.info)
     at.radio(key="query").set_value("end").run()
+    assert not any("Every head scores exactly" in i.value for i in at.info)
     at.selectbox(key="kind").set_value("cause/effect").run()
     at.toggle(key="compare_all").set_value(True).run()
     assert not at.exception

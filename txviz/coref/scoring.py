@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from txviz.coref.pairs import CHANCE, CorefInputError
+from txviz.coref.pairs import CHANCE, CorefInputError, CorefPair, pairs_of_kind
 from txviz.coref.spans import PairAttention, picks
 
 
@@ -122,6 +122,13 @@ class CrossValidation:
         """Held-out accuracy above the top of the coin-flip band."""
         return self.held_out_accuracy > self.coin_flip_band[1]
 
+    @property
+    def all_tied(self) -> bool:
+        """Every head scores the same on every pair: the chosen head is only the first of a tie."""
+        return bool(
+            np.all(self.accuracy == self.accuracy.flat[0]) and np.all(self.margin == self.margin.flat[0])
+        )
+
     def ranked_heads(self, top: int = 15) -> list[tuple[int, int]]:
         """Heads by accuracy on all pairs, ties broken by margin, best first."""
         order = np.lexsort((-self.margin.ravel(), -self.accuracy.ravel()))
@@ -161,6 +168,31 @@ def _cross_validate(credit: np.ndarray, margin: np.ndarray, k: int, seed: int) -
         best_head=choose_head(credit.mean(axis=0), margin.mean(axis=0)),
         seed=seed,
     )
+
+
+def cv_by_kind(
+    pair_attentions: Sequence[PairAttention], pairs: Sequence[CorefPair], k: int = 5, seed: int = 0
+) -> list[dict]:
+    """One row per kind of pair (all kinds first): its cross-validated head choice, for a table."""
+    rows = []
+    for kind in [None, *dict.fromkeys(p.kind for p in pairs)]:
+        chosen = pairs_of_kind(pairs, kind)
+        if len(chosen) < 2:
+            continue
+        cv = cross_validate([pair_attentions[i] for i in chosen], k, seed)
+        low, high = cv.coin_flip_band
+        rows.append(
+            {
+                "kind": kind or "all kinds",
+                "pairs": cv.n_pairs,
+                "head chosen on all": "L{} H{}".format(*cv.best_head),
+                "its accuracy (in-sample)": f"{cv.best_accuracy:.1%}",
+                "cross-validated": f"{cv.held_out_accuracy:.1%} ± {cv.fold_spread:.1%}",
+                "coin flip": f"{low:.0%} – {high:.0%}",
+                "beats chance": "yes" if cv.beats_chance else "no",
+            }
+        )
+    return rows
 
 
 @dataclass(frozen=True)
