@@ -33,12 +33,12 @@ def pair_trace(_loaded, model_key: str, pair: CorefPair, query: str) -> PairTrac
 CHUNK = 8  # pairs per cached step: the progress bar moves between steps
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_data(max_entries=512, show_spinner=False)  # 17 chunks of the set per model and reading
 def chunk_attention(_loaded, model_key: str, query: str, start: int) -> list[PairAttention]:
     return attention_over_pairs(_loaded, load_pairs()[start : start + CHUNK], query)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_data(max_entries=512, show_spinner=False)
 def chunk_answers(_loaded, model_key: str, method: str, start: int) -> list:
     return answers_over_pairs(_loaded, load_pairs()[start : start + CHUNK], method)
 
