@@ -213,11 +213,12 @@ cols[2].metric(
     f"{low:.0%} – {high:.0%}",
     help=f"95% of coin flips score in this range on {cv.n_sentences} sentences; chance is {cv.chance:.0%}.",
 )
-verdict = (
-    "above the coin-flip band: choosing a head this way beats chance"
-    if cv.beats_chance
-    else "inside the coin-flip band: no evidence that choosing a head this way beats chance"
-)
+if cv.beats_chance:
+    verdict = "above the coin-flip band: choosing a head this way beats chance"
+elif cv.held_out_accuracy < low:
+    verdict = "below the coin-flip band: the chosen heads look at the wrong candidate more than chance"
+else:
+    verdict = "inside the coin-flip band: no evidence that choosing a head this way beats chance"
 st.markdown(
     f"On {which}, a head chosen on {cv.k - 1} folds of pairs and tested on the held-out fold scores "
     f"**{cv.held_out_accuracy:.1%}** over all {cv.n_sentences} held-out sentences (mean over folds "
