@@ -1,4 +1,4 @@
-"""Figures for coreference: head grids for a minimal pair, both heatmaps of one head, head scores."""
+"""Figures for coreference: head grids for a minimal pair, both heatmaps of one head, cross-validation."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from txviz.core.trace import AttentionTrace
-from txviz.coref.scoring import HeadScores
+from txviz.coref.scoring import CrossValidation, coin_flip_band
 from txviz.coref.spans import PairAttention, TokenSpans
 from txviz.figures.axes import margin, token_axis
 from txviz.figures.colors import scale
@@ -183,53 +183,69 @@ def pair_heatmaps(
     return fig
 
 
-def head_score_chart(scores: HeadScores, top: int = 15) -> go.Figure:
-    """Best heads by choosing accuracy, with their held-out accuracy, chance and a coin-flip band."""
-    heads = scores.ranked_heads(top)
-    labels = [f"L{layer} H{head}" for layer, head in heads]
-    fig = go.Figure()
-    fig.add_trace(
-        go.Bar(
-            x=labels,
-            y=[float(scores.choose_accuracy[h]) for h in heads],
-            name=f"choosing pairs ({len(scores.choose_pairs)})",
-            marker_color="#94a3b8",
-        )
+def cv_chart(cv: CrossValidation, top: int = 12) -> go.Figure:
+    """Left: each fold's chosen head on its held-out pairs. Right: the best heads on all pairs."""
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        shared_yaxes=True,
+        column_widths=[0.4, 0.6],
+        horizontal_spacing=0.05,
+        subplot_titles=(
+            f"Held out: the head each of {cv.k} folds chose, on its own fold",
+            f"All {cv.n_pairs} pairs: best heads (chosen in how many folds)",
+        ),
     )
+    fold_labels = [f"fold {i + 1}<br>L{h[0]} H{h[1]}" for i, h in enumerate(cv.fold_heads)]
     fig.add_trace(
         go.Bar(
-            x=labels,
-            y=[float(scores.test_accuracy[h]) for h in heads],
-            name=f"held-out pairs ({len(scores.test_pairs)})",
+            x=fold_labels,
+            y=cv.fold_accuracy,
+            name="held-out accuracy of the fold's head",
             marker_color="#2563eb",
+            customdata=[2 * len(f) for f in cv.folds],
+            hovertemplate="%{x}<br>%{y:.1%} of %{customdata} held-out sentences<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    heads = cv.ranked_heads(top)
+    counts = dict(cv.choice_counts)
+    fig.add_trace(
+        go.Bar(
+            x=[f"L{layer} H{head}" for layer, head in heads],
+            y=[float(cv.accuracy[h]) for h in heads],
+            name="accuracy on all pairs (in-sample)",
+            marker_color="#94a3b8",
+            text=[f"{counts.get(h, 0)}/{cv.k}" for h in heads],
+            textposition="outside",
+            hovertemplate="%{x}: %{y:.1%} on all pairs, chosen in %{text} folds<extra></extra>",
+        ),
+        row=1,
+        col=2,
+    )
+    fold_band = coin_flip_band(round(cv.n_sentences / cv.k))
+    for col, (low, high) in ((1, fold_band), (2, cv.coin_flip_band)):
+        fig.add_hrect(
+            y0=low, y1=high, fillcolor="#9ca3af", opacity=0.2, line_width=0, layer="below", row=1, col=col
         )
-    )
-    low, high = scores.coin_flip_band
-    fig.add_hrect(
-        y0=low,
-        y1=high,
-        fillcolor="#9ca3af",
-        opacity=0.15,
-        line_width=0,
-        layer="below",
-        annotation_text="95% of coin flips",
-        annotation_position="bottom right",
-    )
+        fig.add_hline(y=cv.chance, line_dash="dash", line_color="#dc2626", row=1, col=col)
     fig.add_hline(
-        y=scores.chance,
-        line_dash="dash",
-        line_color="#dc2626",
-        annotation_text=f"chance {scores.chance:.0%}",
+        y=cv.mean_fold_accuracy,
+        line_dash="dot",
+        line_color="#2563eb",
+        annotation_text=f"mean {cv.mean_fold_accuracy:.0%}",
         annotation_position="top left",
+        row=1,
+        col=1,
     )
+    fig.update_yaxes(title_text="share of sentences: more attention to the right candidate", row=1, col=1)
+    fig.update_yaxes(range=[0, 1.08], tickformat=".0%")
     fig.update_layout(
-        barmode="group",
-        yaxis={"title": "share of sentences where the head attends more to the right one"},
-        xaxis={"title": "head, best first (chosen on the choosing pairs)"},
-        yaxis_range=[0, 1.05],
-        height=420,
-        margin=margin(top=40, left=60, right=20, bottom=60),
-        legend={"orientation": "h", "y": 1.1},
+        height=430,
+        margin=margin(top=60, left=60, right=20, bottom=60),
+        legend={"orientation": "h", "y": -0.22},
+        bargap=0.3,
     )
     return fig
 

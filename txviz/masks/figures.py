@@ -45,13 +45,15 @@ def mask_grid(
     """One mask: rows are queries, columns are keys, blue where attention is allowed."""
     n_query, n_key = mask.shape
     figure = go.Figure(_mask_trace(mask))
+    # The key axis sits on top, so its ticks and title share the top margin with the figure title:
+    # pin the title to the top edge of the figure and leave room for all three below it.
     figure.update_layout(
-        title=plain(title),
-        height=max(320, min(640, 14 * n_query + 140)),
+        title=dict(text=plain(title), y=1, yref="container", yanchor="top", pad=dict(t=12)),
+        height=max(340, min(660, 14 * n_query + 170)),
         xaxis=_positions_axis(key_labels, n_key, "key (attended to)") | {"side": "top"},
         yaxis=_positions_axis(query_labels, n_query, "query (attending)")
         | {"autorange": "reversed", "scaleanchor": "x"},
-        margin=margin(top=80),
+        margin=margin(top=110),
     )
     return figure
 
