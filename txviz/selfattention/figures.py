@@ -158,3 +158,38 @@ def query_steps_figure(
         title=title, height=460, showlegend=False, margin={"l": 10, "r": 10, "t": 60, "b": 10}
     )
     return figure
+
+
+def equivariance_figure(
+    original_permuted: np.ndarray, shuffled: np.ndarray, tokens: Sequence[str]
+) -> go.Figure:
+    """Sa[X][pi] beside Sa[X[pi]] and their difference: equal when attention ignores order."""
+    from txviz.figures.text import plain
+
+    difference = shuffled - original_permuted
+    titles = [
+        "outputs in order, then shuffled: Sa[X][π]",
+        "outputs of shuffled input: Sa[X[π]]",
+        "difference",
+    ]
+    figure = make_subplots(rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.06)
+    limit = float(np.abs(original_permuted).max()) or 1.0
+    labels = [plain(t) for t in tokens]
+    for col, matrix in enumerate((original_permuted, shuffled, difference), start=1):
+        figure.add_trace(
+            go.Heatmap(
+                z=matrix,
+                y=list(range(len(labels))),
+                colorscale="RdBu",
+                zmin=-limit,
+                zmax=limit,
+                showscale=col == 3,
+                hovertemplate="slot %{y}, dimension %{x}: %{z:.3g}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
+        figure.update_yaxes(autorange="reversed", row=1, col=col, **_ticks(labels))
+        figure.update_xaxes(title="dimension", row=1, col=col)
+    figure.update_layout(height=max(240, 90 + 24 * len(labels)), margin={"l": 10, "r": 10, "t": 50, "b": 10})
+    return figure
