@@ -5,6 +5,7 @@ import streamlit as st
 
 from txviz.app import ui
 from txviz.core.tracing import trace_text
+from txviz.selfattention import additive
 from txviz.selfattention import equivariance as eq
 from txviz.selfattention import figures as figs
 from txviz.selfattention import toy as ta
@@ -18,8 +19,8 @@ ui.setup_page(
     share=("real_model",),
 )
 
-toy_tab, heads_tab, real_tab, shuffle_tab = st.tabs(
-    ["One head, by hand", "Several heads", "On a real model", "Shuffle the tokens"],
+toy_tab, heads_tab, real_tab, shuffle_tab, additive_tab = st.tabs(
+    ["One head, by hand", "Several heads", "On a real model", "Shuffle the tokens", "Additive (Bahdanau)"],
     key="view",
     on_change="rerun",
 )
@@ -220,4 +221,51 @@ if shuffle_tab.open:
             "Every position id 0, or each token carrying its own id, and MiniLM (6 layers, LayerNorms, "
             "feed-forwards) is still equivariant up to float32 rounding: only the position embedding "
             "tells it the order. With ids 0, 1, 2, ... by slot the shuffled sentence is a different input."
+        )
+
+if additive_tab.open:
+    with additive_tab:
+        st.markdown(
+            "Bahdanau et al. (2015) scored a query against a key with a small feed-forward net instead "
+            "of a dot product. Same Q, K and V as the first tab (from the seed), two ways to score them:"
+        )
+        st.latex(
+            r"\text{additive: } s_{nm} = w^\top \tanh(W q_n + U k_m) \qquad \text{dot-product: } s_{nm} = \frac{q_n \cdot k_m}{\sqrt{d}}"
+        )
+        hidden_size = st.slider(
+            "Hidden units h of the scoring net", 1, additive.MAX_HIDDEN, 8, key="additive_h"
+        )
+        with ui.user_errors():
+            dot_head = ta.self_attention_head(ta.toy_input(config), ta.toy_heads(config)[0], scaled)
+            additive_weights = additive.seeded_weights(config.d_head, hidden_size, int(seed))
+            compared = additive.additive_attention(dot_head, additive_weights)
+        cols = st.columns(2)
+        with cols[0]:
+            ui.show_figure(
+                figs.weights_figure(compared.weights, tokens, "Additive: softmax(w·tanh(Wq + Uk))"),
+                key="additive_weights",
+            )
+        with cols[1]:
+            ui.show_figure(
+                figs.weights_figure(compared.dot_weights, tokens, "Dot-product: softmax(q·k/√d)"),
+                key="dot_weights",
+            )
+        additive_query = st.selectbox(
+            "Scores of query", range(n_tokens), format_func=lambda i: tokens[i], key="additive_query"
+        )
+        st.dataframe(
+            additive.score_rows(compared, dot_head, additive_query, tokens), hide_index=True, width="stretch"
+        )
+        with st.expander(f"W and U (h x d = {hidden_size} x {config.d_head}) and w"):
+            dims = [f"d{j + 1}" for j in range(config.d_head)]
+            units = [f"u{j + 1}" for j in range(hidden_size)]
+            cols = st.columns(2)
+            with cols[0]:
+                show_matrix(additive_weights.w_query, units, dims, "W (applied to q)", "unit", "input")
+            with cols[1]:
+                show_matrix(additive_weights.w_key, units, dims, "U (applied to k)", "unit", "input")
+            st.caption(f"w = {ta.vector_text(additive_weights.w_out)}")
+        st.caption(
+            "The additive score costs an h-unit net per query-key pair, N x N x h; the dot product is one "
+            "matrix product, which is why transformers use it (with √d keeping the scores in softmax's range)."
         )

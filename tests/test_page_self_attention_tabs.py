@@ -40,3 +40,15 @@ def test_shuffle_tab_empty_text():
     at = run_page("Shuffle the tokens", shuffle_text="   ")
     assert not at.exception
     assert at.error or at.warning
+
+
+def test_additive_tab_moves_its_widgets():
+    at = run_page("Additive (Bahdanau)")
+    assert not at.exception and not at.error
+    at.slider(key="additive_h").set_value(3).run()
+    at.selectbox(key="additive_query").set_value(2).run()
+    at.slider(key="n_tokens").set_value(5).run()
+    at.slider(key="d_model").set_value(3).run()
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    assert len(table) == 5 and abs(table["additive weight"].sum() - 1) < 1e-9
