@@ -5,7 +5,7 @@ import streamlit as st
 from txviz.app import ui
 from txviz.selfattention import figures as sa_figs
 from txviz.selfattention import toy as ta
-from txviz.seq2seq import arithmetic
+from txviz.seq2seq import arithmetic, teacher
 from txviz.seq2seq import figures as figs
 from txviz.seq2seq.decoding import decode
 
@@ -59,8 +59,8 @@ with ui.user_errors():
 
 if trace.notice:
     st.warning(trace.notice)
-decode_tab, arithmetic_tab = st.tabs(
-    ["Decoding step by step", "Cross-attention arithmetic"], key="view", on_change="rerun"
+decode_tab, arithmetic_tab, forcing_tab = st.tabs(
+    ["Decoding step by step", "Cross-attention arithmetic", "Teacher forcing"], key="view", on_change="rerun"
 )
 
 if decode_tab.open:
@@ -156,3 +156,52 @@ if arithmetic_tab.open:
             "encoder's last layer (the source): the same arithmetic as self-attention, between two "
             "sequences. No mask: every target token may read every source token."
         )
+
+
+@st.cache_data(max_entries=16, show_spinner="Decoding both ways...")
+def forcing_run(_loaded, name: str, device: str, source: str, reference: str):
+    return teacher.compare(_loaded, source, reference)
+
+
+if forcing_tab.open:
+    with forcing_tab:
+        st.markdown(
+            "**Teacher forcing** (training): each step reads the *reference* prefix, right or wrong "
+            "predictions alike. **Free running** (inference): each step reads the model's *own* "
+            "previous outputs. They agree until the model's first mistake; after it, free running "
+            "reads a prefix that teacher forcing never showed it."
+        )
+        dates_model = name == "date-bart"
+        cols = st.columns(2)
+        with cols[0]:
+            tf_source = ui.text_input(
+                "Source",
+                teacher.DEFAULT_SOURCE if dates_model else source,
+                key=f"tf_source_{name}",
+                height=68,
+            )
+        with cols[1]:
+            tf_reference = st.text_input(
+                "Reference output",
+                teacher.DEFAULT_REFERENCE if dates_model else trace.output_text,
+                key=f"tf_reference_{name}",
+            )
+        with ui.user_errors():
+            comparison = forcing_run(loaded, name, loaded.device, tf_source, tf_reference)
+        if comparison.notice:
+            st.warning(comparison.notice)
+        cols = st.columns(3)
+        cols[0].metric("Free running writes", comparison.free_text or "(nothing)")
+        cols[1].metric("Teacher-forced predictions", comparison.forced_text or "(nothing)")
+        cols[2].metric(
+            "First step off the reference", "none" if comparison.divergence is None else comparison.divergence
+        )
+        ui.show_figure(figs.forcing_figure(comparison), key="forcing")
+        st.dataframe(teacher.step_rows(comparison), hide_index=True, width="stretch")
+        st.caption("Both runs are greedy and use the same weights; only what the decoder reads differs.")
+        if dates_model:
+            st.caption(
+                "date-bart never saw years before 1950, so for 1945 it writes 1955: at the third step it "
+                "puts almost no probability on 4. Teacher forcing then feeds it the 4 anyway; free running "
+                "feeds it its own 5 (exposure bias: training never showed it its own mistakes)."
+            )

@@ -29,3 +29,15 @@ def test_cross_attention_arithmetic_tab():
     assert (table["softmax (recomputed)"] - table["captured weight"]).abs().max() < 1e-5
     at.sidebar.slider(key="max_steps").set_value(2).run()
     assert not at.exception and not at.error
+
+
+def test_teacher_forcing_tab():
+    at = run_page("Teacher forcing")
+    assert not at.exception and not at.error
+    values = [m.value for m in at.metric]
+    assert values[0] == "1955-05-05" and values[2] == "2"
+    at.text_input(key="tf_reference_date-bart").set_value("1955-05-05").run()
+    assert not at.exception and not at.error
+    assert at.metric[2].value == "none"
+    at.text_input(key="tf_reference_date-bart").set_value("").run()
+    assert not at.exception and any("empty" in e.value for e in at.error)

@@ -185,3 +185,46 @@ def step_alternatives(step: DecodeStep) -> go.Figure:
         ticktext=plain_all(tokens),
     )
     return figure
+
+
+def forcing_figure(comparison) -> go.Figure:
+    """p(reference token) at each step, fed the reference (teacher forcing) or its own outputs."""
+    steps = comparison.steps
+    labels = [plain(s.reference or "·") for s in steps]
+    figure = go.Figure()
+    for name, values, inputs, colour in (
+        ("teacher forcing (reads the reference)", [s.forced_reference_probability for s in steps],
+         [s.forced_input for s in steps], "#1f77b4"),
+        ("free running (reads its own output)", [s.free_reference_probability for s in steps],
+         [s.free_input for s in steps], "#ff7f0e"),
+    ):  # fmt: skip
+        figure.add_trace(
+            go.Scatter(
+                x=list(range(len(steps))),
+                y=values,
+                mode="lines+markers",
+                name=name,
+                line={"color": colour},
+                customdata=[plain(i) for i in inputs],
+                hovertemplate="step %{x}: read %{customdata}, p(reference) %{y:.4f}<extra></extra>",
+            )
+        )
+    if comparison.divergence is not None:
+        figure.add_vline(x=comparison.divergence, line_dash="dot", line_color="#d62728")
+        figure.add_annotation(
+            x=comparison.divergence,
+            y=1.08,
+            yref="paper",
+            text="free running leaves the reference",
+            showarrow=False,
+        )
+    figure.update_layout(
+        title="Probability of the reference token at each step",
+        height=380,
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        yaxis={"title": "p(reference token)", "type": "log"},
+        xaxis={"title": "step (reference token)", "tickmode": "array", "tickvals": list(range(len(steps))),
+               "ticktext": labels},
+        legend={"orientation": "h", "y": -0.25},
+    )  # fmt: skip
+    return figure
