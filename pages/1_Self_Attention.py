@@ -5,7 +5,8 @@ import streamlit as st
 
 from txviz.app import ui
 from txviz.core.tracing import trace_text
-from txviz.selfattention import additive
+from txviz.figures.text import plain_all
+from txviz.selfattention import additive, linear
 from txviz.selfattention import equivariance as eq
 from txviz.selfattention import figures as figs
 from txviz.selfattention import toy as ta
@@ -19,8 +20,15 @@ ui.setup_page(
     share=("real_model",),
 )
 
-toy_tab, heads_tab, real_tab, shuffle_tab, additive_tab = st.tabs(
-    ["One head, by hand", "Several heads", "On a real model", "Shuffle the tokens", "Additive (Bahdanau)"],
+toy_tab, heads_tab, real_tab, shuffle_tab, additive_tab, linear_tab = st.tabs(
+    [
+        "One head, by hand",
+        "Several heads",
+        "On a real model",
+        "Shuffle the tokens",
+        "Additive (Bahdanau)",
+        "Linear attention",
+    ],
     key="view",
     on_change="rerun",
 )
@@ -269,3 +277,83 @@ if additive_tab.open:
             "The additive score costs an h-unit net per query-key pair, N x N x h; the dot product is one "
             "matrix product, which is why transformers use it (with √d keeping the scores in softmax's range)."
         )
+
+
+@st.cache_data(max_entries=16, show_spinner="Running MiniLM...")
+def linear_head(_loaded, text: str, layer: int, head: int):
+    """One MiniLM head's q, k, v and weights (the model is always MiniLM here)."""
+    return linear.minilm_head(_loaded, text, layer, head)
+
+
+if linear_tab.open:
+    with linear_tab:
+        st.markdown(
+            "Replace exp(q·k/√d) by φ(q)·φ(k) with φ(x) = elu(x) + 1 and the sum over keys factors: "
+            "Σₘ φ(q)·φ(kₘ) vₘ = φ(q) (Σₘ φ(kₘ) vₘᵀ). The d × d sum is built once, so the cost grows "
+            "like n, not n² (Katharopoulos et al., 2020)."
+        )
+        st.latex(
+            r"\text{out}_i = \frac{\phi(q_i)^\top \sum_m \phi(k_m) v_m^\top}{\phi(q_i)^\top \sum_m \phi(k_m)}"
+            r"\qquad S_i = S_{i-1} + \phi(k_i) v_i^\top,\; z_i = z_{i-1} + \phi(k_i)"
+        )
+        minilm = ui.load_model("minilm", kinds=("encoder",))
+        linear_text = ui.text_input(
+            "Text",
+            "The animal didn't cross the street because it was too tired.",
+            key="linear_text",
+            height=68,
+        )
+        cols = st.columns(2)
+        linear_layer = cols[0].slider("MiniLM layer", 0, minilm.n_layers - 1, 2, key="linear_layer")
+        linear_head_index = cols[1].slider("MiniLM head", 0, minilm.n_heads - 1, 3, key="linear_head")
+        with ui.user_errors():
+            qkv = linear_head(minilm, linear_text, linear_layer, linear_head_index)
+        if qkv.notice:
+            st.warning(qkv.notice)
+        result = linear.compare(qkv)
+        cols = st.columns(4)
+        cols[0].metric("Weights apart (mean total variation)", f"{result.weight_distance:.3f}")
+        cols[1].metric("Output error ‖O_lin − O_soft‖ / ‖O_soft‖", f"{result.output_error:.3f}")
+        cols[2].metric("O(n) form vs n × n form", f"{result.fast_vs_matrix:.1e}")
+        cols[3].metric("Recurrent vs parallel (causal)", f"{result.recurrent_vs_parallel:.1e}")
+        labels = plain_all(qkv.tokens)
+        cols = st.columns(2)
+        with cols[0]:
+            ui.show_figure(
+                figs.weights_figure(result.softmax, labels, "Softmax: MiniLM's own weights"),
+                key="linear_soft",
+            )
+        with cols[1]:
+            ui.show_figure(
+                figs.weights_figure(result.linear, labels, "Linear: φ(q)·φ(k), normalised"), key="linear_lin"
+            )
+        st.caption(
+            f"q and k are MiniLM's captured ones (softmax recomputed from them matches its weights within "
+            f"{result.recomputed_vs_captured:.0e}); v comes from the layer's value projection. MiniLM was "
+            "trained with softmax: the linear weights are flatter (φ is not exp), which is the error above. "
+            "A model trained with linear attention learns q and k that suit it."
+        )
+        st.subheader("Cost against n")
+        if st.button("Measure on this machine (256 to 2,048 tokens, d = 64)", key="linear_measure"):
+            with st.spinner("Timing both..."):
+                st.session_state["linear_timings"] = linear.time_both((256, 512, 1024, 2048), repeats=3)
+        timings = st.session_state.get("linear_timings")
+        if timings:
+            ns = [t.n for t in timings]
+            ui.show_figure(
+                figs.linear_cost_figure(ns, [t.softmax_s for t in timings], [t.linear_s for t in timings]),
+                key="linear_cost",
+            )
+            st.dataframe(
+                [
+                    {
+                        "n": t.n,
+                        "softmax ms": t.softmax_s * 1e3,
+                        "linear ms": t.linear_s * 1e3,
+                        "ratio": t.ratio,
+                    }
+                    for t in timings
+                ],
+                hide_index=True,
+            )
+        st.caption("Full table: `python -m txviz bench linear` (ratios of softmax to linear time, one run).")

@@ -52,3 +52,21 @@ def test_additive_tab_moves_its_widgets():
     assert not at.exception and not at.error
     table = at.dataframe[0].value
     assert len(table) == 5 and abs(table["additive weight"].sum() - 1) < 1e-9
+
+
+def test_linear_tab_moves_its_widgets():
+    at = run_page("Linear attention")
+    assert not at.exception and not at.error
+    values = metric_values(at)
+    assert values[2] < 1e-10 and values[3] < 1e-10  # O(n) == n x n form, recurrent == parallel
+    at.slider(key="linear_layer").set_value(5).run()
+    at.slider(key="linear_head").set_value(0).run()
+    at.button(key="linear_measure").click().run()
+    assert not at.exception and not at.error
+    assert len(at.dataframe[0].value) == 4
+
+
+def test_linear_tab_empty_text():
+    at = run_page("Linear attention", linear_text=" ")
+    assert not at.exception
+    assert at.error or at.warning

@@ -193,3 +193,23 @@ def equivariance_figure(
         figure.update_xaxes(title="dimension", row=1, col=col)
     figure.update_layout(height=max(240, 90 + 24 * len(labels)), margin={"l": 10, "r": 10, "t": 50, "b": 10})
     return figure
+
+
+def linear_cost_figure(ns: Sequence[int], softmax_s: Sequence[float], linear_s: Sequence[float]) -> go.Figure:
+    """Seconds per call against n, log-log: softmax grows like n², linear attention like n."""
+    figure = go.Figure()
+    for name, seconds in (
+        ("softmax attention (n × n matrix)", softmax_s),
+        ("linear attention (d × d state)", linear_s),
+    ):
+        figure.add_trace(
+            go.Scatter(x=list(ns), y=[s * 1e3 for s in seconds], mode="lines+markers", name=name)
+        )
+    figure.update_layout(
+        title="Measured on this machine: milliseconds per head",
+        xaxis={"title": "tokens n", "type": "log"},
+        yaxis={"title": "ms", "type": "log"},
+        height=360,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    )
+    return figure
