@@ -188,43 +188,50 @@ def step_alternatives(step: DecodeStep) -> go.Figure:
 
 
 def forcing_figure(comparison) -> go.Figure:
-    """p(reference token) at each step, fed the reference (teacher forcing) or its own outputs."""
+    """Step by step, what each regime reads and predicts; green where it matches the reference."""
     steps = comparison.steps
-    labels = [plain(s.reference or "·") for s in steps]
-    figure = go.Figure()
-    for name, values, inputs, colour in (
-        ("teacher forcing (reads the reference)", [s.forced_reference_probability for s in steps],
-         [s.forced_input for s in steps], "#1f77b4"),
-        ("free running (reads its own output)", [s.free_reference_probability for s in steps],
-         [s.free_input for s in steps], "#ff7f0e"),
-    ):  # fmt: skip
-        figure.add_trace(
-            go.Scatter(
-                x=list(range(len(steps))),
-                y=values,
-                mode="lines+markers",
-                name=name,
-                line={"color": colour},
-                customdata=[plain(i) for i in inputs],
-                hovertemplate="step %{x}: read %{customdata}, p(reference) %{y:.4f}<extra></extra>",
-            )
+    rows = (
+        ("teacher forcing reads", "forced_input", 1),
+        ("teacher forcing predicts", "forced_prediction", 0),
+        ("reference", "reference", None),
+        ("free running predicts", "free_prediction", 0),
+        ("free running reads", "free_input", 1),
+    )
+    z, text = [], []
+    for _, field, shift in rows:
+        values = [getattr(s, field) for s in steps]
+        text.append([plain(v) for v in values])
+        if shift is None:
+            z.append([0.5] * len(steps))
+            continue
+        # a prediction at step t is checked against reference t; an input against reference t - 1
+        targets = [steps[t - shift].reference if t - shift >= 0 else values[t] for t in range(len(steps))]
+        z.append([np.nan if not v else float(v == r) for v, r in zip(values, targets, strict=True)])
+    figure = go.Figure(
+        go.Heatmap(
+            z=z,
+            text=text,
+            texttemplate="%{text}",
+            colorscale=[[0, "#f4a3a3"], [0.5, "#e8e8e8"], [1, "#a8d8a8"]],
+            zmin=0,
+            zmax=1,
+            showscale=False,
+            xgap=2,
+            ygap=2,
+            hovertemplate="step %{x}, %{y}: %{text}<extra></extra>",
         )
+    )
     if comparison.divergence is not None:
-        figure.add_vline(x=comparison.divergence, line_dash="dot", line_color="#d62728")
+        figure.add_vline(x=comparison.divergence - 0.5, line_dash="dot", line_color="#d62728")
         figure.add_annotation(
-            x=comparison.divergence,
-            y=1.08,
-            yref="paper",
-            text="free running leaves the reference",
-            showarrow=False,
+            x=comparison.divergence - 0.5, y=1.08, yref="paper", text="they part here", showarrow=False
         )
     figure.update_layout(
-        title="Probability of the reference token at each step",
-        height=380,
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
-        yaxis={"title": "p(reference token)", "type": "log"},
-        xaxis={"title": "step (reference token)", "tickmode": "array", "tickvals": list(range(len(steps))),
-               "ticktext": labels},
-        legend={"orientation": "h", "y": -0.25},
+        title="What the decoder reads and predicts at each step (green: as the reference, red: not)",
+        height=320,
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+        xaxis={"title": "step", "tickmode": "array", "tickvals": list(range(len(steps)))},
+        yaxis={"tickmode": "array", "tickvals": list(range(len(rows))), "ticktext": [r[0] for r in rows],
+               "autorange": "reversed"},
     )  # fmt: skip
     return figure
