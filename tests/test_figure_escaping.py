@@ -52,6 +52,9 @@ NO_TEXT = {  # builders that take no token or user text at all (numbers and fixe
     "generation.figures.kv_cache_growth",
     "generation.figures.kv_cache_per_layer",
     "masks.figures.swin_figure",
+    "masks.figures.merge_stages_figure",
+    "positional.figures.shaw_offset_figure",
+    "selfattention.figures.linear_cost_figure",
     "positional.figures.rope_offset_figure",
     "positional.figures.rotation_figure",
     "positional.figures.shift_figure",
@@ -502,6 +505,45 @@ def _():
 
 
 # --- the checks -----------------------------------------------------------------------------------
+# --- textbook items: objectives, equivariance, teacher forcing ------------------------------------
+@case("objectives.figures.next_token_figure")
+def _():
+    from txviz.objectives.causal import NextTokenObjective
+    from txviz.objectives.figures import next_token_figure
+
+    objective = NextTokenObjective(tuple(TOKENS), RNG.random(len(TOKENS) - 1), tuple(TOKENS[1:]))
+    return next_token_figure(objective), HOSTILE
+
+
+@case("objectives.figures.masked_figure")
+def _():
+    from txviz.objectives.figures import masked_figure
+    from txviz.objectives.masked import MaskedPrediction
+
+    top = ((BOLD, 0.5), (LINK, 0.2))
+    prediction = MaskedPrediction(tuple(TOKENS), (1, 2), (top, top), RNG.random(2))
+    return masked_figure(prediction), HOSTILE
+
+
+@case("selfattention.figures.equivariance_figure")
+def _():
+    from txviz.selfattention.figures import equivariance_figure
+
+    outputs = RNG.random((len(TOKENS), 4))
+    return equivariance_figure(outputs, outputs + 1e-7, TOKENS), HOSTILE
+
+
+@case("seq2seq.figures.forcing_figure")
+def _():
+    from txviz.seq2seq.figures import forcing_figure
+    from txviz.seq2seq.teacher import ForcingComparison, ForcingStep
+
+    steps = tuple(
+        ForcingStep(i, BOLD, LINK, ENTITY, 0.5, LINK, BOLD, 0.25) for i in range(2)
+    )  # fmt: skip
+    return forcing_figure(ForcingComparison(steps, BOLD, LINK, 1)), HOSTILE
+
+
 def test_every_figure_builder_is_checked_or_listed_as_showing_no_text():
     found = set(builders())
     assert len(found) > 40, "discovery found too few builders: is the module walk broken?"

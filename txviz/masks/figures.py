@@ -269,3 +269,32 @@ def swin_figure(regions: np.ndarray, shifted_regions: np.ndarray, window: int) -
     figure.update_yaxes(title_text="query patch", row=2)
     figure.update_layout(height=860, margin=margin(top=60))
     return figure
+
+
+def merge_stages_figure(stages: Sequence) -> go.Figure:
+    """Each Swin stage's patch grid coloured by window: 2 x 2 merges until one window is left."""
+    titles = [
+        f"stage {i + 1}: {s.rows}×{s.columns}, {s.channels} ch, {s.n_windows} window{'s' * (s.n_windows > 1)}"
+        for i, s in enumerate(stages)
+    ]
+    figure = make_subplots(rows=1, cols=len(stages), subplot_titles=titles, horizontal_spacing=0.04)
+    for i, stage in enumerate(stages, start=1):
+        figure.add_trace(
+            go.Heatmap(
+                z=stage.regions,
+                colorscale="Turbo",
+                showscale=False,
+                xgap=1,
+                ygap=1,
+                hovertemplate=(
+                    f"row %{{y}}, column %{{x}}: window %{{z}}; one patch = {stage.patch_span}×"
+                    f"{stage.patch_span} first-stage patches<extra></extra>"
+                ),
+            ),
+            row=1,
+            col=i,
+        )
+        suffix = "" if i == 1 else str(i)
+        figure.update_yaxes(autorange="reversed", scaleanchor=f"x{suffix}", row=1, col=i)
+    figure.update_layout(height=360, margin=dict(l=10, r=10, t=60, b=10))
+    return figure

@@ -253,3 +253,18 @@ def summary_figures(summary: EncodingSummary, presenting: bool = False) -> list[
         similarity_heatmap(summary.cosine, f"{name}: cosine similarity", presenting),
         pca_figure(summary.components, f"{name}: first two principal components", presenting),
     ]
+
+
+def shaw_offset_figure(offsets: np.ndarray, by_offset: np.ndarray, clip: int) -> go.Figure:
+    """Shaw's bias against the offset j - i: flat past ±k, where every offset shares one vector."""
+    figure = go.Figure(go.Scatter(x=offsets, y=by_offset, mode="lines+markers", name="q · a_clip(j−i) / √d"))
+    for edge in (-clip, clip):
+        figure.add_vline(x=edge, line_dash="dot", line_color="#888")
+    figure.update_layout(
+        title=f"Bias by offset j − i (clipped at ±{clip})",
+        xaxis_title="offset j − i",
+        yaxis_title="bias",
+        height=360,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    )
+    return figure

@@ -154,3 +154,58 @@ def query_steps_figure(
     figure.update_xaxes(row=1, col=1, **ticks(key_tokens))
     figure.update_layout(title=plain(title), height=460, showlegend=False, margin=margin(top=60))
     return figure
+
+
+def equivariance_figure(
+    original_permuted: np.ndarray, shuffled: np.ndarray, tokens: Sequence[str]
+) -> go.Figure:
+    """Sa[X][pi] beside Sa[X[pi]] and their difference: equal when attention ignores order."""
+    difference = shuffled - original_permuted
+    titles = [
+        "outputs in order, then shuffled: Sa[X][π]",
+        "outputs of shuffled input: Sa[X[π]]",
+        "difference",
+    ]
+    figure = make_subplots(rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.06)
+    limit = (
+        float(np.percentile(np.abs(original_permuted), 99)) or 1.0
+    )  # one outlier dimension would wash out the rest
+    labels = list(tokens)  # escaped once, by ticks()
+    for col, matrix in enumerate((original_permuted, shuffled, difference), start=1):
+        figure.add_trace(
+            go.Heatmap(
+                z=matrix,
+                y=list(range(len(labels))),
+                colorscale=scale("diverging"),
+                zmin=-limit,
+                zmax=limit,
+                showscale=col == 3,
+                hovertemplate="slot %{y}, dimension %{x}: %{z:.3g}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
+        figure.update_yaxes(autorange="reversed", row=1, col=col, **ticks(labels))
+        figure.update_xaxes(title="dimension", row=1, col=col)
+    figure.update_layout(height=max(240, 90 + 24 * len(labels)), margin=margin())
+    return figure
+
+
+def linear_cost_figure(ns: Sequence[int], softmax_s: Sequence[float], linear_s: Sequence[float]) -> go.Figure:
+    """Seconds per call against n, log-log: softmax grows like n², linear attention like n."""
+    figure = go.Figure()
+    for name, seconds in (
+        ("softmax attention (n × n matrix)", softmax_s),
+        ("linear attention (d × d state)", linear_s),
+    ):
+        figure.add_trace(
+            go.Scatter(x=list(ns), y=[s * 1e3 for s in seconds], mode="lines+markers", name=name)
+        )
+    figure.update_layout(
+        title="Measured on this machine: milliseconds per head",
+        xaxis={"title": "tokens n", "type": "log"},
+        yaxis={"title": "ms", "type": "log"},
+        height=360,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    )
+    return figure

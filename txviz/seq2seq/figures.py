@@ -182,3 +182,53 @@ def step_alternatives(step: DecodeStep) -> go.Figure:
         **ticks(tokens),
     )
     return figure
+
+
+def forcing_figure(comparison) -> go.Figure:
+    """Step by step, what each regime reads and predicts; green where it matches the reference."""
+    steps = comparison.steps
+    rows = (
+        ("teacher forcing reads", "forced_input", 1),
+        ("teacher forcing predicts", "forced_prediction", 0),
+        ("reference", "reference", None),
+        ("free running predicts", "free_prediction", 0),
+        ("free running reads", "free_input", 1),
+    )
+    z, text = [], []
+    for _, field, shift in rows:
+        values = [getattr(s, field) for s in steps]
+        text.append([plain(v) for v in values])
+        if shift is None:
+            z.append([0.5] * len(steps))
+            continue
+        # a prediction at step t is checked against reference t; an input against reference t - 1
+        targets = [steps[t - shift].reference if t - shift >= 0 else values[t] for t in range(len(steps))]
+        z.append([np.nan if not v else float(v == r) for v, r in zip(values, targets, strict=True)])
+    figure = go.Figure(
+        go.Heatmap(
+            z=z,
+            text=text,
+            texttemplate="%{text}",
+            colorscale=[[0, "#f4a3a3"], [0.5, "#e8e8e8"], [1, "#a8d8a8"]],
+            zmin=0,
+            zmax=1,
+            showscale=False,
+            xgap=2,
+            ygap=2,
+            hovertemplate="step %{x}, %{y}: %{text}<extra></extra>",
+        )
+    )
+    if comparison.divergence is not None:
+        figure.add_vline(x=comparison.divergence - 0.5, line_dash="dot", line_color="#d62728")
+        figure.add_annotation(
+            x=comparison.divergence - 0.5, y=1.08, yref="paper", text="they part here", showarrow=False
+        )
+    figure.update_layout(
+        title="What the decoder reads and predicts at each step (green: as the reference, red: not)",
+        height=320,
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+        xaxis={"title": "step", "tickmode": "array", "tickvals": list(range(len(steps)))},
+        yaxis={"tickmode": "array", "tickvals": list(range(len(rows))), "ticktext": [r[0] for r in rows],
+               "autorange": "reversed"},
+    )  # fmt: skip
+    return figure
