@@ -3,13 +3,17 @@ attribution; two models side by side."""
 
 import json
 
+import numpy as np
 import streamlit as st
 
 from txviz.app import navigation, ui
 from txviz.core import paths
-from txviz.heads import corpus, figures, runs
+from txviz.figures.attention import attention_heatmap
+from txviz.heads import attribution, compare, corpus, figures, runs
 
 VIEWS = ["Detectors", "Attention vs attribution", "Two models"]
+NEXT_TOKEN_TEXT = "The capital of France is"
+SIMILARITY_TEXTS = ("A man is playing a guitar on stage.", "Someone performs music with an instrument.")
 SOURCES = ["Shipped examples", "Your text", "Upload a .txt corpus"]
 TABLE_PAGE_ROWS = 1000  # a model with thousands of heads gets its table in pages
 
@@ -117,7 +121,7 @@ def detectors_view(result: runs.HeadScores) -> None:
     names = list(by_name)
     chosen = st.selectbox(
         "Detector", names, key="detector", format_func=lambda n: by_name[n].label,
-        index=names.index(ui.link_value("detector", "induction", names)),
+        index=names.index(ui.link_value("detector", "previous_token", names)),
     )  # fmt: skip
     detector = by_name[chosen]
     st.caption(
@@ -169,3 +173,100 @@ if detectors_tab.open:
         if result.notice:
             st.warning(result.notice)
         detectors_view(result)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Running gradients and integrated gradients...")
+def compared(_loaded, model_name: str, device: str, text: str, other: str, skip_special: bool):
+    # keyed by name and device (the model itself is not hashed); the result is small and frozen
+    if _loaded.kind == "decoder":
+        return attribution.explain_next_token(_loaded, text, skip_special)
+    return attribution.explain_similarity(_loaded, text, other, skip_special)
+
+
+def attribution_view() -> None:
+    st.caption(
+        "Is attention an explanation? For one prediction, four per-token measures side by side: the last "
+        "layer's attention (mean of heads), attention rollout (Abnar & Zuidema 2020), gradient x input and "
+        "integrated gradients (Sundararajan et al. 2017, computed by Captum). If attention explained the "
+        "prediction, its ranks would agree with the gradients' (Jain & Wallace 2019; Wiegreffe & Pinter 2019)."
+    )
+    decoder = loaded.kind == "decoder"
+    default = NEXT_TOKEN_TEXT if decoder else SIMILARITY_TEXTS[0]
+    text = st.text_input(
+        "Text" if decoder else "Sentence A (explained)", default, key="attr_text", max_chars=2000
+    )
+    other = (
+        "" if decoder else st.text_input("Sentence B", SIMILARITY_TEXTS[1], key="attr_other", max_chars=2000)
+    )
+    skip = st.toggle(
+        "Leave special tokens ([CLS], [SEP]) and a decoder's first token out of the ranks", True,
+        key="attr_skip", help="They are kept in the integrated-gradients baseline, so they get no attribution; "
+        "attention sinks on them.",
+    )  # fmt: skip
+    if not text.strip() or not (decoder or other.strip()):
+        st.warning("The text is empty: type a sentence first.")
+        return
+    with ui.user_errors():
+        result = compared(loaded, name, loaded.device, text, other, skip)
+    if result.notice:
+        st.warning(result.notice)
+    st.write(f"Explained: {result.target}.")
+    left, right = st.columns([3, 2])
+    with left:
+        ui.show_figure(figures.measure_bars(result), key="attr_bars")
+    with right:
+        ui.show_figure(figures.correlation_heatmap(result), key="attr_rho")
+    st.caption(
+        f"Attributions are absolute values summed over the embedding, then scaled to sum 1. Integrated "
+        f"gradients: {attribution.IG_STEPS} steps from a baseline of zero embeddings (special tokens and a "
+        f"decoder's first token kept); they add up to the change {result.change:.3f} within "
+        f"{result.ig_delta:.3f} (0 is an exact path integral). {result.seconds:.1f} s. "
+        + ("Tokens marked * are left out of the ranks." if not result.compared.all() else "")
+    )
+
+
+def compare_view(texts, repeats, offset) -> None:
+    other_name = ui.model_picker(
+        kinds=("encoder", "decoder"), default="smollm2", key="model_b", label="Second model"
+    )
+    other = ui.load_model(other_name, kinds=("encoder", "decoder"))
+    a, b = scored(loaded, texts, repeats, offset), scored(other, texts, repeats, offset)
+    names = [d.name for d in a.detectors]
+    labels = {d.name: d.label for d in a.detectors}
+    detector = st.selectbox("Detector", names, key="cmp_detector", format_func=labels.get)
+    left, right = st.columns(2)
+    for column, result in ((left, a), (right, b)):
+        with column:
+            ui.show_figure(figures.score_grid(result.scores[detector], f"{result.model_name}: {labels[detector]}",
+                                              scale=ui.color_scale()), key=f"cmp_grid_{column is right}")  # fmt: skip
+    st.subheader("Per layer, on a common depth axis")
+    columns = st.columns(3)
+    for column, quantity in zip(columns, (*compare.QUANTITIES, detector), strict=True):
+        with column:
+            ui.show_figure(figures.depth_profiles(a, b, quantity), key=f"cmp_depth_{quantity}")
+    st.subheader("One head of each")
+    rel = st.slider("Relative depth (0 = first layer, 1 = last)", 0.0, 1.0, 0.5, 0.05, key="cmp_rel_depth")
+    text = st.selectbox("Text", texts.texts, key="cmp_text", format_func=lambda t: t[:80])
+    left, right = st.columns(2)
+    for column, result, loaded_model, side in ((left, a, loaded, "a"), (right, b, other, "b")):
+        with column:
+            layer = compare.layer_at(rel, result.shape[0])
+            best = int(np.nan_to_num(result.scores[detector][layer], nan=-1.0).argmax())
+            head = st.number_input(f"{result.model_name}: head (layer {layer})", 0, result.shape[1] - 1, best,
+                                   key=f"cmp_head_{side}")  # fmt: skip
+            with ui.user_errors():
+                trace = ui.cached_trace(loaded_model.name, text)
+            ui.show_figure(
+                attention_heatmap(trace.head(layer, int(head)), trace.query_tokens, trace.key_tokens,
+                                  f"{result.model_name}: layer {layer}, head {int(head)}", scale=ui.color_scale()),
+                key=f"cmp_head_fig_{side}",
+            )  # fmt: skip
+
+
+if attribution_tab.open:
+    with attribution_tab:
+        attribution_view()
+
+if compare_tab.open:
+    with compare_tab:
+        compare_view(texts, repeats, offset)

@@ -20,7 +20,7 @@ def app():
 
 def test_detector_widgets_move_without_exception(app):
     assert not app.exception and not app.error
-    assert app.selectbox(key="detector").value == "induction"
+    assert app.selectbox(key="detector").value == "previous_token"
     for name in ("previous_token", "first_token", "broad", "offset_plus2"):
         app.selectbox(key="detector").set_value(name).run()
         assert not app.exception, name
@@ -33,6 +33,7 @@ def test_detector_widgets_move_without_exception(app):
 
 
 def test_the_link_opens_the_explorer_on_the_head_and_its_text(app):
+    app.selectbox(key="detector").set_value("induction").run()
     app.number_input(key="pick_layer").set_value(2).run()
     app.number_input(key="pick_head").set_value(4).run()
     (link,) = app.get("page_link")
@@ -69,8 +70,34 @@ def test_smollm2_picks_stay_in_range(app):
 def test_link_restores_the_picked_head():
     at = AppTest.from_file(PAGE, default_timeout=300)
     at.session_state["rep_n"], at.session_state["rep_len"] = 1, 6
-    at.query_params.update(detector=json.dumps("previous_token"), pick_layer="3", pick_head="7")
+    at.query_params.update(detector=json.dumps("induction"), pick_layer="3", pick_head="7")
     at.run()
     assert not at.exception
-    assert at.selectbox(key="detector").value == "previous_token"
+    assert at.selectbox(key="detector").value == "induction"
     assert (at.number_input(key="pick_layer").value, at.number_input(key="pick_head").value) == (3, 7)
+
+
+def test_attention_against_attribution_tab(app):
+    app.session_state["heads_view"] = "Attention vs attribution"
+    app.run()
+    assert not app.exception and not app.error
+    assert len(app.get("plotly_chart")) == 2  # bars and the correlation matrix
+    app.toggle(key="attr_skip").set_value(False).run()
+    app.text_input(key="attr_other").set_value("").run()
+    assert not app.exception and any("empty" in w.value for w in app.warning)
+    app.text_input(key="attr_other").set_value("A cat.").run()
+    app.text_input(key="attr_text").set_value("Hi").run()  # [CLS] hi [SEP]: the fewest an encoder gets
+    assert not app.exception
+
+
+def test_two_models_tab(app):
+    app.session_state["heads_view"] = "Two models"
+    app.run()
+    assert not app.exception and not app.error
+    assert app.selectbox(key="model_b").value == "smollm2"
+    app.selectbox(key="cmp_detector").set_value("broad").run()
+    app.slider(key="cmp_rel_depth").set_value(1.0).run()
+    app.number_input(key="cmp_head_b").set_value(8).run()
+    assert not app.exception and not app.error
+    labels = [n.label for n in app.number_input]
+    assert "minilm: head (layer 5)" in labels and "smollm2: head (layer 29)" in labels

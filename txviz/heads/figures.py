@@ -9,6 +9,8 @@ from plotly.subplots import make_subplots
 
 from txviz.figures.colors import plotly_colorscale
 from txviz.figures.text import plain
+from txviz.heads import compare
+from txviz.heads.attribution import TokenComparison
 from txviz.heads.qkspace import QKPoints
 from txviz.heads.runs import HeadScores
 
@@ -178,4 +180,61 @@ def qk_small_multiples(layer_points: list[QKPoints], title: str = "", columns: i
     figure.update_xaxes(showticklabels=False, zeroline=False)
     figure.update_yaxes(showticklabels=False, zeroline=False)
     figure.update_layout(title=title, height=260 * rows + 80, margin=dict(l=10, r=10, t=70, b=10))
+    return figure
+
+
+def measure_bars(comparison: TokenComparison) -> go.Figure:
+    """Each token's share under every measure, side by side; tokens left out of the ranks are marked."""
+    positions = list(range(len(comparison.tokens)))
+    figure = go.Figure()
+    for name, values in comparison.measures.items():
+        figure.add_trace(
+            go.Bar(x=positions, y=values, name=name, hovertemplate="%{y:.3f}<extra>" + name + "</extra>")
+        )
+    labels = [
+        plain(t) + ("" if keep else " *")
+        for t, keep in zip(comparison.tokens, comparison.compared, strict=True)
+    ]
+    figure.update_layout(
+        barmode="group", height=420, margin=dict(l=10, r=10, t=60, b=10), title="Share of each token",
+        xaxis=dict(tickmode="array", tickvals=positions, ticktext=labels, tickangle=-45),
+        yaxis=dict(title="share (sums to 1)"), legend=dict(orientation="h", y=1.12),
+    )  # fmt: skip
+    return figure
+
+
+def correlation_heatmap(comparison: TokenComparison) -> go.Figure:
+    """Spearman rank correlation between every pair of measures, written in each cell."""
+    names = list(comparison.measures)
+    rho = comparison.correlations
+    figure = go.Figure(
+        go.Heatmap(
+            z=rho, x=names, y=names, zmin=-1, zmax=1, colorscale="RdBu", colorbar=dict(title="rho"),
+            text=np.vectorize(lambda v: f"{v:.2f}")(rho), texttemplate="%{text}",
+            hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>",
+        )
+    )  # fmt: skip
+    figure.update_layout(
+        height=420, title="Rank correlation (Spearman) over tokens", margin=dict(l=10, r=10, t=60, b=10)
+    )
+    figure.update_yaxes(autorange="reversed")
+    return figure
+
+
+def depth_profiles(a: HeadScores, b: HeadScores, quantity: str) -> go.Figure:
+    """One quantity per layer for two models against relative depth (0 = first layer, 1 = last)."""
+    figure = go.Figure()
+    for scores, dash in ((a, "solid"), (b, "dash")):
+        x, y = compare.profile(scores, quantity)
+        layers = np.arange(len(x))
+        figure.add_trace(
+            go.Scatter(
+                x=x, y=y, mode="lines+markers", name=f"{plain(scores.model_name)} ({len(x)} layers)",
+                line=dict(dash=dash), customdata=layers, hovertemplate="layer %{customdata}: %{y:.3f}<extra></extra>",
+            )
+        )  # fmt: skip
+    figure.update_layout(
+        title=compare.quantity_label(a, quantity), height=360, margin=dict(l=10, r=10, t=60, b=10),
+        xaxis=dict(title="relative depth (layer / (layers - 1))", range=[-0.03, 1.03]), legend=dict(orientation="h", y=-0.25),
+    )  # fmt: skip
     return figure
