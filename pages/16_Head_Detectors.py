@@ -23,7 +23,7 @@ ui.setup_page(
     "that goes where the behaviour says, averaged over the tokens where the behaviour is possible "
     "(TransformerLens' head detector; Clark et al. 2019; Olsson et al. 2022). A pure previous-token head "
     "scores 1; a head spreading attention evenly over n tokens scores 1/n.",
-    share=("model", "detector", "pick_layer", "pick_head"),
+    share=("model", "detector", "pick_layer", "pick_head", "model_b"),
 )
 
 name = ui.model_picker(kinds=("encoder", "decoder"))
@@ -53,28 +53,30 @@ def scored(loaded, texts: corpus.Corpus, repeats: runs.RepeatSettings, offset: i
 
 def corpus_controls() -> tuple[corpus.Corpus, runs.RepeatSettings, int]:
     """The texts to score on and the repeated random sequences' settings."""
-    with st.expander("Texts the heads are scored on", expanded=False):
-        source = st.radio("Texts", SOURCES, horizontal=True, key="corpus_source")
-        if source == "Your text":
-            typed = st.text_area(
-                "Your text (blank lines separate passages)", corpus.DEFAULT_TEXTS[0], key="corpus_text",
-                max_chars=ui.MAX_TEXT_CHARS,
-            )  # fmt: skip
-            with ui.user_errors():
-                texts = corpus.from_text(typed, max_texts=8)
-        elif source == "Upload a .txt corpus":
-            upload = st.file_uploader("A UTF-8 .txt file", type=["txt"], key="corpus_upload")
-            if upload is None:
-                st.info("Choose a .txt file: its paragraphs are the passages scored.")
-                st.stop()
-            with ui.user_errors():
-                texts = corpus.from_text(ui.decode_upload(upload.getvalue(), upload.name))
-        else:
-            texts = corpus.default_corpus()
-        st.caption(
-            f"{len(texts.texts)} passage(s), each cut to {corpus.MAX_TOKENS} tokens. Duplicate-token and "
-            "induction heads are scored on random one-token words said twice (Olsson et al. 2022):"
+    source = st.radio("Texts the heads are scored on", SOURCES, horizontal=True, key="corpus_source")
+    if source == "Your text":
+        typed = st.text_area(
+            "Your text (blank lines separate passages)",
+            corpus.DEFAULT_TEXTS[0],
+            key="corpus_text",
+            max_chars=ui.MAX_TEXT_CHARS,
         )
+        with ui.user_errors():
+            texts = corpus.from_text(typed, max_texts=8)
+    elif source == "Upload a .txt corpus":
+        upload = st.file_uploader("A UTF-8 .txt file", type=["txt"], key="corpus_upload")
+        if upload is None:
+            st.info("Choose a .txt file: its paragraphs are the passages scored.")
+            st.stop()
+        with ui.user_errors():
+            texts = corpus.from_text(ui.decode_upload(upload.getvalue(), upload.name))
+    else:
+        texts = corpus.default_corpus()
+    st.caption(
+        f"{len(texts.texts)} passage(s), each cut to {corpus.MAX_TOKENS} tokens. Duplicate-token and induction "
+        "heads are scored on random one-token words said twice (Olsson et al. 2022)."
+    )
+    with st.expander("Settings: the repeated random sequences and the offset k"):
         a, b, c, d = st.columns(4)
         n = a.number_input("Sequences", 1, 32, 4, key="rep_n")
         length = b.number_input("Words per sequence", 2, 60, 20, key="rep_len")
@@ -120,9 +122,12 @@ def detectors_view(result: runs.HeadScores) -> None:
     by_name = {d.name: d for d in result.detectors}
     names = list(by_name)
     chosen = st.selectbox(
-        "Detector", names, key="detector", format_func=lambda n: by_name[n].label,
+        "Detector",
+        names,
+        key="detector",
+        format_func=lambda n: by_name[n].label,
         index=names.index(ui.link_value("detector", "previous_token", names)),
-    )  # fmt: skip
+    )
     detector = by_name[chosen]
     st.caption(
         f"{detector.label}: {detector.description}. Scored on the "
@@ -138,10 +143,11 @@ def detectors_view(result: runs.HeadScores) -> None:
         st.caption("Highest: " + ", ".join(f"L{la}H{h} {s:.2f}" for la, h, s in best))
     with left:
         ui.show_figure(
-            figures.score_grid(result.scores[detector.name], f"{name}: {detector.label}", (layer, head),
-                               ui.color_scale()),
+            figures.score_grid(
+                result.scores[detector.name], f"{name}: {detector.label}", (layer, head), ui.color_scale()
+            ),
             key="detector_grid",
-        )  # fmt: skip
+        )
     st.subheader("Every head (click a row to pick it; click a column header to sort)")
     table = figures.score_table(result)
     offset = 0
@@ -154,9 +160,13 @@ def detectors_view(result: runs.HeadScores) -> None:
         table = table.iloc[offset : offset + TABLE_PAGE_ROWS]
     st.session_state["_table_offset"] = offset
     st.dataframe(
-        table, hide_index=True, key="heads_table", on_select=_pick_from_table, selection_mode="single-row",
+        table,
+        hide_index=True,
+        key="heads_table",
+        on_select=_pick_from_table,
+        selection_mode="single-row",
         height=360,
-    )  # fmt: skip
+    )
     ui.show_figure(figures.all_detectors(result, ui.color_scale()), key="all_detectors")
     st.caption(
         f"{len(result.texts)} texts scored in {result.seconds:.1f} s. NaN (blank) means the "
@@ -188,7 +198,8 @@ def attribution_view() -> None:
         "Is attention an explanation? For one prediction, four per-token measures side by side: the last "
         "layer's attention (mean of heads), attention rollout (Abnar & Zuidema 2020), gradient x input and "
         "integrated gradients (Sundararajan et al. 2017, computed by Captum). If attention explained the "
-        "prediction, its ranks would agree with the gradients' (Jain & Wallace 2019; Wiegreffe & Pinter 2019)."
+        "prediction, its ranks would agree with the gradients' "
+        "(Jain & Wallace 2019; Wiegreffe & Pinter 2019)."
     )
     decoder = loaded.kind == "decoder"
     default = NEXT_TOKEN_TEXT if decoder else SIMILARITY_TEXTS[0]
@@ -199,10 +210,12 @@ def attribution_view() -> None:
         "" if decoder else st.text_input("Sentence B", SIMILARITY_TEXTS[1], key="attr_other", max_chars=2000)
     )
     skip = st.toggle(
-        "Leave special tokens ([CLS], [SEP]) and a decoder's first token out of the ranks", True,
-        key="attr_skip", help="They are kept in the integrated-gradients baseline, so they get no attribution; "
+        "Leave special tokens ([CLS], [SEP]) and a decoder's first token out of the ranks",
+        True,
+        key="attr_skip",
+        help="They are kept in the integrated-gradients baseline, so they get no attribution; "
         "attention sinks on them.",
-    )  # fmt: skip
+    )
     if not text.strip() or not (decoder or other.strip()):
         st.warning("The text is empty: type a sentence first.")
         return
@@ -237,8 +250,14 @@ def compare_view(texts, repeats, offset) -> None:
     left, right = st.columns(2)
     for column, result in ((left, a), (right, b)):
         with column:
-            ui.show_figure(figures.score_grid(result.scores[detector], f"{result.model_name}: {labels[detector]}",
-                                              scale=ui.color_scale()), key=f"cmp_grid_{column is right}")  # fmt: skip
+            ui.show_figure(
+                figures.score_grid(
+                    result.scores[detector],
+                    f"{result.model_name}: {labels[detector]}",
+                    scale=ui.color_scale(),
+                ),
+                key=f"cmp_grid_{column is right}",
+            )
     st.subheader("Per layer, on a common depth axis")
     columns = st.columns(3)
     for column, quantity in zip(columns, (*compare.QUANTITIES, detector), strict=True):
@@ -252,15 +271,25 @@ def compare_view(texts, repeats, offset) -> None:
         with column:
             layer = compare.layer_at(rel, result.shape[0])
             best = int(np.nan_to_num(result.scores[detector][layer], nan=-1.0).argmax())
-            head = st.number_input(f"{result.model_name}: head (layer {layer})", 0, result.shape[1] - 1, best,
-                                   key=f"cmp_head_{side}")  # fmt: skip
+            head = st.number_input(
+                f"{result.model_name}: head (layer {layer})",
+                0,
+                result.shape[1] - 1,
+                best,
+                key=f"cmp_head_{side}",
+            )
             with ui.user_errors():
                 trace = ui.cached_trace(loaded_model.name, text)
             ui.show_figure(
-                attention_heatmap(trace.head(layer, int(head)), trace.query_tokens, trace.key_tokens,
-                                  f"{result.model_name}: layer {layer}, head {int(head)}", scale=ui.color_scale()),
+                attention_heatmap(
+                    trace.head(layer, int(head)),
+                    trace.query_tokens,
+                    trace.key_tokens,
+                    f"{result.model_name}: layer {layer}, head {int(head)}",
+                    scale=ui.color_scale(),
+                ),
                 key=f"cmp_head_fig_{side}",
-            )  # fmt: skip
+            )
 
 
 if attribution_tab.open:

@@ -29,9 +29,11 @@ def traces_of(_loaded, model_name: str, device: str, texts: tuple[str, ...]) -> 
 source = st.radio("Texts", ["Shipped examples", "Your text"], horizontal=True, key="qk_source")
 if source == "Your text":
     typed = st.text_area(
-        "Your text (blank lines separate passages)", corpus.DEFAULT_TEXTS[1], key="qk_text",
+        "Your text (blank lines separate passages)",
+        corpus.DEFAULT_TEXTS[1],
+        key="qk_text",
         max_chars=ui.MAX_TEXT_CHARS,
-    )  # fmt: skip
+    )
     with ui.user_errors():
         texts = corpus.from_text(typed, max_texts=8)
 else:
@@ -40,7 +42,6 @@ if texts.notice:
     st.warning(texts.notice)
 with ui.user_errors():
     traces = traces_of(loaded, name, loaded.device, texts.texts)
-n_tokens = sum(len(t.query_tokens) for t in traces)
 
 a, b, c, d = st.columns(4)
 layer = a.slider(
@@ -50,38 +51,60 @@ head = b.slider(
     "Head", 0, loaded.n_heads - 1, ui.link_value("qk_head", 0, range(loaded.n_heads)), key="qk_head"
 )
 method = c.radio(
-    "Projection", qkspace.METHODS, horizontal=True, key="qk_method",
+    "Projection",
+    qkspace.METHODS,
+    horizontal=True,
+    key="qk_method",
     index=qkspace.METHODS.index(ui.link_value("qk_method", "PCA", qkspace.METHODS)),
-)  # fmt: skip
+)
 color_by = d.radio(
-    "Colour by", figures.COLOR_BY, key="qk_color",
+    "Colour by",
+    figures.COLOR_BY,
+    key="qk_color",
     index=figures.COLOR_BY.index(ui.link_value("qk_color", "query / key", figures.COLOR_BY)),
-)  # fmt: skip
-translate = st.toggle(
-    "Key translation and norm balance (AttentionViz)", True, key="qk_translate",
+)
+left, right = st.columns(2)
+translate = left.toggle(
+    "Key translation and norm balance (AttentionViz)",
+    True,
+    key="qk_translate",
     help="Off: raw queries and keys, which often sit in two separate clouds.",
-)  # fmt: skip
+)
+skip_first = right.toggle(
+    "Leave out each text's first token",
+    False,
+    key="qk_skip_first",
+    help="The first token is often an attention sink whose key lies far from every other point.",
+)
 
 one, every = st.tabs(VIEWS, key="qk_view", on_change="rerun")
 if one.open:
     with one, ui.user_errors():
-        points = qkspace.project_head(traces, layer, head, method, translate)
+        points = qkspace.project_head(traces, layer, head, method, translate, skip_first)
         rho = qkspace.distance_agreement(points, traces, layer, head)
         ui.show_figure(
-            figures.qk_scatter(points, color_by, f"{name}: layer {layer}, head {head}, {points.method}",
-                               ui.color_scale()),
+            figures.qk_scatter(
+                points, color_by, f"{name}: layer {layer}, head {head}, {points.method}", ui.color_scale()
+            ),
             key="qk_scatter",
-        )  # fmt: skip
+        )
         m1, m2, m3 = st.columns(3)
-        m1.metric("Points", f"{2 * n_tokens:,}", help=f"{n_tokens} queries and {n_tokens} keys")
+        shown = len(points.tokens) // 2
+        m1.metric("Points", f"{2 * shown:,}", help=f"{shown} queries and {shown} keys")
         kept = "-" if points.variance_kept is None else f"{points.variance_kept:.0%}"
         m2.metric("Variance kept by the 2-D map", kept, help="PCA only; t-SNE keeps no variance share")
-        m3.metric("Does 2-D closeness rank keys like attention?", f"rho = {rho:.2f}",
-                  help="Mean over queries of the Spearman correlation between nearness in this map and "
-                  "the head's attention weights over the keys the query can see.")  # fmt: skip
+        m3.metric(
+            "Does 2-D closeness rank keys like attention?",
+            f"rho = {rho:.2f}",
+            help="Mean over queries of the Spearman correlation between nearness in this map and "
+            "the head's attention weights over the keys the query can see.",
+        )
 if every.open:
     with every, ui.user_errors():
-        panels = [qkspace.project_head(traces, layer, h, "PCA", translate) for h in range(loaded.n_heads)]
+        panels = [
+            qkspace.project_head(traces, layer, h, "PCA", translate, skip_first)
+            for h in range(loaded.n_heads)
+        ]
         ui.show_figure(
             figures.qk_small_multiples(panels, f"{name}: layer {layer}, every head (PCA)"), key="qk_multiples"
         )

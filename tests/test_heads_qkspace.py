@@ -54,6 +54,11 @@ def test_translated_keys_keep_minilm_attention(minilm):
     assert points.coords.shape == (2 * n, 2) and points.is_key.sum() == n
     assert points.context[3] == "[CLS] the cat [sat] on the mat" == points.context[n + 3]
     assert 0 < points.variance_kept < 1
+    no_sink = qkspace.project_head([trace], 2, 5, skip_first=True)
+    assert (
+        no_sink.coords.shape == (2 * (n - 1), 2) and no_sink.tokens[0] == "the" and no_sink.positions[0] == 1
+    )
+    assert -1 <= qkspace.distance_agreement(no_sink, [trace], 2, 5) <= 1
 
 
 def test_smollm2_causal_queries_and_keys(smollm2):

@@ -94,7 +94,7 @@ def test_two_models_tab(app):
     app.session_state["heads_view"] = "Two models"
     app.run()
     assert not app.exception and not app.error
-    assert app.selectbox(key="model_b").value == "smollm2"
+    assert app.selectbox(key="model_b").value == "smollm2"  # the other shipped model
     app.selectbox(key="cmp_detector").set_value("broad").run()
     app.slider(key="cmp_rel_depth").set_value(1.0).run()
     app.number_input(key="cmp_head_b").set_value(8).run()

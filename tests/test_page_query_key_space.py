@@ -21,6 +21,7 @@ def test_every_control_moves_without_exception(app):
         app.radio(key="qk_color").set_value(color).run()
         assert not app.exception, color
     app.toggle(key="qk_translate").set_value(False).run()
+    app.toggle(key="qk_skip_first").set_value(True).run()
     assert not app.exception
     assert app.query_params["qk_layer"] == "5" and app.query_params["qk_color"] == '"token"'
     app.session_state["qk_view"] = "Every head of a layer"

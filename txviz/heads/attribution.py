@@ -128,10 +128,17 @@ def _compare(loaded, text, forward, ids, rows_of, target, skip_special, start, s
         zip(MEASURES, map(_share, (rows_of(last_layer), rows_of(rollout), gxi, _per_token(ig))), strict=True)
     )
     return TokenComparison(
-        tokens=trace.query_tokens, special=tuple(special), measures=measures,
-        correlations=spearman_matrix(measures, keep), compared=keep, target=target, ig_delta=delta, change=change,
-        seconds=time.perf_counter() - start, notice=trace.notice,
-    )  # fmt: skip
+        tokens=trace.query_tokens,
+        special=tuple(special),
+        measures=measures,
+        correlations=spearman_matrix(measures, keep),
+        compared=keep,
+        target=target,
+        ig_delta=delta,
+        change=change,
+        seconds=time.perf_counter() - start,
+        notice=trace.notice,
+    )
 
 
 def explain_next_token(
@@ -152,9 +159,16 @@ def explain_next_token(
 
     word = loaded.tokenizer.decode([target])
     return _compare(
-        loaded, text, forward, ids, lambda m: m[-1], f"the next token {word!r} (p = {p:.2f}), its logit",
-        skip_special, start, steps,
-    )  # fmt: skip
+        loaded,
+        text,
+        forward,
+        ids,
+        lambda m: m[-1],
+        f"the next token {word!r} (p = {p:.2f}), its logit",
+        skip_special,
+        start,
+        steps,
+    )
 
 
 def _pooled(loaded: LoadedModel, embeds: torch.Tensor) -> torch.Tensor:
@@ -181,6 +195,13 @@ def explain_similarity(
         return torch.cosine_similarity(_pooled(loaded, e), reference.expand(len(e), -1))
 
     return _compare(
-        loaded, text, forward, ids, lambda m: m.mean(axis=0),
-        f"the cosine similarity of the two sentences' embeddings ({similarity:.2f})", skip_special, start, steps,
-    )  # fmt: skip
+        loaded,
+        text,
+        forward,
+        ids,
+        lambda m: m.mean(axis=0),
+        f"the cosine similarity of the two sentences' embeddings ({similarity:.2f})",
+        skip_special,
+        start,
+        steps,
+    )

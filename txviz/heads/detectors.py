@@ -35,15 +35,26 @@ def detectors(offset: int = 2) -> tuple[Detector, ...]:
     """Every detector, with the fixed offset +-``offset``."""
     return (
         Detector("previous_token", "previous token", "text", "attention from token i to i-1"),
-        Detector("first_token", "first token (sink)", "text", "attention to position 0 ([CLS] or the first token)"),
-        Detector("sep", "[SEP] / end tokens", "text", "attention to special tokens after position 0 (Clark et al. 2019)"),
+        Detector(
+            "first_token", "first token (sink)", "text", "attention to position 0 ([CLS] or the first token)"
+        ),
+        Detector(
+            "sep",
+            "[SEP] / end tokens",
+            "text",
+            "attention to special tokens after position 0 (Clark et al. 2019)",
+        ),
         Detector("punctuation", "punctuation", "text", "attention to tokens made only of punctuation"),
         Detector(offset_name(-offset), f"offset -{offset}", "text", f"attention from token i to i-{offset}"),
         Detector(offset_name(offset), f"offset +{offset}", "text", f"attention from token i to i+{offset}"),
         Detector("broad", "broad (entropy)", "text", "row entropy divided by its maximum, log(visible keys)"),
-        Detector("duplicate_token", "duplicate token", "repeats", "attention to earlier copies of the same token"),
-        Detector("induction", "induction", "repeats", "attention to the token after an earlier copy (i - L + 1)"),
-    )  # fmt: skip
+        Detector(
+            "duplicate_token", "duplicate token", "repeats", "attention to earlier copies of the same token"
+        ),
+        Detector(
+            "induction", "induction", "repeats", "attention to the token after an earlier copy (i - L + 1)"
+        ),
+    )
 
 
 def is_punctuation(token: str) -> bool:
@@ -122,12 +133,14 @@ def text_masses(
         "previous_token": offset_targets(n, -1),
         "first_token": key_targets(n, positions == 0),
         "sep": key_targets(n, special & (positions > 0)),
-        "punctuation": key_targets(n, np.array([is_punctuation(t) and not s for t, s in zip(tokens, special, strict=True)])),
+        "punctuation": key_targets(
+            n, np.array([is_punctuation(t) and not s for t, s in zip(tokens, special, strict=True)])
+        ),
         offset_name(-offset): offset_targets(n, -offset),
         offset_name(offset): offset_targets(n, offset),
         "duplicate_token": duplicate_targets(ids),
         "induction": induction_targets(ids),
-    }  # fmt: skip
+    }
     out = {}
     for det in detectors(offset):
         if det.on != which:

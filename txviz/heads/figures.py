@@ -41,9 +41,13 @@ def score_grid(
     if pick is not None:
         layer, head = pick
         figure.add_shape(
-            type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5,
+            type="rect",
+            x0=head - 0.5,
+            x1=head + 0.5,
+            y0=layer - 0.5,
+            y1=layer + 0.5,
             line=dict(color="#d62728", width=3),
-        )  # fmt: skip
+        )
     figure.update_layout(
         title=title,
         xaxis=dict(title="head", dtick=1 if values.shape[1] <= 32 else None),
@@ -59,24 +63,40 @@ def all_detectors(scores: HeadScores, scale: str = "viridis", columns: int = 3) 
     dets = scores.detectors
     rows = -(-len(dets) // columns)
     figure = make_subplots(
-        rows=rows, cols=columns, subplot_titles=[d.label for d in dets], horizontal_spacing=0.05,
+        rows=rows,
+        cols=columns,
+        subplot_titles=[d.label for d in dets],
+        horizontal_spacing=0.05,
         vertical_spacing=0.08,
-    )  # fmt: skip
+    )
     for i, d in enumerate(dets):
+        row, col = i // columns + 1, i % columns + 1
+        values = scores.scores[d.name]
         figure.add_trace(
             go.Heatmap(
-                z=scores.scores[d.name],
+                z=values,
                 coloraxis="coloraxis",
                 hovertemplate=d.label + "<br>layer %{y}, head %{x}: %{z:.3f}<extra></extra>",
             ),
-            row=i // columns + 1,
-            col=i % columns + 1,
+            row=row,
+            col=col,
         )
+        if np.isnan(values).all():  # e.g. [SEP] in a model without one, +k in a decoder
+            figure.add_annotation(
+                text="not measurable on these texts",
+                showarrow=False,
+                xref="x domain",
+                yref="y domain",
+                x=0.5,
+                y=0.5,
+                row=row,
+                col=col,
+            )
     figure.update_yaxes(autorange="reversed")
     figure.update_layout(
         coloraxis=dict(colorscale=plotly_colorscale(scale), cmin=0, cmax=1, colorbar=dict(title="score")),
         height=rows * max(220, min(420, 8 * scores.shape[0] + 120)),
-        margin=dict(l=10, r=10, t=40, b=10),
+        margin=dict(l=10, r=10, t=90, b=10),
         title="Every detector (rows: layers, columns: heads)",
     )
     return figure
@@ -103,7 +123,8 @@ def top_heads(scores: HeadScores, name: str, k: int = 5) -> list[tuple[int, int,
 
 def _hover(points: QKPoints, i: int) -> str:
     kind = "key" if points.is_key[i] else "query"
-    return f"{kind} of {plain(points.context[i])}<br>text {points.text_index[i] + 1}, position {points.positions[i]}"
+    where = f"text {points.text_index[i] + 1}, position {points.positions[i]}"
+    return f"{kind} of {plain(points.context[i])}<br>{where}"
 
 
 def qk_scatter(
@@ -147,23 +168,37 @@ def qk_scatter(
             continue
         figure.add_trace(
             go.Scatter(
-                x=points.coords[index, 0], y=points.coords[index, 1], mode="markers", name=name,
-                marker=dict(size=8, symbol=symbol, opacity=0.8, line=dict(width=0.5, color="white"), **marker),
-                text=[hover[i] for i in index], hovertemplate="%{text}<extra></extra>",
+                x=points.coords[index, 0],
+                y=points.coords[index, 1],
+                mode="markers",
+                name=name,
+                marker=dict(
+                    size=8, symbol=symbol, opacity=0.8, line=dict(width=0.5, color="white"), **marker
+                ),
+                text=[hover[i] for i in index],
+                hovertemplate="%{text}<extra></extra>",
             )
-        )  # fmt: skip
+        )
     figure.update_layout(
-        title=title, height=620, margin=dict(l=10, r=10, t=60, b=10),
-        xaxis=dict(title=f"{points.method} 1", zeroline=False), yaxis=dict(title=f"{points.method} 2", zeroline=False, scaleanchor="x"),
-    )  # fmt: skip
+        title=title,
+        height=620,
+        margin=dict(l=10, r=10, t=60, b=10),
+        xaxis=dict(title=f"{points.method} 1", zeroline=False),
+        yaxis=dict(title=f"{points.method} 2", zeroline=False, scaleanchor="x"),
+    )
     return figure
 
 
 def qk_small_multiples(layer_points: list[QKPoints], title: str = "", columns: int = 4) -> go.Figure:
     """Every head of a layer: queries and keys in 2-D, one panel per head."""
     rows = -(-len(layer_points) // columns)
-    figure = make_subplots(rows=rows, cols=columns, subplot_titles=[f"head {h}" for h in range(len(layer_points))],
-                           horizontal_spacing=0.03, vertical_spacing=0.06)  # fmt: skip
+    figure = make_subplots(
+        rows=rows,
+        cols=columns,
+        subplot_titles=[f"head {h}" for h in range(len(layer_points))],
+        horizontal_spacing=0.03,
+        vertical_spacing=0.06,
+    )
     for h, points in enumerate(layer_points):
         for name, mask, color in (
             ("queries", ~points.is_key, QUERY_KEY_COLORS[0]),
@@ -171,12 +206,19 @@ def qk_small_multiples(layer_points: list[QKPoints], title: str = "", columns: i
         ):
             figure.add_trace(
                 go.Scatter(
-                    x=points.coords[mask, 0], y=points.coords[mask, 1], mode="markers", name=name,
-                    marker=dict(size=4, color=color, opacity=0.7), showlegend=h == 0, legendgroup=name,
-                    text=[plain(c) for c in np.asarray(points.context)[mask]], hovertemplate="%{text}<extra></extra>",
+                    x=points.coords[mask, 0],
+                    y=points.coords[mask, 1],
+                    mode="markers",
+                    name=name,
+                    marker=dict(size=4, color=color, opacity=0.7),
+                    showlegend=h == 0,
+                    legendgroup=name,
+                    text=[plain(c) for c in np.asarray(points.context)[mask]],
+                    hovertemplate="%{text}<extra></extra>",
                 ),
-                row=h // columns + 1, col=h % columns + 1,
-            )  # fmt: skip
+                row=h // columns + 1,
+                col=h % columns + 1,
+            )
     figure.update_xaxes(showticklabels=False, zeroline=False)
     figure.update_yaxes(showticklabels=False, zeroline=False)
     figure.update_layout(title=title, height=260 * rows + 80, margin=dict(l=10, r=10, t=70, b=10))
@@ -196,10 +238,14 @@ def measure_bars(comparison: TokenComparison) -> go.Figure:
         for t, keep in zip(comparison.tokens, comparison.compared, strict=True)
     ]
     figure.update_layout(
-        barmode="group", height=420, margin=dict(l=10, r=10, t=60, b=10), title="Share of each token",
+        barmode="group",
+        height=420,
+        margin=dict(l=10, r=10, t=60, b=10),
+        title="Share of each token",
         xaxis=dict(tickmode="array", tickvals=positions, ticktext=labels, tickangle=-45),
-        yaxis=dict(title="share (sums to 1)"), legend=dict(orientation="h", y=1.12),
-    )  # fmt: skip
+        yaxis=dict(title="share (sums to 1)"),
+        legend=dict(orientation="h", y=1.12),
+    )
     return figure
 
 
@@ -209,11 +255,18 @@ def correlation_heatmap(comparison: TokenComparison) -> go.Figure:
     rho = comparison.correlations
     figure = go.Figure(
         go.Heatmap(
-            z=rho, x=names, y=names, zmin=-1, zmax=1, colorscale="RdBu", colorbar=dict(title="rho"),
-            text=np.vectorize(lambda v: f"{v:.2f}")(rho), texttemplate="%{text}",
+            z=rho,
+            x=names,
+            y=names,
+            zmin=-1,
+            zmax=1,
+            colorscale="RdBu",
+            colorbar=dict(title="rho"),
+            text=np.vectorize(lambda v: f"{v:.2f}")(rho),
+            texttemplate="%{text}",
             hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>",
         )
-    )  # fmt: skip
+    )
     figure.update_layout(
         height=420, title="Rank correlation (Spearman) over tokens", margin=dict(l=10, r=10, t=60, b=10)
     )
@@ -229,12 +282,20 @@ def depth_profiles(a: HeadScores, b: HeadScores, quantity: str) -> go.Figure:
         layers = np.arange(len(x))
         figure.add_trace(
             go.Scatter(
-                x=x, y=y, mode="lines+markers", name=f"{plain(scores.model_name)} ({len(x)} layers)",
-                line=dict(dash=dash), customdata=layers, hovertemplate="layer %{customdata}: %{y:.3f}<extra></extra>",
+                x=x,
+                y=y,
+                mode="lines+markers",
+                name=f"{plain(scores.model_name)} ({len(x)} layers)",
+                line=dict(dash=dash),
+                customdata=layers,
+                hovertemplate="layer %{customdata}: %{y:.3f}<extra></extra>",
             )
-        )  # fmt: skip
+        )
     figure.update_layout(
-        title=compare.quantity_label(a, quantity), height=360, margin=dict(l=10, r=10, t=60, b=10),
-        xaxis=dict(title="relative depth (layer / (layers - 1))", range=[-0.03, 1.03]), legend=dict(orientation="h", y=-0.25),
-    )  # fmt: skip
+        title=compare.quantity_label(a, quantity),
+        height=360,
+        margin=dict(l=10, r=10, t=60, b=10),
+        xaxis=dict(title="relative depth (layer / (layers - 1))", range=[-0.03, 1.03]),
+        legend=dict(orientation="h", y=-0.25),
+    )
     return figure

@@ -52,11 +52,19 @@ def pca(vectors: np.ndarray) -> tuple[np.ndarray, float]:
 
 
 def tsne(vectors: np.ndarray, seed: int = 0) -> np.ndarray:
-    """t-SNE (scikit-learn) from a PCA start, with a fixed seed."""
+    """t-SNE (scikit-learn) from a PCA start, with a fixed seed, on one thread.
+
+    On a busy machine its OpenMP threads spin against each other: 600 points took 75 s with the
+    default threads and 9 s with one; below 200 points the exact method is faster still."""
     from sklearn.manifold import TSNE
+    from threadpoolctl import threadpool_limits
 
     perplexity = float(min(30, max(2, (len(vectors) - 1) // 3)))
-    return TSNE(2, perplexity=perplexity, init="pca", random_state=seed).fit_transform(vectors)
+    method = "exact" if len(vectors) < 200 else "barnes_hut"
+    with threadpool_limits(1):
+        return TSNE(2, perplexity=perplexity, init="pca", random_state=seed, method=method).fit_transform(
+            vectors
+        )
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,7 @@ class QKPoints:
     context: tuple[str, ...]  # (2N,) the token in context, e.g. "the cat [sat] on the"
     method: str
     variance_kept: float | None  # PCA only
+    first: int = 0  # 1 when each text's first token was left out
 
 
 def _context(tokens: Sequence[str], i: int) -> str:
@@ -79,20 +88,29 @@ def _context(tokens: Sequence[str], i: int) -> str:
     return f"{before} [{tokens[i]}] {after}".strip()
 
 
-def head_vectors(traces: Sequence[AttentionTrace], layer: int, head: int) -> tuple[np.ndarray, np.ndarray]:
-    """Queries and keys (N, d_head) of one head, every token of every trace stacked."""
-    q = np.concatenate([t.queries[layer, head] for t in traces]).astype(np.float64)
-    k = np.concatenate([t.keys[layer, head] for t in traces]).astype(np.float64)
+def head_vectors(
+    traces: Sequence[AttentionTrace], layer: int, head: int, skip_first: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Queries and keys (N, d_head) of one head, every token of every trace stacked (optionally without
+    each text's first token, the attention sink whose outlying key squeezes the rest of the map)."""
+    start = 1 if skip_first else 0
+    q = np.concatenate([t.queries[layer, head, start:] for t in traces]).astype(np.float64)
+    k = np.concatenate([t.keys[layer, head, start:] for t in traces]).astype(np.float64)
     return q, k
 
 
 def project_head(
-    traces: Sequence[AttentionTrace], layer: int, head: int, method: str = "PCA", translate: bool = True
+    traces: Sequence[AttentionTrace],
+    layer: int,
+    head: int,
+    method: str = "PCA",
+    translate: bool = True,
+    skip_first: bool = False,
 ) -> QKPoints:
     """One head's queries and keys over the texts, translated and balanced, projected to 2-D."""
     if method not in METHODS:
         raise ProjectionError(f"Unknown projection '{method}'; choose from {', '.join(METHODS)}.")
-    q, k = head_vectors(traces, layer, head)
+    q, k = head_vectors(traces, layer, head, skip_first)
     if 2 * len(q) > MAX_POINTS:
         raise ProjectionError(
             f"{2 * len(q):,} points is more than {MAX_POINTS:,}: use fewer or shorter texts."
@@ -106,10 +124,11 @@ def project_head(
     else:
         coords, kept = pca(both)
         method = "PCA"  # t-SNE needs more than a handful of points
-    tokens = [tok for t in traces for tok in t.query_tokens]
-    context = [_context(t.query_tokens, i) for t in traces for i in range(len(t.query_tokens))]
-    positions = np.concatenate([np.arange(len(t.query_tokens)) for t in traces])
-    text_index = np.concatenate([np.full(len(t.query_tokens), i) for i, t in enumerate(traces)])
+    first = 1 if skip_first else 0
+    tokens = [tok for t in traces for tok in t.query_tokens[first:]]
+    context = [_context(t.query_tokens, i) for t in traces for i in range(first, len(t.query_tokens))]
+    positions = np.concatenate([np.arange(first, len(t.query_tokens)) for t in traces])
+    text_index = np.concatenate([np.full(len(t.query_tokens) - first, i) for i, t in enumerate(traces)])
     n = len(tokens)
     return QKPoints(
         coords=coords,
@@ -120,6 +139,7 @@ def project_head(
         context=tuple(context * 2),
         method=method,
         variance_kept=kept,
+        first=first,
     )
 
 
@@ -132,10 +152,10 @@ def distance_agreement(points: QKPoints, traces: Sequence[AttentionTrace], layer
     qs, ks = points.coords[:n], points.coords[n:]
     values, start = [], 0
     for trace in traces:
-        length = len(trace.query_tokens)
-        weights = trace.weights[layer, head]
+        weights = trace.weights[layer, head, points.first :, points.first :]  # the tokens on the map
+        length = len(weights)
         for i in range(length):
-            visible = np.flatnonzero(weights[i] > 0) if trace.kind == "causal" else np.arange(length)
+            visible = np.flatnonzero(np.arange(length) <= i) if trace.kind == "causal" else np.arange(length)
             if len(visible) < 3 or np.ptp(weights[i, visible]) == 0:
                 continue
             closeness = -np.linalg.norm(ks[start + visible] - qs[start + i], axis=1)

@@ -83,9 +83,14 @@ def score_heads(
         if trace.notice and which == "text":
             notices.append("Texts longer than 128 tokens are cut to their first 128.")
         masses = det.text_masses(
-            trace.weights, trace.query_tokens, trace.special, trace.kind == "causal",
-            ids=trace.raw_tokens or trace.query_tokens, offset=offset, which=which,
-        )  # fmt: skip
+            trace.weights,
+            trace.query_tokens,
+            trace.special,
+            trace.kind == "causal",
+            ids=trace.raw_tokens or trace.query_tokens,
+            offset=offset,
+            which=which,
+        )
         for name in names:
             mass = masses.get(name, (np.zeros(shape), 0))
             parts[name].append(mass)
