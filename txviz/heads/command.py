@@ -31,8 +31,9 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if scores.notice:
-        print(scores.notice, file=sys.stderr)
+    for notice in (texts.notice if texts else "", scores.notice):
+        if notice:
+            print(notice, file=sys.stderr)
     runs.save_npz(scores, args.out)
     print(
         f"{args.out}: {len(scores.scores)} detectors x {scores.shape[0]} layers x {scores.shape[1]} heads "

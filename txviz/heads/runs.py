@@ -71,7 +71,7 @@ def score_heads(
     names = [d.name for d in det.detectors(offset)]
     parts: dict[str, list[tuple[np.ndarray, int]]] = {n: [] for n in names}
     per_text: dict[str, list[np.ndarray]] = {n: [] for n in names}
-    entropy, distance, notices, skipped = [], [], [corpus.notice] if corpus.notice else [], 0
+    entropy, distance, notices, skipped = [], [], [], 0  # the corpus notice is the caller's to show
     shape = (loaded.n_layers, loaded.n_heads)
     for i, (text, which) in enumerate(jobs):
         if progress:
