@@ -41,7 +41,7 @@ def sequences(images: np.ndarray, labels: np.ndarray | None) -> np.ndarray:
 
 def split() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The digits-vit split (same seed, same held-out images): x_train, x_test, y_train, y_test."""
-    from txviz.training.vit import split_digits
+    from txviz.vision.digits import split_digits
 
     return split_digits()
 
