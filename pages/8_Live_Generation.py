@@ -8,7 +8,6 @@ from txviz.app import ui
 from txviz.generation import figures
 from txviz.generation.loop import (
     MAX_NEW_TOKENS,
-    GenerationError,
     GenerationRequest,
     check_model,
     generate,
@@ -64,7 +63,7 @@ request = GenerationRequest(prompt_text, int(max_new), sampling, chat)
 
 try:
     prompt, problem = prepare(loaded, request), ""
-except GenerationError as error:
+except ui.UserError as error:  # GenerationError, WrongModelKind
     prompt, problem = None, str(error)
 
 go_col, stop_col = st.columns([1, 5])

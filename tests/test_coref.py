@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from conftest import plotly_array
 
+from txviz.core.errors import WrongModelKind
 from txviz.coref.answers import (
     ModelAnswer,
     compare_over_set,
@@ -467,7 +468,7 @@ def test_model_answer_scores_equal_an_unbatched_log_probability(smollm2):
 
 
 def test_an_encoder_cannot_be_asked_for_an_answer(minilm):
-    with pytest.raises(CorefInputError, match="cannot be asked"):
+    with pytest.raises(WrongModelKind, match="cannot be asked"):
         model_answer(minilm, load_pairs()[0], ANIMAL_A)
 
 

@@ -19,6 +19,7 @@ from transformers import (
 
 from txviz.core import capture as capture_module
 from txviz.core.capture import CaptureSettings, capture, use_capture
+from txviz.core.errors import WrongModelKind
 from txviz.generation.loop import (
     GenerationError,
     GenerationRequest,
@@ -253,7 +254,7 @@ def test_encoder_only_model_is_refused_with_a_message(tiny):
         intermediate_size=32,
     )
     encoder = LoadedModel("bert-tiny", "encoder", BertModel(config), tiny.tokenizer, None, "cpu")
-    with pytest.raises(GenerationError, match="encoder.*no next-token head"):
+    with pytest.raises(WrongModelKind, match="encoder.*no next-token head"):
         prepare(encoder, GenerationRequest("the cat"))
 
 

@@ -12,8 +12,9 @@ from conftest import plotly_array
 
 from txviz import models
 from txviz.core.capture import use_capture
+from txviz.core.errors import WrongModelKind
 from txviz.figures.text import plain_all
-from txviz.models import LoadedModel, ModelLoadError
+from txviz.models import LoadedModel
 from txviz.seq2seq import dates
 from txviz.seq2seq import figures as figs
 from txviz.seq2seq.decoding import decode
@@ -248,7 +249,7 @@ def test_unknown_words_are_reported(date_model):
 
 def test_a_model_of_another_kind_is_refused():
     encoder = LoadedModel("enc", "encoder", None, None, None, "cpu")
-    with pytest.raises(ModelLoadError, match="encoder-decoder"):
+    with pytest.raises(WrongModelKind, match="encoder-decoder"):
         decode(encoder, SOURCE)
 
 

@@ -11,6 +11,7 @@ import streamlit as st
 
 from txviz import models
 from txviz.app import navigation
+from txviz.core.errors import UserError, require_kind
 from txviz.figures import export
 from txviz.models import LoadedModel, ModelLoadError
 
@@ -171,9 +172,9 @@ def load_model(name: str, kinds: tuple[str, ...] | None = None) -> LoadedModel:
     except ModelLoadError as error:
         st.error(str(error))
         st.stop()
-    if kinds and loaded.kind not in kinds:
-        st.error(f"{name} is a {loaded.kind} model; this page needs a {' or '.join(kinds)} model.")
-        st.stop()
+    if kinds:
+        with user_errors():
+            require_kind(loaded, kinds, "run on this page")
     return loaded
 
 
@@ -182,7 +183,7 @@ def user_errors() -> Iterator[None]:
     """Show bad input or a failed load as a message in the page, then stop the script."""
     try:
         yield
-    except ValueError as error:  # UserError and ModelLoadError are ValueErrors too
+    except ValueError as error:  # every UserError (ModelLoadError, WrongModelKind...) is a ValueError
         st.error(str(error))
         st.stop()
 
@@ -190,11 +191,11 @@ def user_errors() -> Iterator[None]:
 def decode_upload(data: bytes, name: str = "file") -> str:
     """Text of an uploaded .txt file, or a clear ValueError for binary or non-UTF-8 data."""
     if b"\x00" in data[:8192]:
-        raise ValueError(f"{name} looks like a binary file, not text. Upload a UTF-8 .txt file.")
+        raise UserError(f"{name} looks like a binary file, not text. Upload a UTF-8 .txt file.")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise ValueError(
+        raise UserError(
             f"{name} is not UTF-8 text (byte {error.start} cannot be read). Save it as UTF-8 and retry."
         ) from error
 

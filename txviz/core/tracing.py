@@ -8,12 +8,14 @@ import numpy as np
 import torch
 
 from txviz.core.capture import CaptureSettings, capture
+from txviz.core.errors import UserError, require_kind
 from txviz.core.tokens import readable_tokens, special_flags, word_groups
 from txviz.core.trace import AttentionTrace
 from txviz.models import LoadedModel, ModelLoadError
 
 # Every head of every layer at this length is already ~300 MB of float32 for SmolLM2.
 EXPLORER_MAX_TOKENS = 512
+TEXT_KINDS = ("encoder", "decoder")  # models that read one text and attend within it
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,7 @@ def encode(loaded: LoadedModel, text: str, max_tokens: int | None = None) -> Enc
     if loaded.tokenizer is None:
         raise ModelLoadError(f"{loaded.name} has no tokenizer: it cannot read text.")
     if not text or not text.strip():
-        raise ValueError("The text is empty: type or upload some text first.")
+        raise UserError("The text is empty: type or upload some text first.")
     limit = min(loaded.n_ctx, max_tokens or loaded.n_ctx)
     enc = loaded.tokenizer(text, truncation=True, max_length=limit, return_offsets_mapping=True)
     full = len(loaded.tokenizer(text, truncation=False)["input_ids"]) if len(enc["input_ids"]) >= limit else 0
@@ -50,10 +52,7 @@ def trace_text(
     extra_mask=None,
 ) -> AttentionTrace:
     """Attention of every layer and head of a text model on ``text``."""
-    if loaded.kind == "vision":
-        raise ModelLoadError(f"{loaded.name} reads images, not text: open the Vision Transformer page.")
-    if loaded.kind == "encoder-decoder":
-        raise ModelLoadError(f"{loaded.name} is an encoder-decoder model: open the Encoder-Decoder page.")
+    require_kind(loaded, TEXT_KINDS, "trace the attention of a text")
     encoded = encode(loaded, text, max_tokens)
     settings = CaptureSettings(
         record=frozenset(record) | {"weights"}, normalize=normalize, extra_mask=extra_mask

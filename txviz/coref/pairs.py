@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from txviz.core import paths
+from txviz.core.errors import UserError
 
 if TYPE_CHECKING:
     pass
@@ -26,7 +27,7 @@ _WORD_RE = re.compile(r"\w+(?:['’]\w+)*")
 CHANCE = 0.5  # two candidates: a coin flip picks the right one half the time
 
 
-class CorefInputError(ValueError):
+class CorefInputError(UserError):
     """A pair or a marking the page cannot use; the message is written for the user."""
 
 

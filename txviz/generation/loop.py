@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from txviz.core.capture import CaptureSettings, capture
+from txviz.core.errors import UserError, require_kind
 from txviz.core.tokens import readable_token, readable_tokens
 from txviz.generation.sampling import SamplingSettings, choose, make_generator
 from txviz.models import LoadedModel
@@ -20,7 +21,7 @@ TOP_CANDIDATES = 10
 ROW_DTYPE = np.float16  # attention rows are kept for every step: half the memory of float32
 
 
-class GenerationError(ValueError):
+class GenerationError(UserError):
     """Generation cannot run as asked; the message is meant for the user."""
 
 
@@ -85,14 +86,8 @@ class GenerationStep:
 
 
 def check_model(loaded: LoadedModel) -> None:
-    """Raise GenerationError unless the model can generate text one token at a time."""
-    if loaded.kind != "decoder":
-        what = {
-            "encoder": "an encoder: it reads a whole text at once and has no next-token head",
-            "encoder-decoder": "an encoder-decoder: this page runs decoder-only (causal) models",
-            "vision": "a vision model: it reads images, not text",
-        }.get(loaded.kind, f"a {loaded.kind} model")
-        raise GenerationError(f"{loaded.name} is {what}. Choose a causal language model such as smollm2.")
+    """Raise WrongModelKind or GenerationError unless the model can generate text token by token."""
+    require_kind(loaded, ("decoder",), "generate text one token at a time")
     if loaded.tokenizer is None:
         raise GenerationError(f"{loaded.name} has no tokenizer, so it cannot read a prompt.")
 

@@ -13,11 +13,12 @@ import numpy as np
 import torch
 
 from txviz.core.capture import CaptureSettings, capture
+from txviz.core.errors import UserError, require_kind
 from txviz.core.tokens import readable_tokens
 from txviz.core.trace import AttentionTrace
-from txviz.core.tracing import encode, trace_text
+from txviz.core.tracing import TEXT_KINDS, encode, trace_text
 from txviz.masks import patterns as masks
-from txviz.models import LoadedModel, ModelLoadError
+from txviz.models import LoadedModel
 
 MAX_TOKENS = 128  # every head of 30 layers at 128 tokens is ~18 MB per trace; two are kept
 
@@ -25,9 +26,9 @@ MAX_TOKENS = 128  # every head of 30 layers at 128 tokens is ~18 MB per trace; t
 def pattern_for_model(loaded: LoadedModel, n: int, pattern: str, **params: int) -> masks.Fixed:
     """The pattern for n tokens as the model will see it: within its own mask, no empty row."""
     if pattern not in masks.PATTERNS:
-        raise ValueError(f"Unknown pattern {pattern!r}; choose from {', '.join(masks.PATTERNS)}.")
+        raise masks.MaskError(f"Unknown pattern {pattern!r}; choose from {', '.join(masks.PATTERNS)}.")
     if not masks.PATTERNS[pattern].square:
-        raise ValueError(
+        raise masks.MaskError(
             f"{masks.PATTERNS[pattern].label} needs an encoder-decoder model; "
             "choose a self-attention pattern here."
         )
@@ -89,7 +90,7 @@ def _top(loaded: LoadedModel, logits: torch.Tensor, k: int) -> tuple[tuple[str, 
 def decoder_effect(loaded: LoadedModel, ids: list[int], mask: np.ndarray, k: int = 5) -> DecoderEffect:
     """Loss on the text and the next token, with and without the mask."""
     if len(ids) < 2:
-        raise ValueError("The loss needs at least two tokens: type a longer text.")
+        raise UserError("The loss needs at least two tokens: type a longer text.")
     input_ids = torch.tensor([ids], device=loaded.device)
     extra = torch.as_tensor(mask)
     before = _forward(loaded, input_ids, None, labels=input_ids)
@@ -117,8 +118,7 @@ def apply_pattern(
     loaded: LoadedModel, text: str, pattern: str, max_tokens: int = MAX_TOKENS, **params: int
 ) -> MaskedRun:
     """Run text through the model with and without a pattern from masks.PATTERNS."""
-    if loaded.kind not in ("encoder", "decoder"):
-        raise ModelLoadError(f"{loaded.name} is an {loaded.kind} model; pick a text model.")
+    require_kind(loaded, TEXT_KINDS, "run a mask pattern on a text")
     encoded = encode(loaded, text, max_tokens)
     fixed = pattern_for_model(loaded, len(encoded.ids), pattern, **params)
     extra = torch.as_tensor(fixed.mask)  # (n, n) bool

@@ -17,6 +17,7 @@ import torch
 from transformers.modeling_outputs import BaseModelOutput
 
 from txviz.core.capture import AttentionRecord, CaptureSettings, capture
+from txviz.core.errors import UserError, require_kind
 from txviz.core.tokens import readable_tokens, special_flags
 from txviz.core.trace import AttentionTrace
 from txviz.models import LoadedModel, ModelLoadError
@@ -58,12 +59,9 @@ class Seq2SeqTrace:
 
 def encode_source(loaded: LoadedModel, text: str, max_tokens: int = MAX_SOURCE_TOKENS):
     """Source ids (1, S) and a notice when the text had to be cut to fit."""
-    if loaded.kind != "encoder-decoder":
-        raise ModelLoadError(
-            f"{loaded.name} is a {loaded.kind} model; this view needs an encoder-decoder model."
-        )
+    require_kind(loaded, ("encoder-decoder",), "decode a source text into a new one")
     if not text or not text.strip():
-        raise ValueError("The source sentence is empty: type a sentence to translate.")
+        raise UserError("The source sentence is empty: type a sentence to translate.")
     limit = min(loaded.n_ctx, max_tokens)
     ids = loaded.tokenizer(text.strip(), truncation=False)["input_ids"]
     notice = ""
@@ -196,11 +194,11 @@ def decode(
 ) -> Seq2SeqTrace:
     """Decode ``source`` step by step and record encoder, decoder and cross-attention."""
     if method not in ("greedy", "beam"):
-        raise ValueError(f"Unknown decoding method {method!r}: choose 'greedy' or 'beam'.")
+        raise UserError(f"Unknown decoding method {method!r}: choose 'greedy' or 'beam'.")
     if method == "beam" and not 1 <= beams <= 16:
-        raise ValueError("Beam search needs between 1 and 16 beams.")
+        raise UserError("Beam search needs between 1 and 16 beams.")
     if not 1 <= max_new_tokens <= 512:
-        raise ValueError("The number of steps must be between 1 and 512.")
+        raise UserError("The number of steps must be between 1 and 512.")
     model, tokenizer = loaded.model, loaded.tokenizer
     source_ids, notice = encode_source(loaded, source)  # (1, S)
     source_mask = torch.ones_like(source_ids)

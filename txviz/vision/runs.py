@@ -51,9 +51,11 @@ def trace_image(loaded, image: Image.Image) -> VisionAttention:
     import torch
 
     from txviz.core.capture import CaptureSettings, capture
+    from txviz.core.errors import UserError, require_kind
 
-    if loaded.kind != "vision" or loaded.processor is None:
-        raise ValueError(f"{loaded.name} is a {loaded.kind} model: it reads text, not images.")
+    require_kind(loaded, ("vision",), "read an image")
+    if loaded.processor is None:
+        raise UserError(f"{loaded.name} has no image processor, so it cannot read an image.")
     pixels = pixel_values(loaded.processor, image)  # (1, 3, H, W)
     with torch.no_grad(), capture(loaded.model, CaptureSettings(record={"weights"})) as rec:
         output = loaded.model(pixel_values=pixels.to(loaded.device))
