@@ -11,7 +11,13 @@ import torch
 
 from txviz.masks import figures as figs
 from txviz.masks import patterns as masks
-from txviz.masks.effects import apply_pattern, decoder_effect, forbidden_weight, pattern_for_model
+from txviz.masks.effects import (
+    apply_pattern,
+    decoder_effect,
+    encoder_effect,
+    forbidden_weight,
+    pattern_for_model,
+)
 
 
 def data(value) -> np.ndarray:
@@ -268,3 +274,25 @@ def test_a_decoder_keeps_its_causal_mask_whatever_the_pattern(smollm2):
         pattern_for_model(smollm2, 6, "nonsense")
     with pytest.raises(ValueError, match="needs an encoder-decoder model"):
         pattern_for_model(smollm2, 6, "cross")
+
+
+@pytest.mark.parametrize("fixture", ["minilm", "smollm2"])
+def test_apply_pattern_runs_the_model_twice_and_matches_the_separate_effect(request, fixture):
+    loaded = request.getfixturevalue(fixture)
+    calls = []
+    hook = loaded.model.register_forward_pre_hook(lambda module, args: calls.append(1))
+    try:
+        run = apply_pattern(loaded, TEXT, "local", window=1)
+    finally:
+        hook.remove()
+    assert len(calls) == 2  # one traced pass without the pattern, one with; outputs come from those
+    ids = loaded.tokenizer(TEXT)["input_ids"]
+    if loaded.is_causal:
+        alone = decoder_effect(loaded, ids, run.mask)
+        assert run.effect.loss_after == pytest.approx(alone.loss_after, abs=1e-4)
+        assert run.effect.loss_before == pytest.approx(alone.loss_before, abs=1e-4)
+        assert run.effect.top_after[0][0] == alone.top_after[0][0]
+    else:
+        alone = encoder_effect(loaded, ids, run.mask)
+        assert run.effect.sentence_cosine == pytest.approx(alone.sentence_cosine, abs=1e-5)
+        np.testing.assert_allclose(run.effect.token_cosine, alone.token_cosine, atol=1e-5)

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from txviz.core.capture import CaptureSettings, capture
+from txviz.core.capture import CaptureSettings
 from txviz.core.errors import UserError, require_kind
+from txviz.core.running import Run, run
 from txviz.core.tokens import readable_tokens, special_flags, word_groups
 from txviz.core.trace import AttentionTrace
 from txviz.models import LoadedModel, ModelLoadError
@@ -52,18 +53,35 @@ def trace_text(
     extra_mask=None,
 ) -> AttentionTrace:
     """Attention of every layer and head of a text model on ``text``."""
+    trace, _ = trace_run(
+        loaded, text, max_tokens=max_tokens, record=record, normalize=normalize, extra_mask=extra_mask
+    )
+    return trace
+
+
+def trace_run(
+    loaded: LoadedModel,
+    text: str,
+    *,
+    max_tokens: int | None = EXPLORER_MAX_TOKENS,
+    record: tuple[str, ...] = ("weights",),
+    normalize=None,
+    extra_mask=None,
+    outputs: tuple[str, ...] = (),
+) -> tuple[AttentionTrace, Run]:
+    """``trace_text`` and, from the same single pass, the model's logits or last hidden state."""
     require_kind(loaded, TEXT_KINDS, "trace the attention of a text")
     encoded = encode(loaded, text, max_tokens)
     settings = CaptureSettings(
         record=frozenset(record) | {"weights"}, normalize=normalize, extra_mask=extra_mask
     )
     input_ids = torch.tensor([encoded.ids], device=loaded.device)
-    with torch.no_grad(), capture(loaded.model, settings) as rec:
-        loaded.model(input_ids=input_ids)
+    result = run(loaded.model, settings, outputs, input_ids=input_ids)
+    rec = result.recorder
     names = list(rec.records)
     tokens, raw = readable_tokens(loaded.tokenizer, encoded.ids)
     optional = {item: rec.stack(item) if item in record else None for item in ("scores", "queries", "keys")}
-    return AttentionTrace(
+    trace = AttentionTrace(
         query_tokens=tokens,
         key_tokens=tokens,
         weights=rec.stack("weights").astype(np.float32, copy=False),
@@ -75,6 +93,7 @@ def trace_text(
         raw_tokens=raw,
         **optional,
     )
+    return trace, result
 
 
 def words_of(loaded: LoadedModel, text: str, max_tokens: int | None = EXPLORER_MAX_TOKENS) -> list[int]:
