@@ -2,27 +2,18 @@
 
 import pytest
 import torch
-from transformers import BertConfig, BertModel, LlamaConfig, LlamaForCausalLM
+from tiny_models import tiny_model
 
-from txviz.core.capture import CaptureSettings, use_capture
+from txviz.core.capture import CaptureSettings
 from txviz.core.running import run
 
 
 def tiny_llama():
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-    )  # fmt: skip
-    return use_capture(LlamaForCausalLM(config).eval())
+    return tiny_model("llama", 50, hidden_size=16, intermediate_size=32, max_position_embeddings=64)
 
 
 def tiny_bert():
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32
-    )
-    return use_capture(BertModel(config).eval())
+    return tiny_model("bert", 50, hidden_size=16, num_attention_heads=2, intermediate_size=32)
 
 
 def test_one_pass_gives_records_and_the_logits_the_model_gives():

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from txviz.core.candidates import Candidates, top_candidates
 from txviz.core.capture import CaptureSettings
 from txviz.core.errors import UserError, require_kind
 from txviz.core.running import run
-from txviz.core.tokens import readable_tokens
 from txviz.core.trace import AttentionTrace
 from txviz.core.tracing import TEXT_KINDS, encode, trace_run
 from txviz.masks import patterns as masks
@@ -46,12 +46,12 @@ class DecoderEffect:
 
     loss_before: float  # mean cross-entropy of each next token, nats
     loss_after: float
-    top_before: tuple[tuple[str, float], ...]  # (token, probability) after the last token
-    top_after: tuple[tuple[str, float], ...]
+    top_before: Candidates  # the likeliest tokens after the last token
+    top_after: Candidates
 
     @property
     def same_prediction(self) -> bool:
-        return self.top_before[0][0] == self.top_after[0][0]
+        return self.top_before.ids[0] == self.top_after.ids[0]
 
 
 @dataclass(frozen=True)
@@ -73,12 +73,9 @@ class MaskedRun:
     effect: DecoderEffect | EncoderEffect
 
 
-def _top(loaded: LoadedModel, logits: torch.Tensor, k: int) -> tuple[tuple[str, float], ...]:
-    """The k likeliest tokens of one logit vector, as readable text with probabilities."""
-    probs = torch.softmax(logits.float(), dim=-1)
-    values, indices = probs.topk(k)
-    tokens, _ = readable_tokens(loaded.tokenizer, indices.tolist())
-    return tuple(zip(tokens, values.tolist(), strict=True))
+def _top(loaded: LoadedModel, logits: torch.Tensor, k: int) -> Candidates:
+    """The k likeliest tokens of one logit vector, with their probabilities."""
+    return top_candidates(loaded.tokenizer, torch.softmax(logits.float(), dim=-1), k)
 
 
 def _loss(logits: torch.Tensor, ids: list[int]) -> float:
@@ -158,7 +155,7 @@ def prediction_rows(effect: DecoderEffect) -> list[dict[str, str]]:
     """The top next tokens without and with the mask, as table rows."""
     return [
         {"rank": str(i + 1), "unmasked": f"{b[0]!r} {b[1]:.1%}", "with the pattern": f"{a[0]!r} {a[1]:.1%}"}
-        for i, (b, a) in enumerate(zip(effect.top_before, effect.top_after, strict=True))
+        for i, (b, a) in enumerate(zip(effect.top_before.pairs(), effect.top_after.pairs(), strict=True))
     ]
 
 

@@ -16,8 +16,10 @@ import numpy as np
 import torch
 from transformers.modeling_outputs import BaseModelOutput
 
+from txviz.core.candidates import Candidates, top_candidates
 from txviz.core.capture import AttentionRecord, CaptureSettings, capture
 from txviz.core.errors import UserError, require_kind
+from txviz.core.running import run
 from txviz.core.tokens import readable_tokens, special_flags
 from txviz.core.trace import AttentionTrace
 from txviz.models import LoadedModel, ModelLoadError
@@ -36,8 +38,7 @@ class DecodeStep:
     token: str  # the chosen token, readable
     token_id: int
     probability: float  # p(chosen | source, target tokens 0..t), pad and start token excluded
-    alternatives: tuple[tuple[str, float], ...]  # the most probable next tokens at this step
-    alternative_ids: tuple[int, ...] = ()  # their token ids (readable texts can repeat)
+    candidates: Candidates  # the most probable next tokens at this step (chosen marked, not added)
     beams: tuple[tuple[str, float], ...] = ()  # beam search: every kept hypothesis, log-prob
 
 
@@ -219,13 +220,16 @@ def decode(
     finished = ids[-1] in ends
     decoder_inputs = torch.tensor([ids[:-1]], device=source_ids.device)  # (1, T)
 
-    with capture(model, settings) as dec_rec:
-        out = model(
-            encoder_outputs=encoder_out,
-            attention_mask=source_mask,
-            decoder_input_ids=decoder_inputs,
-            use_cache=False,
-        )
+    out = run(
+        model,
+        settings,
+        ("logits",),
+        encoder_outputs=encoder_out,
+        attention_mask=source_mask,
+        decoder_input_ids=decoder_inputs,
+        use_cache=False,
+    )
+    dec_rec = out.recorder
     self_names, cross_names = _decoder_records(list(dec_rec.records), dec_rec.records)
     _check_layers(self_names, "decoder self-attention", loaded)
     _check_layers(cross_names, "cross-attention", loaded)
@@ -238,8 +242,7 @@ def decode(
     chosen_tokens, _ = readable_tokens(tokenizer, ids[1:])
     steps = []
     for t, token_id in enumerate(ids[1:]):
-        top = torch.topk(log_probs[t].exp(), N_ALTERNATIVES)
-        alt_tokens, _ = readable_tokens(tokenizer, top.indices.tolist())
+        candidates = top_candidates(tokenizer, log_probs[t].exp(), N_ALTERNATIVES, token_id, add_chosen=False)
         beam_rows = ()
         if history:
             beam_rows = tuple(
@@ -252,8 +255,7 @@ def decode(
                 token=chosen_tokens[t],
                 token_id=token_id,
                 probability=float(log_probs[t, token_id].exp()),
-                alternatives=tuple(zip(alt_tokens, top.values.tolist(), strict=True)),
-                alternative_ids=tuple(top.indices.tolist()),
+                candidates=candidates,
                 beams=beam_rows,
             )
         )

@@ -11,6 +11,7 @@ from txviz.core import attention
 from txviz.core.attention import Normalizer
 from txviz.core.capture import CaptureSettings, capture
 from txviz.core.errors import UserError, require_kind
+from txviz.core.running import run
 from txviz.core.trace import AttentionTrace
 from txviz.core.tracing import TEXT_KINDS, encode, trace_text
 from txviz.models import LoadedModel
@@ -181,6 +182,6 @@ def _greedy_with_loss(
 
 def _sentence_embedding(loaded: LoadedModel, ids: list[int], normalize: Normalizer) -> torch.Tensor:
     """Mean of the last hidden states over tokens (how all-MiniLM-L6-v2 pools), shape (d_model,)."""
-    with torch.no_grad(), capture(loaded.model, CaptureSettings(normalize=normalize)):
-        output = loaded.model(input_ids=torch.tensor([ids], device=loaded.device))
-    return output.last_hidden_state[0].float().mean(dim=0).cpu()
+    input_ids = torch.tensor([ids], device=loaded.device)
+    hidden = run(loaded.model, CaptureSettings(normalize=normalize), ("hidden",), input_ids=input_ids).hidden
+    return hidden[0].float().mean(dim=0).cpu()
