@@ -76,7 +76,10 @@ if toy_tab.open:
         with cols[1]:
             show_matrix(result.scaled_scores, tokens, tokens, f"Scaled: ÷ {result.scale:.3f}", "query", "key")
         with cols[2]:
-            ui.show_figure(figs.weights_figure(result.weights, tokens, "Softmax of each row"), key="weights")
+            ui.show_figure(
+                figs.weights_figure(result.weights, tokens, "Softmax of each row", ui.presenting()),
+                key="weights",
+            )
         st.info(ta.SOFTMAX_AXIS_NOTE)
         st.latex(r"\mathrm{Sa}[X] = \mathrm{Softmax}\!\left[\frac{Q K^\top}{\sqrt{d}}\right] V")
         query = st.selectbox("Output of token", range(n_tokens), format_func=lambda i: tokens[i], key="query")
@@ -102,7 +105,7 @@ if heads_tab.open:
             multi = ta.multi_head_attention(
                 ta.toy_input(multi_config), ta.toy_heads(multi_config), ta.toy_omega_c(multi_config), scaled
             )
-        ui.show_figure(figs.heads_figure(multi, tokens), key="heads")
+        ui.show_figure(figs.heads_figure(multi, tokens, ui.presenting()), key="heads")
         columns = [f"h{h + 1}·{j + 1}" for h in range(n_heads) for j in range(multi_config.d_head)]
         dims = [f"d{j + 1}" for j in range(d_model)]
         cols = st.columns(3)

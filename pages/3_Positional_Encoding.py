@@ -85,7 +85,10 @@ if similarity_tab.open:
         )
         cols = st.columns(2)
         with cols[0]:
-            ui.show_figure(figs.similarity_heatmap(similarity, f"p_i · p_k ({measure})"), key="similarity")
+            ui.show_figure(
+                figs.similarity_heatmap(similarity, f"p_i · p_k ({measure})", ui.presenting()),
+                key="similarity",
+            )
         with cols[1]:
             curve = {f"sinusoid C = {base:,}": pe.similarity_by_offset(similarity)}
             ui.show_figure(figs.offset_curves(curve, "Similarity by distance", measure), key="by_offset")
@@ -101,7 +104,7 @@ if learned_tab.open:
         ]
         for column, summary in zip(st.columns(2), summaries, strict=True):
             with column:
-                for i, figure in enumerate(figs.summary_figures(summary)):
+                for i, figure in enumerate(figs.summary_figures(summary, ui.presenting())):
                     ui.show_figure(figure, key=f"{summary.name}_{i}")
         curves = {summary.name: summary.by_offset for summary in summaries}
         ui.show_figure(

@@ -86,7 +86,11 @@ if model_tab.open:
         title = f"{name}, layer {layer}, head {head}: {labels[key]} on every layer"
         ui.show_figure(
             figs.before_after(
-                run.before.head(layer, head), run.after.head(layer, head), run.before.query_tokens, title
+                run.before.head(layer, head),
+                run.after.head(layer, head),
+                run.before.query_tokens,
+                title,
+                ui.presenting(),
             ),
             key="before_after",
         )

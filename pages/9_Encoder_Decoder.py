@@ -70,7 +70,7 @@ layer = col_layer.selectbox("Layer", range(part.n_layers), index=part.n_layers -
 head = col_head.selectbox("Head", range(part.n_heads), key=f"head_{kind}")
 
 ui.show_figure(figs.step_attention(trace, step, min(layer, trace.cross.n_layers - 1), head), key="step_view")
-ui.show_figure(figs.attention_head(trace, kind, layer, head, step), key="head_view")
+ui.show_figure(figs.attention_head(trace, kind, layer, head, step, ui.presenting()), key="head_view")
 st.caption(
     "Rows are queries: a row 'a → b' is the step whose query is target token a and which chose b. "
     "Rows after the chosen step are hidden; the decoder's future positions are masked (blank)."
@@ -89,7 +89,7 @@ if trace.steps[step].beams:
     )
 
 with st.expander("Every layer and head of this attention kind"):
-    ui.show_figure(figs.all_heads(trace, kind, step), key="mosaic")
+    ui.show_figure(figs.all_heads(trace, kind, step, ui.presenting()), key="mosaic")
 
 st.caption(
     "Attention weights show where each step read from, not why it chose its token: they are one "

@@ -9,10 +9,10 @@ import torch
 
 from txviz.core.capture import CaptureSettings
 from txviz.core.errors import UserError, require_kind
+from txviz.core.loaded import LoadedModel, ModelLoadError
 from txviz.core.running import Run, run
 from txviz.core.tokens import readable_tokens, special_flags, word_groups
 from txviz.core.trace import AttentionTrace
-from txviz.models import LoadedModel, ModelLoadError
 
 # Every head of every layer at this length is already ~300 MB of float32 for SmolLM2.
 EXPLORER_MAX_TOKENS = 512
