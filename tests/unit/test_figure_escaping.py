@@ -16,6 +16,7 @@ import pytest
 
 import txviz
 import txviz.figures
+from txviz.core.candidates import Candidates
 from txviz.core.trace import AttentionTrace
 
 BOLD, LINK, ENTITY = "<b>x</b>", '<a href="http://e.x">y</a>', "&amp;"
@@ -168,10 +169,13 @@ def generation_steps(n_prompt: int = 2):
                 token_id=index,
                 token=token,
                 text="".join(TOKENS[n_prompt : position + 1]),
-                candidate_ids=(index, 8, 9),
-                candidate_tokens=HOSTILE,
-                stage_names=("model", BOLD),
-                candidate_probs=RNG.random((2, 3)).astype(np.float32),
+                candidates=Candidates(
+                    ids=(index, 8, 9),
+                    tokens=HOSTILE,
+                    probs=RNG.random((2, 3)).astype(np.float32),
+                    stages=("model", BOLD),
+                    chosen=index,
+                ),
                 attention=weights(2, 2, position),
                 kv_tokens=(position,) * 2,
                 kv_bytes=(1000,) * 2,
@@ -358,7 +362,9 @@ def seq2seq_trace():
 
     source, target = TOKENS, ("<s>", *HOSTILE)
     steps = tuple(
-        DecodeStep(i, token, i, 0.5, tuple((t, 0.3) for t in HOSTILE), (i, 5, 6))
+        DecodeStep(
+            i, token, i, 0.5, Candidates((i, 5, 6), HOSTILE, np.full((1, 3), 0.3, np.float32), chosen=i)
+        )
         for i, token in enumerate((*HOSTILE, "</s>"))
     )
     n, s = len(target), len(source)
