@@ -46,10 +46,10 @@ with ui.user_errors():
 start = pd.DataFrame(ta.toy_input(config), index=tokens, columns=[f"d{j + 1}" for j in range(d_model)])
 
 
-@st.cache_data(max_entries=16, show_spinner="Running the model...")
-def real_trace(_loaded, name: str, device: str, text: str):
-    """Every head's weights, scores, queries and keys for a text (the model is keyed by name)."""
-    return trace_text(_loaded, text, max_tokens=REAL_MAX_TOKENS, record=("scores", "queries", "keys"))
+@ui.cached(max_entries=16)
+def real_trace(loaded, text: str):
+    """Every head's weights, scores, queries and keys for a text."""
+    return trace_text(loaded, text, max_tokens=REAL_MAX_TOKENS, record=("scores", "queries", "keys"))
 
 
 def show_matrix(matrix, rows, columns, title, row_title="", column_title="", **kwargs) -> None:
@@ -139,7 +139,7 @@ if real_tab.open:
             "Text", "The animal didn't cross the street because it was too tired.", key="real_text"
         )
         with ui.user_errors():
-            trace = real_trace(loaded, name, ui.current_device(), text)
+            trace = real_trace(loaded, text)
         if trace.notice:
             st.warning(trace.notice)
         cols = st.columns(3)

@@ -23,6 +23,8 @@ train_tab, real_tab = st.tabs(
 )
 
 
+# cache_data, not ui.cached: no model and no arrays; a BpeTrace is tuples of strings and counts
+# (small, JSON-like), so a private copy per hit is cheap and nothing is shared between sessions.
 @st.cache_data(max_entries=8, show_spinner="Training BPE...")
 def train(corpus: str, target: int) -> bpe.BpeTrace:
     return bpe.train_bpe(corpus, vocab_size=target or None)

@@ -68,9 +68,9 @@ if gallery_tab.open:
         ui.show_figure(figs.fraction_kept_bars(*masks.fraction_kept_by_pattern(n), n=n), key="kept")
 
 
-@st.cache_data(max_entries=8, show_spinner="Running the model with and without the pattern...")
-def masked_run(_loaded, name: str, device: str, text: str, pattern: str, params: tuple):
-    return apply_pattern(_loaded, text, pattern, **dict(params))
+@ui.cached(max_entries=8, spinner="Running the model with and without the pattern...")
+def masked_run(loaded, text: str, pattern: str, params: tuple):
+    return apply_pattern(loaded, text, pattern, **dict(params))
 
 
 if model_tab.open:
@@ -82,7 +82,7 @@ if model_tab.open:
         )
         key, params = pattern_widgets("model", [k for k, p in masks.PATTERNS.items() if p.square])
         with ui.user_errors():
-            run = masked_run(loaded, name, ui.current_device(), text, key, tuple(sorted(params.items())))
+            run = masked_run(loaded, text, key, tuple(sorted(params.items())))
         if run.notice:
             st.warning(run.notice)
         cols = st.columns(2)
@@ -106,8 +106,10 @@ if model_tab.open:
             cols[0].metric(
                 "Loss on the text (nats per token)", f"{effect.loss_after:.3f}", change, delta_color="inverse"
             )
-            same = "same as unmasked" if effect.same_prediction else f"unmasked: {effect.top_before[0][0]!r}"
-            cols[1].metric("Next token", repr(effect.top_after[0][0]), same, delta_color="off")
+            same = (
+                "same as unmasked" if effect.same_prediction else f"unmasked: {effect.top_before.tokens[0]!r}"
+            )
+            cols[1].metric("Next token", repr(effect.top_after.tokens[0]), same, delta_color="off")
             st.dataframe(prediction_rows(effect), hide_index=True)
         else:
             st.metric("Sentence embedding: cosine to the unmasked one", f"{effect.sentence_cosine:.4f}")

@@ -25,27 +25,27 @@ ui.setup_page(
 )
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def pair_trace(_loaded, model_key: str, pair: CorefPair, query: str) -> PairTrace:
-    return trace_pair(_loaded, pair, query)
+@ui.cached(max_entries=64, spinner=False)
+def pair_trace(loaded, pair: CorefPair, query: str) -> PairTrace:
+    return trace_pair(loaded, pair, query)
 
 
 CHUNK = 8  # pairs per cached step: the progress bar moves between steps
 
 
-@st.cache_data(max_entries=512, show_spinner=False)  # 17 chunks of the set per model and reading
-def chunk_attention(_loaded, model_key: str, query: str, start: int) -> list[PairAttention]:
-    return attention_over_pairs(_loaded, load_pairs()[start : start + CHUNK], query)
+@ui.cached(max_entries=512, spinner=False)  # 17 chunks of the set per model and reading
+def chunk_attention(loaded, query: str, start: int) -> list[PairAttention]:
+    return attention_over_pairs(loaded, load_pairs()[start : start + CHUNK], query)
 
 
-@st.cache_data(max_entries=512, show_spinner=False)
-def chunk_answers(_loaded, model_key: str, method: str, start: int) -> list:
-    return answers_over_pairs(_loaded, load_pairs()[start : start + CHUNK], method)
+@ui.cached(max_entries=512, spinner=False)
+def chunk_answers(loaded, method: str, start: int) -> list:
+    return answers_over_pairs(loaded, load_pairs()[start : start + CHUNK], method)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def pair_answers(_loaded, model_key: str, pair: CorefPair, method: str) -> tuple:
-    return tuple(model_answer(_loaded, pair, s, method) for s in (pair.sentence_a, pair.sentence_b))
+@ui.cached(max_entries=64, spinner=False)
+def pair_answers(loaded, pair: CorefPair, method: str) -> tuple:
+    return tuple(model_answer(loaded, pair, s, method) for s in (pair.sentence_a, pair.sentence_b))
 
 
 def over_set(label: str, n_pairs: int, step) -> list:
@@ -143,11 +143,11 @@ if loaded.is_causal:
     )
 
 with ui.user_errors():
-    traced = pair_trace(loaded, key, pair, query)
+    traced = pair_trace(loaded, pair, query)
     attentions = over_set(
         f"Scoring every head of {name} on the set...",
         len(pairs),
-        lambda start: chunk_attention(loaded, key, query, start),
+        lambda start: chunk_attention(loaded, query, start),
     )
 for note in traced.notes:
     st.info(note)
@@ -253,16 +253,17 @@ if loaded.is_causal:
         "of the sentence; question: ask what the pronoun refers to.",
     )
     with ui.user_errors():
-        answers = pair_answers(loaded, key, pair, method)
+        answers = pair_answers(loaded, pair, method)
     ui.show_figure(figs.answer_chart(pair.candidate_texts, [a.probabilities for a in answers], ["A", "B"]))
     for label, verdict in zip("AB", verdicts([traced.attention], [answers], (layer, head)), strict=True):
         st.write(f"Sentence {label}: {verdict.describe((layer, head))}")
     if st.toggle(f"Compare over the {len(scored)} pairs scored above", key="compare_all"):
-        every = over_set(
-            "Asking the model about every pair...",
-            len(pairs),
-            lambda start: chunk_answers(loaded, key, method, start),
-        )
+        with ui.user_errors():
+            every = over_set(
+                "Asking the model about every pair...",
+                len(pairs),
+                lambda start: chunk_answers(loaded, method, start),
+            )
         summary = compare_over_set([attentions[i] for i in scored], [every[i] for i in scored], (layer, head))
         st.write(summary.sentence)
         st.dataframe(summary.rows, hide_index=True)

@@ -16,20 +16,21 @@ ui.setup_page(
 )
 
 
-@st.cache_resource(max_entries=4, show_spinner="Running the model under each normalizer...")
-def cached_comparison(_loaded, name: str, device: str, text: str, temperature: float, k: int):
-    return soft_hard.compare(_loaded, text, soft_hard.NormalizerSettings(temperature, k))
+@ui.cached(max_entries=4, spinner="Running the model under each normalizer...")
+def cached_comparison(loaded, text: str, temperature: float, k: int):
+    return soft_hard.compare(loaded, text, soft_hard.NormalizerSettings(temperature, k))
 
 
-@st.cache_resource(max_entries=4, show_spinner="Generating under each normalizer...")
-def cached_effect(_loaded, name: str, device: str, text: str, temperature: float, k: int, new: int):
+@ui.cached(max_entries=4, spinner="Generating under each normalizer...")
+def cached_effect(loaded, text: str, temperature: float, k: int, new: int):
     settings = soft_hard.NormalizerSettings(temperature, k)
-    return soft_hard.output_effect(_loaded, text, settings, new)
+    return soft_hard.output_effect(loaded, text, settings, new)
 
 
 @st.cache_resource(show_spinner=False)
 def shipped_runs():
-    return toy.load_runs()
+    # Shared by every session like ui.cached: its arrays are locked read-only too.
+    return ui.lock_arrays(toy.load_runs())
 
 
 st.header("On a real model")
@@ -41,9 +42,8 @@ with left:
 with right:
     text = ui.text_input("Text", DEFAULT_TEXT)
 loaded = ui.load_model(name, kinds=("encoder", "decoder"))
-device = ui.current_device()
 with ui.user_errors():
-    comparison = cached_comparison(loaded, name, device, text, temperature, k)
+    comparison = cached_comparison(loaded, text, temperature, k)
 first = next(iter(comparison.traces.values()))
 if first.notice:
     st.warning(f"{first.notice} This page reads at most {soft_hard.MAX_TOKENS} tokens.")
@@ -70,7 +70,7 @@ new_tokens = 8
 if loaded.kind == "decoder":
     new_tokens = st.slider("New tokens (greedy)", 1, soft_hard.MAX_NEW_TOKENS, 8, key="new_tokens")
 with ui.user_errors():
-    effect = cached_effect(loaded, name, device, text, temperature, k, new_tokens)
+    effect = cached_effect(loaded, text, temperature, k, new_tokens)
 if effect.kind == "decoder":
     st.dataframe(effect.table(comparison.labels), hide_index=True)
 else:

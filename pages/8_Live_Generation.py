@@ -8,7 +8,6 @@ from txviz.app import ui
 from txviz.generation import figures
 from txviz.generation.loop import (
     MAX_NEW_TOKENS,
-    GenerationError,
     GenerationRequest,
     check_model,
     generate,
@@ -64,7 +63,7 @@ request = GenerationRequest(prompt_text, int(max_new), sampling, chat)
 
 try:
     prompt, problem = prepare(loaded, request), ""
-except GenerationError as error:
+except ui.UserError as error:  # GenerationError, WrongModelKind
     prompt, problem = None, str(error)
 
 go_col, stop_col = st.columns([1, 5])
@@ -114,13 +113,14 @@ if start and prompt is not None:
     for key in ("gen_step", "gen_layer", "gen_head"):  # the new run may be shorter or smaller
         st.session_state.pop(key, None)
     drawn = 0.0
-    for step in generate(loaded, request, prompt):
-        run["steps"].append(step)  # kept even if a click interrupts the loop
-        show_text(prompt, run["steps"])
-        show_stats(run["steps"], loaded.device, f"Generating with {sampling.describe()}...")
-        if time.perf_counter() - drawn > FIGURE_INTERVAL_S:
-            show_live(step, sequence_tokens(prompt, run["steps"]))
-            drawn = time.perf_counter()
+    with ui.user_errors():
+        for step in generate(loaded, request, prompt):
+            run["steps"].append(step)  # kept even if a click interrupts the loop
+            show_text(prompt, run["steps"])
+            show_stats(run["steps"], loaded.device, f"Generating with {sampling.describe()}...")
+            if time.perf_counter() - drawn > FIGURE_INTERVAL_S:
+                show_live(step, sequence_tokens(prompt, run["steps"]))
+                drawn = time.perf_counter()
     run["done"] = True
     live_slot.empty()
 
@@ -129,7 +129,8 @@ if not run or not run["steps"]:
         st.stop()
     st.info("Press Generate. Before it starts, the model's candidates for the first new token:")
     first = generate(loaded, request, prompt)
-    show_live(next(first), prompt.tokens)
+    with ui.user_errors():
+        show_live(next(first), prompt.tokens)
     first.close()
     st.stop()
 

@@ -26,10 +26,10 @@ ui.setup_page(
 )
 
 
-@st.cache_data(max_entries=16, show_spinner="Decoding...")
-def run(_loaded, name: str, device: str, source: str, method: str, beams: int, steps: int):
-    """The decoding and its attention (the model is keyed by name and device)."""
-    return decode(_loaded, source, method=method, beams=beams, max_new_tokens=steps)
+@ui.cached(max_entries=16, spinner="Decoding...")
+def run(loaded, source: str, method: str, beams: int, steps: int):
+    """The decoding and its attention."""
+    return decode(loaded, source, method=method, beams=beams, max_new_tokens=steps)
 
 
 with st.sidebar:
@@ -56,7 +56,7 @@ source = ui.text_input(
 )
 method = "greedy" if method_label == "Greedy" else "beam"
 with ui.user_errors():
-    trace = run(loaded, name, loaded.device, source, method, beams, max_steps)
+    trace = run(loaded, source, method, beams, max_steps)
 
 if trace.notice:
     st.warning(trace.notice)

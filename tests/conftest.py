@@ -1,4 +1,8 @@
-"""Shared fixtures: tiny random models, the real packaged ones, a live app and a browser."""
+"""Shared fixtures and helpers for every tier: the real packaged models, a live app and a browser.
+
+Tiers: tests/unit (pure maths, tiny models from tiny_models.py), tests/models (the packaged models),
+tests/pages (AppTest), tests/browser (Playwright). Helpers stay importable: `from conftest import ...`.
+"""
 
 from __future__ import annotations
 
@@ -17,13 +21,30 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
+UNIT = ROOT / "tests" / "unit"  # pure maths and tiny models built from configs
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
+@pytest.fixture(autouse=True)
+def _unit_tests_stay_small(request, monkeypatch):
+    """tests/unit runs pure maths and tiny models from configs: loading a real model there fails."""
+    if UNIT not in request.node.path.parents:
+        return
+    packaged = {"minilm", "smollm2"} & set(request.fixturenames)
+    if packaged:
+        pytest.fail(f"tests/unit must not load {', '.join(sorted(packaged))}: put this test in tests/models.")
+    from txviz import models
+
+    def refuse(name, *args, **kwargs):
+        raise AssertionError(f"tests/unit must not load {name}: put this test in tests/models.")
+
+    monkeypatch.setattr(models, "load", refuse)
+
+
 @pytest.fixture(scope="session")
 def minilm():
-    """The packaged MiniLM encoder, loaded once for the whole run."""
+    """The packaged MiniLM encoder, loaded once for the whole run (not in tests/unit)."""
     from txviz import models
 
     return models.load("minilm", "cpu")
@@ -31,7 +52,7 @@ def minilm():
 
 @pytest.fixture(scope="session")
 def smollm2():
-    """The packaged SmolLM2 decoder, loaded once for the whole run."""
+    """The packaged SmolLM2 decoder, loaded once for the whole run (not in tests/unit)."""
     from txviz import models
 
     return models.load("smollm2", "cpu")

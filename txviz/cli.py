@@ -21,11 +21,12 @@ def _modules(package) -> list[str]:
 def _trace_or_error(args: argparse.Namespace):
     """The trace the arguments ask for, or None after printing a clear error."""
     from txviz import models
+    from txviz.core.errors import UserError
     from txviz.core.tracing import trace_text
 
     try:
         trace = trace_text(models.load(args.model, args.device), args.text, max_tokens=args.max_tokens)
-    except (ValueError, models.ModelLoadError) as error:
+    except UserError as error:  # ModelLoadError, WrongModelKind, empty text...
         print(f"error: {error}", file=sys.stderr)
         return None
     if trace.notice:

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Container, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import streamlit as st
 
 from txviz import models
 from txviz.app import legacy_pages
+from txviz.core.errors import UserError, require_kind
+from txviz.core.trace import lock_arrays
 from txviz.figures import export
 from txviz.models import LoadedModel, ModelLoadError
 
+T = TypeVar("T")
+_CACHED: dict[str, Any] = {}  # every ui.cached store by its function's name, for clear_cached
 OTHER_MODEL = "Other: a Hugging Face id or local folder..."
 MAX_TEXT_CHARS = 100_000
 MAX_LINK_CHARS = 1_500  # longer values stay out of the URL (browsers and chat apps cut long links)
@@ -167,9 +172,9 @@ def load_model(name: str, kinds: tuple[str, ...] | None = None) -> LoadedModel:
     except ModelLoadError as error:
         st.error(str(error))
         st.stop()
-    if kinds and loaded.kind not in kinds:
-        st.error(f"{name} is a {loaded.kind} model; this page needs a {' or '.join(kinds)} model.")
-        st.stop()
+    if kinds:
+        with user_errors():
+            require_kind(loaded, kinds, "run on this page")
     return loaded
 
 
@@ -178,7 +183,7 @@ def user_errors() -> Iterator[None]:
     """Show bad input or a failed load as a message in the page, then stop the script."""
     try:
         yield
-    except ValueError as error:  # UserError and ModelLoadError are ValueErrors too
+    except ValueError as error:  # every UserError (ModelLoadError, WrongModelKind...) is a ValueError
         st.error(str(error))
         st.stop()
 
@@ -186,11 +191,11 @@ def user_errors() -> Iterator[None]:
 def decode_upload(data: bytes, name: str = "file") -> str:
     """Text of an uploaded .txt file, or a clear ValueError for binary or non-UTF-8 data."""
     if b"\x00" in data[:8192]:
-        raise ValueError(f"{name} looks like a binary file, not text. Upload a UTF-8 .txt file.")
+        raise UserError(f"{name} looks like a binary file, not text. Upload a UTF-8 .txt file.")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise ValueError(
+        raise UserError(
             f"{name} is not UTF-8 text (byte {error.start} cannot be read). Save it as UTF-8 and retry."
         ) from error
 
@@ -267,15 +272,48 @@ def export_menu(figure, key: str, trace=None) -> None:
             st.caption(problem)
 
 
-@st.cache_resource(max_entries=8, show_spinner="Running the model...")
-def _cached_trace(name: str, device: str, text: str, record: tuple[str, ...]):
-    from txviz.core.tracing import trace_text
-    from txviz.explorer.views import read_only
+def cached(
+    max_entries: int = 8, spinner: str | bool = "Running the model..."
+) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Decorator for a heavy result of ``func(loaded, *args)`` shared by every session.
 
-    # cache_resource, not cache_data: no pickling of ~100 MB traces; arrays are locked read-only.
-    return read_only(trace_text(_cached_model(name, device), text, record=record))
+    st.cache_resource, not cache_data: no pickling and copying of large arrays at every hit. The
+    result's numpy arrays are locked read-only because every session gets the same object. The key
+    is the model's name and device plus the other arguments (hashed as cache_data would).
+    """
+
+    def decorate(func: Callable[..., T]) -> Callable[..., T]:
+        def shared(_loaded: LoadedModel, name: str, device: str, *args: Any) -> T:
+            return lock_arrays(func(_loaded, *args))
+
+        # Nested functions with one source share one cache in Streamlit (streamlit#11157): name it.
+        shared.__module__, shared.__qualname__ = func.__module__, f"{func.__qualname__}.cached"
+        store = st.cache_resource(max_entries=max_entries, show_spinner=spinner)(shared)
+
+        @functools.wraps(func)
+        def call(loaded: LoadedModel, *args: Any) -> T:
+            return store(loaded, loaded.name, loaded.device, *args)
+
+        call.clear = store.clear  # type: ignore[attr-defined]
+        _CACHED[f"{func.__module__}.{func.__qualname__}"] = store
+        return call
+
+    return decorate
+
+
+def clear_cached() -> None:
+    """Empty every ui.cached store (the loaded models stay): for tests that swap a data set."""
+    for store in _CACHED.values():
+        store.clear()
+
+
+@cached(max_entries=8)
+def _cached_trace(loaded: LoadedModel, text: str, record: tuple[str, ...]):
+    from txviz.core.tracing import trace_text
+
+    return trace_text(loaded, text, record=record)
 
 
 def cached_trace(name: str, text: str, record: tuple[str, ...] = ("weights",)):
     """The attention trace of ``text`` under model ``name``, shared by every session."""
-    return _cached_trace(name, current_device(), text, tuple(sorted(record)))
+    return _cached_trace(_cached_model(name, current_device()), text, tuple(sorted(record)))

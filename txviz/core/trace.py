@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -35,3 +37,30 @@ class AttentionTrace:
     def head(self, layer: int, head: int) -> np.ndarray:
         """One head's [query_pos, key_pos] matrix."""
         return self.weights[layer, head]
+
+
+def lock_arrays(value: Any, _seen: set[int] | None = None) -> Any:
+    """Make every numpy array in ``value`` read-only (through dataclasses, tuples, lists, dicts).
+
+    Results cached for every session are shared objects: a locked array fails loudly where an
+    in-place change would silently alter another session's view. Returns ``value`` itself.
+    """
+    seen = set() if _seen is None else _seen
+    if id(value) in seen:
+        return value
+    seen.add(id(value))
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+        if value.dtype == object:
+            for item in value.flat:
+                lock_arrays(item, seen)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            lock_arrays(getattr(value, f.name), seen)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            lock_arrays(item, seen)
+    elif isinstance(value, dict):
+        for item in value.values():
+            lock_arrays(item, seen)
+    return value

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from txviz.core.errors import require_kind
+
 if TYPE_CHECKING:
     from txviz.models import LoadedModel
 from txviz.coref.pairs import CorefInputError, CorefPair, split_words
@@ -116,10 +118,7 @@ def model_answer(
     loaded: LoadedModel, pair: CorefPair, sentence: str, method: str = "substitution"
 ) -> ModelAnswer:
     """What a decoder prefers for the pronoun in one sentence of the pair."""
-    if not loaded.is_causal:
-        raise CorefInputError(
-            f"{loaded.name} is an {loaded.kind} model with no next-word head: it cannot be asked."
-        )
+    require_kind(loaded, ("decoder",), "be asked which word the pronoun means")
     if method not in ANSWER_METHODS:
         raise CorefInputError(f"Ask the model by {' or '.join(ANSWER_METHODS)}, not '{method}'.")
     score = _substitution_scores if method == "substitution" else _question_scores

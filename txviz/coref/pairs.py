@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from txviz.core import paths
+from txviz.core.errors import UserError
 
 PAIRS_PATH = paths.ASSETS / "coref_pairs.json"
 
@@ -21,7 +22,7 @@ _WORD_RE = re.compile(r"\w+(?:['’]\w+)*")
 CHANCE = 0.5  # two candidates: a coin flip picks the right one half the time
 
 
-class CorefInputError(ValueError):
+class CorefInputError(UserError):
     """A pair or a marking the page cannot use; the message is written for the user."""
 
 

@@ -112,14 +112,14 @@ def batched_weights(loaded: LoadedModel, id_lists: Sequence[Sequence[int]]) -> l
     """
     import torch
 
-    from txviz.core.capture import CaptureSettings, capture
+    from txviz.core.capture import CaptureSettings
+    from txviz.core.running import run
 
     width = max(map(len, id_lists))
     pad = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
     ids = torch.tensor([list(s) + [pad] * (width - len(s)) for s in id_lists], device=loaded.device)
     mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in id_lists], device=loaded.device)
-    with torch.no_grad(), capture(loaded.model, CaptureSettings(record={"weights"})) as rec:
-        loaded.model(input_ids=ids, attention_mask=mask)
+    rec = run(loaded.model, CaptureSettings(record={"weights"}), input_ids=ids, attention_mask=mask).recorder
     stacked = np.stack([r[-1].weights.numpy() for r in rec.records.values()], axis=1)  # (B, L, H, T, T)
     return [stacked[b, :, :, : len(s), : len(s)] for b, s in enumerate(id_lists)]
 

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 
 from txviz.core import aggregate
-from txviz.core.trace import AttentionTrace
+from txviz.core.trace import AttentionTrace, lock_arrays
 from txviz.core.tracing import words_of
 from txviz.models import LoadedModel
 
@@ -45,10 +45,7 @@ def focus_across_layers(trace: AttentionTrace, token: int) -> tuple[np.ndarray, 
 
 def read_only(trace: AttentionTrace) -> AttentionTrace:
     """The same trace with arrays locked, because cached traces are shared by every session."""
-    for array in (trace.weights, trace.scores, trace.queries, trace.keys):
-        if array is not None:
-            array.flags.writeable = False
-    return dataclasses.replace(trace)
+    return dataclasses.replace(lock_arrays(trace))
 
 
 def entropy(trace: AttentionTrace) -> np.ndarray:

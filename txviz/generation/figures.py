@@ -24,16 +24,15 @@ def _tokens(tokens: Sequence[str]) -> np.ndarray:
 
 def candidate_bars(step: GenerationStep) -> go.Figure:
     """Probability of the top candidates at each stage (model, then each filter); chosen marked."""
-    labels = [
-        f"▶ {token}" if i == step.chosen_rank else token for i, token in enumerate(step.candidate_tokens)
-    ]
+    candidates = step.candidates
+    labels = [f"▶ {token}" if i == step.chosen_rank else token for i, token in enumerate(candidates.tokens)]
     rows = list(range(len(labels)))
     figure = go.Figure()
-    for s, name in enumerate(step.stage_names):
+    for s, name in enumerate(candidates.stages):
         widths = [3 if i == step.chosen_rank else 0 for i in rows]
         figure.add_trace(
             go.Bar(
-                x=step.candidate_probs[s],
+                x=candidates.probs[s],
                 y=rows,
                 orientation="h",
                 name=plain(name),
@@ -41,7 +40,7 @@ def candidate_bars(step: GenerationStep) -> go.Figure:
                     "color": STAGE_COLOURS[s % len(STAGE_COLOURS)],
                     "line": {"color": CHOSEN_COLOUR, "width": widths},
                 },
-                customdata=_tokens(step.candidate_tokens),
+                customdata=_tokens(candidates.tokens),
                 hovertemplate=f"{in_template(name)}<br>%{{customdata}}: %{{x:.4f}}<extra></extra>",
             )
         )

@@ -10,7 +10,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from txviz.core.capture import CaptureSettings, capture
+from txviz.core.candidates import Candidates, top_candidates
+from txviz.core.capture import CaptureSettings
+from txviz.core.errors import UserError, require_kind
+from txviz.core.running import run
 from txviz.core.tokens import readable_token, readable_tokens
 from txviz.generation.sampling import SamplingSettings, choose, make_generator
 from txviz.models import LoadedModel
@@ -20,7 +23,7 @@ TOP_CANDIDATES = 10
 ROW_DTYPE = np.float16  # attention rows are kept for every step: half the memory of float32
 
 
-class GenerationError(ValueError):
+class GenerationError(UserError):
     """Generation cannot run as asked; the message is meant for the user."""
 
 
@@ -59,10 +62,7 @@ class GenerationStep:
     token_id: int
     token: str  # readable text of the token alone
     text: str  # the generated text so far, decoded as a whole (bytes joined properly)
-    candidate_ids: tuple[int, ...]  # most likely tokens by the model, the chosen one included
-    candidate_tokens: tuple[str, ...]
-    stage_names: tuple[str, ...]  # "model", then each filter applied, e.g. "top-k 40"
-    candidate_probs: np.ndarray  # float32 [stage, candidate]: how each filter reshaped them
+    candidates: Candidates  # most likely by the model, chosen one included; a stage per filter
     attention: np.ndarray | None  # [layer, head, key_pos] row of the query at position - 1
     kv_tokens: tuple[int, ...]  # tokens held in the KV cache, per layer, after this step
     kv_bytes: tuple[int, ...]  # bytes of keys and values, per layer, after this step
@@ -81,18 +81,12 @@ class GenerationStep:
     @property
     def chosen_rank(self) -> int:
         """Index of the chosen token among the candidates."""
-        return self.candidate_ids.index(self.token_id)
+        return self.candidates.ids.index(self.token_id)
 
 
 def check_model(loaded: LoadedModel) -> None:
-    """Raise GenerationError unless the model can generate text one token at a time."""
-    if loaded.kind != "decoder":
-        what = {
-            "encoder": "an encoder: it reads a whole text at once and has no next-token head",
-            "encoder-decoder": "an encoder-decoder: this page runs decoder-only (causal) models",
-            "vision": "a vision model: it reads images, not text",
-        }.get(loaded.kind, f"a {loaded.kind} model")
-        raise GenerationError(f"{loaded.name} is {what}. Choose a causal language model such as smollm2.")
+    """Raise WrongModelKind or GenerationError unless the model can generate text token by token."""
+    require_kind(loaded, ("decoder",), "generate text one token at a time")
     if loaded.tokenizer is None:
         raise GenerationError(f"{loaded.name} has no tokenizer, so it cannot read a prompt.")
 
@@ -167,16 +161,6 @@ def kv_cache_size(cache) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(tokens), tuple(sizes)
 
 
-def _candidates(loaded: LoadedModel, choice, n: int) -> tuple[tuple[int, ...], np.ndarray]:
-    """Ids of the n most likely tokens (chosen one added if missing) and their staged probs."""
-    top = choice.before.topk(min(n, choice.before.numel())).indices.tolist()
-    if choice.token_id not in top:
-        top.append(choice.token_id)
-    index = torch.tensor(top)
-    probs = torch.stack([stage[index] for _, stage in choice.stages])  # (stage, candidate)
-    return tuple(top), probs.numpy().astype(np.float32)
-
-
 def _accepts(model, argument: str) -> bool:
     """True when the model's forward takes this keyword."""
     return argument in inspect.signature(model.forward).parameters
@@ -210,15 +194,14 @@ def generate(
     for index in range(request.max_new_tokens):
         # The capture block and no_grad close before each yield: the caller's code between
         # steps must not run inside them.
-        with torch.no_grad(), capture(model, settings) as recorder:
-            output = model(input_ids=next_input, past_key_values=cache, use_cache=True)
-        choice = choose(output.logits[0, -1], request.sampling, generator)
+        step = run(model, settings, ("logits",), input_ids=next_input, past_key_values=cache, use_cache=True)
+        recorder = step.recorder
+        choice = choose(step.logits[0, -1], request.sampling, generator)
         attention = None
         if request.record_attention:
             attention = recorder.stack("weights")[:, :, -1, :].astype(ROW_DTYPE)  # (L, H, K)
         token_id = choice.token_id
         generated.append(token_id)
-        ids, probs = _candidates(loaded, choice, request.top_candidates)
         kv_tokens, kv_bytes = kv_cache_size(cache)
         finished = token_id in stops
         yield GenerationStep(
@@ -227,10 +210,7 @@ def generate(
             token_id=token_id,
             token=readable_token(tokenizer, tokenizer.convert_ids_to_tokens(token_id)),
             text=tokenizer.decode(generated, skip_special_tokens=False),
-            candidate_ids=ids,
-            candidate_tokens=readable_tokens(tokenizer, list(ids))[0],
-            stage_names=tuple(name for name, _ in choice.stages),
-            candidate_probs=probs,
+            candidates=top_candidates(tokenizer, choice.stages, request.top_candidates, token_id),
             attention=attention,
             kv_tokens=kv_tokens,
             kv_bytes=kv_bytes,

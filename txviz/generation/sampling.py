@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
+from txviz.core.errors import UserError
+
 MAX_TEMPERATURE = 5.0  # past this every distribution looks uniform; nothing left to teach
 
 
@@ -25,11 +27,11 @@ class SamplingSettings:
     def validate(self) -> None:
         """Raise ValueError with a message a user can act on."""
         if not 0.0 <= self.temperature <= MAX_TEMPERATURE:
-            raise ValueError(f"Temperature must be between 0 and {MAX_TEMPERATURE} (0 is greedy).")
+            raise UserError(f"Temperature must be between 0 and {MAX_TEMPERATURE} (0 is greedy).")
         if self.top_k < 0:
-            raise ValueError("Top-k must be 0 (off) or a positive number of tokens.")
+            raise UserError("Top-k must be 0 (off) or a positive number of tokens.")
         if not 0.0 < self.top_p <= 1.0:
-            raise ValueError("Top-p must be above 0 and at most 1 (1 is off).")
+            raise UserError("Top-p must be above 0 and at most 1 (1 is off).")
 
     def describe(self) -> str:
         """Short human text, e.g. 'temperature 0.8, top-k 40'."""
@@ -69,7 +71,7 @@ def greedy_token(logits: torch.Tensor) -> int:
 def apply_temperature(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     """Logits / temperature: below 1 sharpens, above 1 flattens."""
     if temperature <= 0:
-        raise ValueError("Temperature must be positive here; 0 is handled as greedy.")
+        raise UserError("Temperature must be positive here; 0 is handled as greedy.")
     return logits.float() / temperature
 
 

@@ -49,7 +49,7 @@ def score_grid(
             line=dict(color="#d62728", width=3),
         )
     figure.update_layout(
-        title=title,
+        title=plain(title),
         xaxis=dict(title="head", dtick=1 if values.shape[1] <= 32 else None),
         yaxis=dict(title="layer", dtick=1 if values.shape[0] <= 40 else None, autorange="reversed"),
         height=max(320, min(900, 20 * values.shape[0] + 160)),
@@ -159,7 +159,7 @@ def qk_scatter(
             for kind, mask in (("query", ~points.is_key), ("key", points.is_key)):
                 color = "#bbbbbb" if word is None else f"hsl({int(360 * i / TOKEN_COLORS)}, 65%, 45%)"
                 groups.append(
-                    (f"{kind} {plain(word) if word is not None else 'other'}", mask & same, dict(color=color))
+                    (f"{kind} {word if word is not None else 'other'}", mask & same, dict(color=color))
                 )
     for name, mask, marker in groups:
         symbol = "diamond" if name.startswith("key") else "circle"
@@ -171,7 +171,7 @@ def qk_scatter(
                 x=points.coords[index, 0],
                 y=points.coords[index, 1],
                 mode="markers",
-                name=name,
+                name=plain(name),
                 marker=dict(
                     size=8, symbol=symbol, opacity=0.8, line=dict(width=0.5, color="white"), **marker
                 ),
@@ -180,7 +180,7 @@ def qk_scatter(
             )
         )
     figure.update_layout(
-        title=title,
+        title=plain(title),
         height=620,
         margin=dict(l=10, r=10, t=60, b=10),
         xaxis=dict(title=f"{points.method} 1", zeroline=False),
@@ -209,7 +209,7 @@ def qk_small_multiples(layer_points: list[QKPoints], title: str = "", columns: i
                     x=points.coords[mask, 0],
                     y=points.coords[mask, 1],
                     mode="markers",
-                    name=name,
+                    name=plain(name),
                     marker=dict(size=4, color=color, opacity=0.7),
                     showlegend=h == 0,
                     legendgroup=name,
@@ -221,7 +221,7 @@ def qk_small_multiples(layer_points: list[QKPoints], title: str = "", columns: i
             )
     figure.update_xaxes(showticklabels=False, zeroline=False)
     figure.update_yaxes(showticklabels=False, zeroline=False)
-    figure.update_layout(title=title, height=260 * rows + 80, margin=dict(l=10, r=10, t=70, b=10))
+    figure.update_layout(title=plain(title), height=260 * rows + 80, margin=dict(l=10, r=10, t=70, b=10))
     return figure
 
 

@@ -12,12 +12,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from txviz.core.capture import CaptureSettings, capture
-from txviz.core.tokens import readable_tokens
+from txviz.core.candidates import Candidates, top_candidates
+from txviz.core.capture import CaptureSettings
+from txviz.core.errors import UserError, require_kind
+from txviz.core.running import run
 from txviz.core.trace import AttentionTrace
-from txviz.core.tracing import encode, trace_text
+from txviz.core.tracing import TEXT_KINDS, encode, trace_run
 from txviz.masks import patterns as masks
-from txviz.models import LoadedModel, ModelLoadError
+from txviz.models import LoadedModel
 
 MAX_TOKENS = 128  # every head of 30 layers at 128 tokens is ~18 MB per trace; two are kept
 
@@ -25,9 +27,9 @@ MAX_TOKENS = 128  # every head of 30 layers at 128 tokens is ~18 MB per trace; t
 def pattern_for_model(loaded: LoadedModel, n: int, pattern: str, **params: int) -> masks.Fixed:
     """The pattern for n tokens as the model will see it: within its own mask, no empty row."""
     if pattern not in masks.PATTERNS:
-        raise ValueError(f"Unknown pattern {pattern!r}; choose from {', '.join(masks.PATTERNS)}.")
+        raise masks.MaskError(f"Unknown pattern {pattern!r}; choose from {', '.join(masks.PATTERNS)}.")
     if not masks.PATTERNS[pattern].square:
-        raise ValueError(
+        raise masks.MaskError(
             f"{masks.PATTERNS[pattern].label} needs an encoder-decoder model; "
             "choose a self-attention pattern here."
         )
@@ -44,12 +46,12 @@ class DecoderEffect:
 
     loss_before: float  # mean cross-entropy of each next token, nats
     loss_after: float
-    top_before: tuple[tuple[str, float], ...]  # (token, probability) after the last token
-    top_after: tuple[tuple[str, float], ...]
+    top_before: Candidates  # the likeliest tokens after the last token
+    top_after: Candidates
 
     @property
     def same_prediction(self) -> bool:
-        return self.top_before[0][0] == self.top_after[0][0]
+        return self.top_before.ids[0] == self.top_after.ids[0]
 
 
 @dataclass(frozen=True)
@@ -71,63 +73,80 @@ class MaskedRun:
     effect: DecoderEffect | EncoderEffect
 
 
-def _forward(loaded: LoadedModel, ids: torch.Tensor, mask: torch.Tensor | None, **kwargs):
-    """One forward pass, with the extra mask when given; nothing recorded."""
-    settings = CaptureSettings(extra_mask=mask)
-    with torch.no_grad(), capture(loaded.model, settings):
-        return loaded.model(input_ids=ids, **kwargs)
+def _top(loaded: LoadedModel, logits: torch.Tensor, k: int) -> Candidates:
+    """The k likeliest tokens of one logit vector, with their probabilities."""
+    return top_candidates(loaded.tokenizer, torch.softmax(logits.float(), dim=-1), k)
 
 
-def _top(loaded: LoadedModel, logits: torch.Tensor, k: int) -> tuple[tuple[str, float], ...]:
-    """The k likeliest tokens of one logit vector, as readable text with probabilities."""
-    probs = torch.softmax(logits.float(), dim=-1)
-    values, indices = probs.topk(k)
-    tokens, _ = readable_tokens(loaded.tokenizer, indices.tolist())
-    return tuple(zip(tokens, values.tolist(), strict=True))
+def _loss(logits: torch.Tensor, ids: list[int]) -> float:
+    """Mean cross-entropy of each next token (what the model's own ``labels=`` loss computes)."""
+    target = torch.tensor(ids[1:], device=logits.device)
+    return float(torch.nn.functional.cross_entropy(logits[0, :-1].float(), target))
 
 
-def decoder_effect(loaded: LoadedModel, ids: list[int], mask: np.ndarray, k: int = 5) -> DecoderEffect:
-    """Loss on the text and the next token, with and without the mask."""
+def _check_loss_length(ids: list[int]) -> None:
     if len(ids) < 2:
-        raise ValueError("The loss needs at least two tokens: type a longer text.")
-    input_ids = torch.tensor([ids], device=loaded.device)
-    extra = torch.as_tensor(mask)
-    before = _forward(loaded, input_ids, None, labels=input_ids)
-    after = _forward(loaded, input_ids, extra, labels=input_ids)
+        raise UserError("The loss needs at least two tokens: type a longer text.")
+
+
+def _decoder_effect(loaded: LoadedModel, ids: list[int], before, after, k: int = 5) -> DecoderEffect:
+    """Loss and next token from the logits (1, T, V) of the unmasked and the masked pass."""
     return DecoderEffect(
-        loss_before=float(before.loss),
-        loss_after=float(after.loss),
-        top_before=_top(loaded, before.logits[0, -1], k),
-        top_after=_top(loaded, after.logits[0, -1], k),
+        loss_before=_loss(before, ids),
+        loss_after=_loss(after, ids),
+        top_before=_top(loaded, before[0, -1], k),
+        top_after=_top(loaded, after[0, -1], k),
     )
 
 
-def encoder_effect(loaded: LoadedModel, ids: list[int], mask: np.ndarray) -> EncoderEffect:
-    """Cosine similarity of the mean-pooled embedding (and of each token) to the unmasked one."""
-    input_ids = torch.tensor([ids], device=loaded.device)
-    before = _forward(loaded, input_ids, None).last_hidden_state[0].float()  # (n, d_model)
-    after = _forward(loaded, input_ids, torch.as_tensor(mask)).last_hidden_state[0].float()
+def _encoder_effect(before: torch.Tensor, after: torch.Tensor) -> EncoderEffect:
+    """Cosines from the last hidden states (1, T, D) of the unmasked and the masked pass."""
+    before, after = before[0].float(), after[0].float()  # (n, d_model)
     # Sentence embedding as all-MiniLM-L6-v2 defines it: the mean over tokens.
     sentence = torch.nn.functional.cosine_similarity(before.mean(0), after.mean(0), dim=0)
     tokens = torch.nn.functional.cosine_similarity(before, after, dim=-1)
     return EncoderEffect(float(sentence), tokens.cpu().numpy())
 
 
+def _outputs(loaded: LoadedModel, ids: list[int], mask: np.ndarray | None, item: str) -> torch.Tensor:
+    """Logits or last hidden state of one pass with the extra mask when given; nothing recorded."""
+    extra = None if mask is None else torch.as_tensor(mask)
+    input_ids = torch.tensor([ids], device=loaded.device)
+    return getattr(run(loaded.model, CaptureSettings(extra_mask=extra), (item,), input_ids=input_ids), item)
+
+
+def decoder_effect(loaded: LoadedModel, ids: list[int], mask: np.ndarray, k: int = 5) -> DecoderEffect:
+    """Loss on the text and the next token, with and without the mask."""
+    _check_loss_length(ids)
+    before, after = (_outputs(loaded, ids, m, "logits") for m in (None, mask))
+    return _decoder_effect(loaded, ids, before, after, k)
+
+
+def encoder_effect(loaded: LoadedModel, ids: list[int], mask: np.ndarray) -> EncoderEffect:
+    """Cosine similarity of the mean-pooled embedding (and of each token) to the unmasked one."""
+    return _encoder_effect(*(_outputs(loaded, ids, m, "hidden") for m in (None, mask)))
+
+
 def apply_pattern(
     loaded: LoadedModel, text: str, pattern: str, max_tokens: int = MAX_TOKENS, **params: int
 ) -> MaskedRun:
-    """Run text through the model with and without a pattern from masks.PATTERNS."""
-    if loaded.kind not in ("encoder", "decoder"):
-        raise ModelLoadError(f"{loaded.name} is an {loaded.kind} model; pick a text model.")
+    """Run text through the model with and without a pattern from masks.PATTERNS.
+
+    Two passes in all: each records the attention and keeps the output the effect needs.
+    """
+    require_kind(loaded, TEXT_KINDS, "run a mask pattern on a text")
     encoded = encode(loaded, text, max_tokens)
-    fixed = pattern_for_model(loaded, len(encoded.ids), pattern, **params)
-    extra = torch.as_tensor(fixed.mask)  # (n, n) bool
-    before = trace_text(loaded, text, max_tokens=max_tokens)
-    after = trace_text(loaded, text, max_tokens=max_tokens, extra_mask=extra)
     if loaded.is_causal:
-        effect = decoder_effect(loaded, encoded.ids, fixed.mask)
+        _check_loss_length(encoded.ids)
+    fixed = pattern_for_model(loaded, len(encoded.ids), pattern, **params)
+    item = "logits" if loaded.is_causal else "hidden"
+    before, plain = trace_run(loaded, text, max_tokens=max_tokens, outputs=(item,))
+    extra = torch.as_tensor(fixed.mask)  # (n, n) bool
+    after, masked = trace_run(loaded, text, max_tokens=max_tokens, extra_mask=extra, outputs=(item,))
+    if loaded.is_causal:
+        effect = _decoder_effect(loaded, encoded.ids, plain.logits, masked.logits)
     else:
-        effect = encoder_effect(loaded, encoded.ids, fixed.mask)
+        effect = _encoder_effect(plain.hidden, masked.hidden)
     notice = " ".join(part for part in (encoded.notice, fixed.notice) if part)
     return MaskedRun(before, after, fixed.mask, notice, effect)
 
@@ -136,7 +155,7 @@ def prediction_rows(effect: DecoderEffect) -> list[dict[str, str]]:
     """The top next tokens without and with the mask, as table rows."""
     return [
         {"rank": str(i + 1), "unmasked": f"{b[0]!r} {b[1]:.1%}", "with the pattern": f"{a[0]!r} {a[1]:.1%}"}
-        for i, (b, a) in enumerate(zip(effect.top_before, effect.top_after, strict=True))
+        for i, (b, a) in enumerate(zip(effect.top_before.pairs(), effect.top_after.pairs(), strict=True))
     ]
 
 

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from txviz.core.errors import UserError
 
-class MaskError(ValueError):
+
+class MaskError(UserError):
     """A mask parameter a user can fix; the message says how."""
 
 

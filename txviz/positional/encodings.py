@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from txviz.core.errors import UserError
+
 LAYOUT_NOTE = (
     "Interleaved layout, as in Vaswani et al. (2017) and Dive into Deep Learning: column 2j "
     "holds sin(i / C^(2j/d)) and column 2j+1 holds cos(i / C^(2j/d)), so each frequency "
@@ -20,7 +22,7 @@ MAX_POSITIONS = 4096  # keeps the n x n similarity matrix small enough to draw
 MAX_DIM = 2048
 
 
-class PositionalError(ValueError):
+class PositionalError(UserError):
     """Bad input to a positional encoding, with a message fit for the user."""
 
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from txviz.core.errors import UserError
+
 SOFTMAX_AXIS_NOTE = (
     "Softmax runs along each row (over the keys): every row sums to one. Prince's book writes "
     "tokens as columns, Softmax[KᵀQ], where each column sums to one; it is the same matrix transposed."
@@ -19,7 +21,7 @@ MAX_TOKENS = 16
 MAX_DIM = 32
 
 
-class ToyAttentionError(ValueError):
+class ToyAttentionError(UserError):
     """Bad toy input, with a message fit for the user."""
 
 

@@ -16,7 +16,10 @@ import numpy as np
 import torch
 from transformers.modeling_outputs import BaseModelOutput
 
+from txviz.core.candidates import Candidates, top_candidates
 from txviz.core.capture import AttentionRecord, CaptureSettings, capture
+from txviz.core.errors import UserError, require_kind
+from txviz.core.running import run
 from txviz.core.tokens import readable_tokens, special_flags
 from txviz.core.trace import AttentionTrace
 from txviz.models import LoadedModel, ModelLoadError
@@ -35,8 +38,7 @@ class DecodeStep:
     token: str  # the chosen token, readable
     token_id: int
     probability: float  # p(chosen | source, target tokens 0..t), pad and start token excluded
-    alternatives: tuple[tuple[str, float], ...]  # the most probable next tokens at this step
-    alternative_ids: tuple[int, ...] = ()  # their token ids (readable texts can repeat)
+    candidates: Candidates  # the most probable next tokens at this step (chosen marked, not added)
     beams: tuple[tuple[str, float], ...] = ()  # beam search: every kept hypothesis, log-prob
 
 
@@ -58,12 +60,9 @@ class Seq2SeqTrace:
 
 def encode_source(loaded: LoadedModel, text: str, max_tokens: int = MAX_SOURCE_TOKENS):
     """Source ids (1, S) and a notice when the text had to be cut to fit."""
-    if loaded.kind != "encoder-decoder":
-        raise ModelLoadError(
-            f"{loaded.name} is a {loaded.kind} model; this view needs an encoder-decoder model."
-        )
+    require_kind(loaded, ("encoder-decoder",), "decode a source text into a new one")
     if not text or not text.strip():
-        raise ValueError("The source sentence is empty: type a sentence to translate.")
+        raise UserError("The source sentence is empty: type a sentence to translate.")
     limit = min(loaded.n_ctx, max_tokens)
     ids = loaded.tokenizer(text.strip(), truncation=False)["input_ids"]
     notice = ""
@@ -196,11 +195,11 @@ def decode(
 ) -> Seq2SeqTrace:
     """Decode ``source`` step by step and record encoder, decoder and cross-attention."""
     if method not in ("greedy", "beam"):
-        raise ValueError(f"Unknown decoding method {method!r}: choose 'greedy' or 'beam'.")
+        raise UserError(f"Unknown decoding method {method!r}: choose 'greedy' or 'beam'.")
     if method == "beam" and not 1 <= beams <= 16:
-        raise ValueError("Beam search needs between 1 and 16 beams.")
+        raise UserError("Beam search needs between 1 and 16 beams.")
     if not 1 <= max_new_tokens <= 512:
-        raise ValueError("The number of steps must be between 1 and 512.")
+        raise UserError("The number of steps must be between 1 and 512.")
     model, tokenizer = loaded.model, loaded.tokenizer
     source_ids, notice = encode_source(loaded, source)  # (1, S)
     source_mask = torch.ones_like(source_ids)
@@ -221,13 +220,16 @@ def decode(
     finished = ids[-1] in ends
     decoder_inputs = torch.tensor([ids[:-1]], device=source_ids.device)  # (1, T)
 
-    with capture(model, settings) as dec_rec:
-        out = model(
-            encoder_outputs=encoder_out,
-            attention_mask=source_mask,
-            decoder_input_ids=decoder_inputs,
-            use_cache=False,
-        )
+    out = run(
+        model,
+        settings,
+        ("logits",),
+        encoder_outputs=encoder_out,
+        attention_mask=source_mask,
+        decoder_input_ids=decoder_inputs,
+        use_cache=False,
+    )
+    dec_rec = out.recorder
     self_names, cross_names = _decoder_records(list(dec_rec.records), dec_rec.records)
     _check_layers(self_names, "decoder self-attention", loaded)
     _check_layers(cross_names, "cross-attention", loaded)
@@ -240,8 +242,7 @@ def decode(
     chosen_tokens, _ = readable_tokens(tokenizer, ids[1:])
     steps = []
     for t, token_id in enumerate(ids[1:]):
-        top = torch.topk(log_probs[t].exp(), N_ALTERNATIVES)
-        alt_tokens, _ = readable_tokens(tokenizer, top.indices.tolist())
+        candidates = top_candidates(tokenizer, log_probs[t].exp(), N_ALTERNATIVES, token_id, add_chosen=False)
         beam_rows = ()
         if history:
             beam_rows = tuple(
@@ -254,8 +255,7 @@ def decode(
                 token=chosen_tokens[t],
                 token_id=token_id,
                 probability=float(log_probs[t, token_id].exp()),
-                alternatives=tuple(zip(alt_tokens, top.values.tolist(), strict=True)),
-                alternative_ids=tuple(top.indices.tolist()),
+                candidates=candidates,
                 beams=beam_rows,
             )
         )

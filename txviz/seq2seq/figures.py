@@ -157,12 +157,12 @@ def chosen_probabilities(trace: Seq2SeqTrace, current: int | None = None) -> go.
 
 def step_alternatives(step: DecodeStep) -> go.Figure:
     """The most probable next tokens at one step; the chosen one in red."""
-    tokens = [t for t, _ in step.alternatives]
+    tokens = list(step.candidates.tokens)
     rows = list(range(len(tokens)))
-    colours = [CHOSEN if i == step.token_id else BAR for i in step.alternative_ids]
+    colours = [CHOSEN if i == step.token_id else BAR for i in step.candidates.ids]
     figure = go.Figure(
         go.Bar(
-            x=[p for _, p in step.alternatives],
+            x=step.candidates.model_probs.tolist(),
             y=rows,
             orientation="h",
             marker_color=colours,

@@ -10,8 +10,10 @@ import torch
 from txviz.core import attention
 from txviz.core.attention import Normalizer
 from txviz.core.capture import CaptureSettings, capture
+from txviz.core.errors import UserError, require_kind
+from txviz.core.running import run
 from txviz.core.trace import AttentionTrace
-from txviz.core.tracing import encode, trace_text
+from txviz.core.tracing import TEXT_KINDS, encode, trace_text
 from txviz.models import LoadedModel
 
 # Five full traces of SmolLM2 (30 layers x 9 heads) stay near 100 MB of float32 at this length.
@@ -30,14 +32,14 @@ class NormalizerSettings:
     def check(self, n_tokens: int) -> None:
         """Raise ValueError with a message for the user when a parameter cannot apply."""
         if not np.isfinite(self.temperature) or self.temperature <= 0:
-            raise ValueError(
+            raise UserError(
                 f"Temperature must be positive (got {self.temperature:g}); "
                 "hard attention is the limit as it goes to 0."
             )
         if self.k < 1:
-            raise ValueError(f"Top-k needs k of at least 1 (got {self.k}).")
+            raise UserError(f"Top-k needs k of at least 1 (got {self.k}).")
         if self.k > n_tokens:
-            raise ValueError(
+            raise UserError(
                 f"k = {self.k} is larger than the text's {n_tokens} tokens: top-k would keep every "
                 f"key. Choose k of at most {n_tokens}, or a longer text."
             )
@@ -132,26 +134,25 @@ def output_effect(
     loaded: LoadedModel, text: str, settings: NormalizerSettings, new_tokens: int = 8
 ) -> OutputEffect:
     """Greedy continuations and loss (decoder) or embedding similarity (encoder) per normalizer."""
+    require_kind(loaded, TEXT_KINDS, "compare attention normalizers on a text")
     ids = encode(loaded, text, MAX_TOKENS).ids
     settings.check(len(ids))
     normalizers = settings.normalizers()
     if loaded.kind == "decoder":
         if not 1 <= new_tokens <= MAX_NEW_TOKENS:
-            raise ValueError(f"New tokens must be between 1 and {MAX_NEW_TOKENS} (got {new_tokens}).")
+            raise UserError(f"New tokens must be between 1 and {MAX_NEW_TOKENS} (got {new_tokens}).")
         continuations, losses = {}, {}
         for name, normalize in normalizers.items():
             generated, losses[name] = _greedy_with_loss(loaded, ids, normalize, new_tokens)
             continuations[name] = loaded.tokenizer.decode(generated, skip_special_tokens=True)
         return OutputEffect("decoder", continuations, losses, {})
-    if loaded.kind == "encoder":
-        embeddings = {name: _sentence_embedding(loaded, ids, f) for name, f in normalizers.items()}
-        reference = embeddings["softmax"]
-        similarity = {
-            name: float(torch.nn.functional.cosine_similarity(e, reference, dim=0))
-            for name, e in embeddings.items()
-        }
-        return OutputEffect("encoder", {}, {}, similarity)
-    raise ValueError(f"{loaded.name} is a {loaded.kind} model: choose a text encoder or decoder.")
+    embeddings = {name: _sentence_embedding(loaded, ids, f) for name, f in normalizers.items()}
+    reference = embeddings["softmax"]
+    similarity = {
+        name: float(torch.nn.functional.cosine_similarity(e, reference, dim=0))
+        for name, e in embeddings.items()
+    }
+    return OutputEffect("encoder", {}, {}, similarity)
 
 
 def _greedy_with_loss(
@@ -181,6 +182,6 @@ def _greedy_with_loss(
 
 def _sentence_embedding(loaded: LoadedModel, ids: list[int], normalize: Normalizer) -> torch.Tensor:
     """Mean of the last hidden states over tokens (how all-MiniLM-L6-v2 pools), shape (d_model,)."""
-    with torch.no_grad(), capture(loaded.model, CaptureSettings(normalize=normalize)):
-        output = loaded.model(input_ids=torch.tensor([ids], device=loaded.device))
-    return output.last_hidden_state[0].float().mean(dim=0).cpu()
+    input_ids = torch.tensor([ids], device=loaded.device)
+    hidden = run(loaded.model, CaptureSettings(normalize=normalize), ("hidden",), input_ids=input_ids).hidden
+    return hidden[0].float().mean(dim=0).cpu()

@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import pairwise
 
+from txviz.core.errors import UserError
+
 SAILOR_RHYME = (
     "a sailor went to sea sea sea\n"
     "to see what he could see see see\n"
@@ -37,7 +39,7 @@ _WHITESPACE = re.compile(r"\s")
 _PRE_TOKEN = re.compile(r"[^ ]* |[^ ]+")  # word plus its one trailing space, or a final word
 
 
-class BpeInputError(ValueError):
+class BpeInputError(UserError):
     """A corpus or setting the trainer cannot use; the message is meant for the user."""
 
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from txviz.core.errors import UserError
+
 ACCEPTED_FORMATS = ("PNG", "JPEG", "WEBP", "GIF")
 
 
@@ -32,7 +34,7 @@ class LoadedImage:
 def load_image(data: bytes, max_pixels: int = MAX_PIXELS) -> LoadedImage:
     """Decode PNG/JPEG/WebP/GIF bytes into RGB, or raise ValueError with a message for people."""
     if not data:
-        raise ValueError("The file is empty: choose a PNG, JPEG or WebP image.")
+        raise UserError("The file is empty: choose a PNG, JPEG or WebP image.")
     damaged = "The file is truncated or damaged and cannot be decoded ({}). Upload the complete file."
     try:
         # Reads the header only. Pillow refuses over twice its own limit; between its limit and
@@ -41,30 +43,30 @@ def load_image(data: bytes, max_pixels: int = MAX_PIXELS) -> LoadedImage:
     except Image.DecompressionBombError as err:
         found = re.search(r"\((\d+) pixels\)", str(err))
         size = f"{int(found.group(1)):,} pixels" if found else "too many pixels"
-        raise ValueError(
+        raise UserError(
             f"The image has {size}, over the limit of {max_pixels / 1e6:,.0f} megapixels; it was "
             "not decoded (a small file that unpacks to a huge image can exhaust memory). "
             "Resize it and upload it again."
         ) from None
     except UnidentifiedImageError:
-        raise ValueError(
+        raise UserError(
             "This file is not an image that can be read: upload a PNG, JPEG or WebP picture "
             "(a file renamed to .png is still whatever it was before)."
         ) from None
     except Exception as err:  # noqa: BLE001 - any decoder failure on user bytes is bad input
-        raise ValueError(damaged.format("file", err)) from None
+        raise UserError(damaged.format("file", err)) from None
     fmt = image.format or "?"
     if fmt not in ACCEPTED_FORMATS:
-        raise ValueError(f"{fmt} images are not accepted: upload a PNG, JPEG or WebP picture.")
+        raise UserError(f"{fmt} images are not accepted: upload a PNG, JPEG or WebP picture.")
     width, height = image.size
     if width * height > max_pixels:
-        raise ValueError(
+        raise UserError(
             f"The image is {width:,} x {height:,} pixels ({width * height / 1e6:,.0f} megapixels), "
             f"over the limit of {max_pixels / 1e6:,.0f} megapixels; it was not decoded. "
             "Resize it and upload it again."
         )
     if min(width, height) < MIN_SIDE:
-        raise ValueError(
+        raise UserError(
             f"The image is only {width} x {height} pixels; it needs at least {MIN_SIDE} pixels "
             "on each side to be cut into patches."
         )
@@ -78,7 +80,7 @@ def load_image(data: bytes, max_pixels: int = MAX_PIXELS) -> LoadedImage:
         mode = image.mode
         image = ImageOps.exif_transpose(image) or image
     except Exception as err:  # noqa: BLE001 - any decoder failure on user bytes is bad input
-        raise ValueError(damaged.format(f"{fmt} file", err)) from None
+        raise UserError(damaged.format(f"{fmt} file", err)) from None
     rgb, conversion = _to_rgb(image)
     if conversion:
         notes.append(conversion)

@@ -50,13 +50,16 @@ def trace_image(loaded, image: Image.Image) -> VisionAttention:
     """Run a loaded vision model on an RGB image, recording every layer's attention."""
     import torch
 
-    from txviz.core.capture import CaptureSettings, capture
+    from txviz.core.capture import CaptureSettings
+    from txviz.core.errors import UserError, require_kind
+    from txviz.core.running import run
 
-    if loaded.kind != "vision" or loaded.processor is None:
-        raise ValueError(f"{loaded.name} is a {loaded.kind} model: it reads text, not images.")
+    require_kind(loaded, ("vision",), "read an image")
+    if loaded.processor is None:
+        raise UserError(f"{loaded.name} has no image processor, so it cannot read an image.")
     pixels = pixel_values(loaded.processor, image)  # (1, 3, H, W)
-    with torch.no_grad(), capture(loaded.model, CaptureSettings(record={"weights"})) as rec:
-        output = loaded.model(pixel_values=pixels.to(loaded.device))
+    result = run(loaded.model, CaptureSettings(record={"weights"}), pixel_values=pixels.to(loaded.device))
+    rec, output = result.recorder, result.output
     weights = rec.stack("weights").astype(np.float32)  # (L, H, T, T)
     grid = patch_grid(loaded.config, tuple(pixels.shape[-2:]), n_tokens=weights.shape[-1])
     tokens = grid.token_labels()

@@ -6,6 +6,7 @@ import numpy as np
 from PIL import Image
 
 from txviz.core import paths
+from txviz.core.errors import UserError
 
 SAMPLE_FOLDER = paths.IMAGES
 
@@ -33,7 +34,7 @@ def sample_image(name: str) -> Image.Image:
         return Image.fromarray(load_sample_image(name.split()[1]))
     if name.startswith("shapes: "):
         return Image.open(SAMPLE_FOLDER / f"{name.split(': ', 1)[1]}.png").convert("RGB")
-    raise ValueError(f"No sample image called {name!r}.")
+    raise UserError(f"No sample image called {name!r}.")
 
 
 def draw_shapes(size: int = 96, seed: int = 0) -> Image.Image:

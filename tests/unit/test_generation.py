@@ -8,17 +8,15 @@ import numpy as np
 import pytest
 import torch
 from conftest import plotly_array
+from tiny_models import tiny_model
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import (
-    BertConfig,
-    BertModel,
-    LlamaConfig,
-    LlamaForCausalLM,
     PreTrainedTokenizerFast,
 )
 
 from txviz.core import capture as capture_module
-from txviz.core.capture import CaptureSettings, capture, use_capture
+from txviz.core.capture import CaptureSettings, capture
+from txviz.core.errors import WrongModelKind
 from txviz.generation.loop import (
     GenerationError,
     GenerationRequest,
@@ -32,6 +30,10 @@ from txviz.generation.sampling import SamplingSettings
 from txviz.models import LoadedModel
 
 CORPUS = ["the cat sat on the mat and the dog sat on the log"] * 5
+
+
+def prompt_ids(loaded: LoadedModel, text: str) -> torch.Tensor:
+    return torch.tensor([loaded.tokenizer(text)["input_ids"]])
 
 
 def tiny_tokenizer() -> PreTrainedTokenizerFast:
@@ -51,23 +53,8 @@ def tiny_tokenizer() -> PreTrainedTokenizerFast:
 def tiny() -> LoadedModel:
     """A random 2-layer Llama with grouped KV heads: real transformers code, milliseconds a step."""
     tokenizer = tiny_tokenizer()
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        eos_token_id=0,
-    )
-    model = use_capture(LlamaForCausalLM(config).eval())
+    model = tiny_model("llama", len(tokenizer), max_position_embeddings=64, eos_token_id=0)
     return LoadedModel("tiny", "decoder", model, tokenizer, None, "cpu")
-
-
-def prompt_ids(loaded: LoadedModel, text: str) -> torch.Tensor:
-    return torch.tensor([loaded.tokenizer(text)["input_ids"]])
 
 
 def greedy_reference(loaded: LoadedModel, text: str, n: int) -> list[int]:
@@ -108,10 +95,10 @@ def test_candidates_carry_the_models_distribution(tiny):
         logits = tiny.model(input_ids=prompt_ids(tiny, "the cat")).logits[0, -1]
     probs = torch.softmax(logits, -1)
     expected = probs.topk(10)
-    assert step.candidate_ids == tuple(expected.indices.tolist())
-    np.testing.assert_allclose(step.candidate_probs[0], expected.values.numpy(), atol=1e-5)
-    assert step.stage_names == ("model", "greedy")
-    assert step.candidate_probs[1].tolist() == [1.0] + [0.0] * 9  # greedy takes the top one
+    assert step.candidates.ids == tuple(expected.indices.tolist())
+    np.testing.assert_allclose(step.candidates.probs[0], expected.values.numpy(), atol=1e-5)
+    assert step.candidates.stages == ("model", "greedy")
+    assert step.candidates.probs[1].tolist() == [1.0] + [0.0] * 9  # greedy takes the top one
     assert step.chosen_rank == 0
 
 
@@ -124,8 +111,8 @@ def test_filters_shape_the_candidates_and_a_seed_repeats_the_run(tiny):
     other = list(generate(tiny, GenerationRequest("the mat", 10, SamplingSettings(1.5, 5, 0.9, 12))))
     assert [s.token_id for s in first] != [s.token_id for s in other]
     for step in first:
-        assert step.stage_names == ("model", "temperature 1.5", "top-k 5", "top-p 0.9")
-        after = step.candidate_probs[-1]
+        assert step.candidates.stages == ("model", "temperature 1.5", "top-k 5", "top-p 0.9")
+        after = step.candidates.probs[-1]
         assert (after[5:] == 0).all()  # top-k 5 left nothing past the fifth candidate
         assert after[step.chosen_rank] > 0  # a token the filters removed is never chosen
 
@@ -245,19 +232,10 @@ def test_temperature_zero_is_greedy(tiny):
 
 
 def test_encoder_only_model_is_refused_with_a_message(tiny):
-    config = BertConfig(
-        vocab_size=len(tiny.tokenizer),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-    )
-    encoder = LoadedModel("bert-tiny", "encoder", BertModel(config), tiny.tokenizer, None, "cpu")
-    with pytest.raises(GenerationError, match="encoder.*no next-token head"):
+    bert = tiny_model("bert", len(tiny.tokenizer))
+    encoder = LoadedModel("bert-tiny", "encoder", bert, tiny.tokenizer, None, "cpu")
+    with pytest.raises(WrongModelKind, match="encoder.*no next-token head"):
         prepare(encoder, GenerationRequest("the cat"))
-
-
-# Figures: the data they carry, checked against the records they were built from.
 
 
 def test_candidate_bars_show_each_stage_and_mark_the_chosen(tiny):
@@ -267,7 +245,7 @@ def test_candidate_bars_show_each_stage_and_mark_the_chosen(tiny):
     step = next(generate(tiny, GenerationRequest("the cat", 1, sampling)))
     data = candidate_bars(step).to_dict()["data"]
     assert [trace["name"] for trace in data] == ["model", "temperature 0.7", "top-k 4"]
-    for trace, probs in zip(data, step.candidate_probs, strict=True):
+    for trace, probs in zip(data, step.candidates.probs, strict=True):
         np.testing.assert_allclose(plotly_array(trace["x"]), probs)
         widths = trace["marker"]["line"]["width"]
         assert widths[step.chosen_rank] > 0 and sum(widths) == widths[step.chosen_rank]
@@ -318,51 +296,8 @@ def test_kv_cache_figures_match_the_steps(tiny):
     assert per_layer["y"] == pytest.approx([b / 1e3 for b in steps[-1].kv_bytes])
 
 
-# The packaged SmolLM2: the real model the page defaults to.
-
-
-def test_smollm2_greedy_matches_model_generate_and_rows_match(smollm2):
-    prompt = "The capital of France is"
-    steps = list(generate(smollm2, GenerationRequest(prompt, max_new_tokens=5, stop_at_eos=False)))
-    ids = prompt_ids(smollm2, prompt)
-    expected = smollm2.model.generate(ids, do_sample=False, max_new_tokens=5, min_new_tokens=5)
-    assert [s.token_id for s in steps] == expected[0, ids.shape[1] :].tolist()
-    full_ids = torch.cat([ids, torch.tensor([[s.token_id for s in steps]])], dim=1)
-    with torch.no_grad(), capture(smollm2.model, CaptureSettings(record={"weights"})) as rec:
-        smollm2.model(input_ids=full_ids)
-    full = rec.stack("weights")  # (30, 9, T, T)
-    last = steps[-1]
-    assert last.attention.shape == (30, 9, last.position)
-    np.testing.assert_allclose(last.attention, full[:, :, last.query_position, : last.position], atol=2e-3)
-    # 3 KV heads x 64 dims, keys and values, float32
-    assert last.kv_bytes == (2 * 3 * 64 * last.position * 4,) * 30
-
-
-def test_smollm2_chat_template_wraps_the_prompt(smollm2):
-    plain = prepare(smollm2, GenerationRequest("Hi"))
-    chat = prepare(smollm2, GenerationRequest("Hi", chat=True))
-    assert plain.text == "Hi" and "<|im_start|>user\nHi<|im_end|>" in chat.text
-    assert chat.text.endswith("<|im_start|>assistant\n")
-    assert len(chat) > len(plain)
-
-
-def test_benchmark_runs_and_reports_ratios(smollm2, capsys):
-    from txviz.bench.generate import main
-
-    main(["--tokens", "3", "--repeats", "1", "--threads", "0"])  # leave the session's threads
-    out = capsys.readouterr().out
-    assert "throughput ratio (loop / plain): wall" in out and "greedy tokens: same" in out
-    assert "attention held for 1,024 new tokens (30 layers x 9 heads" in out
-
-
 def test_another_architecture_gpt2_matches_model_generate(tiny):
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    torch.manual_seed(1)
-    config = GPT2Config(
-        vocab_size=len(tiny.tokenizer), n_embd=32, n_layer=2, n_head=4, n_positions=64, eos_token_id=0
-    )
-    model = use_capture(GPT2LMHeadModel(config).eval())
+    model = tiny_model("gpt2", len(tiny.tokenizer), seed=1, n_positions=64, eos_token_id=0)
     gpt2 = LoadedModel("tiny-gpt2", "decoder", model, tiny.tokenizer, None, "cpu")
     steps = list(generate(gpt2, GenerationRequest("the cat sat", max_new_tokens=6, stop_at_eos=False)))
     assert [s.token_id for s in steps] == greedy_reference(gpt2, "the cat sat", 6)

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 import torch
 from conftest import plotly_array
+from tiny_models import tiny_model
 
 from txviz import models
-from txviz.core.capture import use_capture
+from txviz.core.errors import WrongModelKind
 from txviz.figures.text import plain_all
-from txviz.models import LoadedModel, ModelLoadError
+from txviz.models import LoadedModel
 from txviz.seq2seq import dates
 from txviz.seq2seq import figures as figs
 from txviz.seq2seq.decoding import decode
@@ -114,7 +115,7 @@ def test_greedy_equals_transformers_generate_and_its_scores(date_model, greedy):
     probs = [float(torch.softmax(s[0], -1).max()) for s in out.scores]
     assert np.allclose([s.probability for s in greedy.steps], probs, atol=1e-5)
     for step in greedy.steps:  # greedy picks the most probable token
-        assert step.token_id == step.alternative_ids[0]
+        assert step.token_id == step.candidates.ids[0]
 
 
 def test_beam_search_finds_generates_answer(date_model):
@@ -173,26 +174,17 @@ def test_cross_attention_aligns_output_with_source_words(greedy):
 
 def tiny_marian(seed: int, eos_bias: float = 0.0, decoder_layers: int = 3) -> LoadedModel:
     """A random Marian (pad is its decoder start token) over the date vocabulary."""
-    from transformers import MarianConfig, MarianMTModel
-
     tokenizer = training.build_tokenizer()
-    torch.manual_seed(seed)
-    config = MarianConfig(
-        vocab_size=len(tokenizer),
-        d_model=32,
-        encoder_layers=1,
+    model = tiny_model(
+        "marian",
+        len(tokenizer),
+        seed,
         decoder_layers=decoder_layers,
-        encoder_attention_heads=2,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
-        max_position_embeddings=64,
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id,
         decoder_start_token_id=tokenizer.pad_token_id,
         forced_eos_token_id=None,
     )
-    model = use_capture(MarianMTModel(config).eval())
     with torch.no_grad():  # a random model: shift how often it ends, so beams end at different steps
         model.final_logits_bias[0, tokenizer.eos_token_id] = eos_bias
     return LoadedModel("tiny-marian", "encoder-decoder", model, tokenizer, None, "cpu")
@@ -248,7 +240,7 @@ def test_unknown_words_are_reported(date_model):
 
 def test_a_model_of_another_kind_is_refused():
     encoder = LoadedModel("enc", "encoder", None, None, None, "cpu")
-    with pytest.raises(ModelLoadError, match="encoder-decoder"):
+    with pytest.raises(WrongModelKind, match="encoder-decoder"):
         decode(encoder, SOURCE)
 
 

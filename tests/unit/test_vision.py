@@ -4,54 +4,24 @@ from __future__ import annotations
 
 import base64
 import io
-import json
-import struct
-import zlib
-from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from PIL import Image
+from upload_images import bomb_png, encode, photo
 
 from txviz.vision import figures
 from txviz.vision.images import MIN_SIDE, load_image
 from txviz.vision.patches import PatchGrid, patch_grid, threshold_mask
-from txviz.vision.runs import pixel_values, trace_image
+from txviz.vision.runs import trace_image
 from txviz.vision.samples import sample_image, sample_names
 from txviz.vision.stats import (
-    VIEWS,
     attention_entropy,
     attention_rollout,
     cls_attention,
     mean_attention_distance,
-    overlay_values,
     patch_attention,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
-DIGITS_VIT = ROOT / "assets" / "models" / "digits-vit"
-
-
-def encode(image: Image.Image, fmt: str, **kwargs) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format=fmt, **kwargs)
-    return buffer.getvalue()
-
-
-def png_chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-
-def bomb_png(side: int = 20_000) -> bytes:
-    """A real, valid 1-bit PNG of side x side black pixels: ~50 kB on disk, 400 Mpx decoded."""
-    header = struct.pack(">IIBBBBB", side, side, 1, 0, 0, 0, 0)  # 1-bit grey
-    row = b"\x00" * (1 + (side + 7) // 8)  # filter byte + packed bits
-    compressor = zlib.compressobj(9)
-    body = b"".join(compressor.compress(row) for _ in range(side)) + compressor.flush()
-    return (
-        b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", header) + png_chunk(b"IDAT", body) + png_chunk(b"IEND", b"")
-    )
 
 
 def plotted(values) -> np.ndarray:
@@ -61,15 +31,6 @@ def plotted(values) -> np.ndarray:
         shape = [int(n) for n in str(values.get("shape", len(flat))).split(",")]
         return flat.reshape(shape)
     return np.array(values, dtype=float)
-
-
-# --- loading images ---------------------------------------------------------------------------
-
-
-def photo(mode: str = "RGB", size=(40, 30)) -> Image.Image:
-    rng = np.random.default_rng(0)
-    rgb = Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8))
-    return rgb.convert(mode)
 
 
 def test_plain_png_jpeg_webp_load_as_rgb():
@@ -168,9 +129,6 @@ def test_bmp_is_not_accepted():
         load_image(encode(photo(), "BMP"))
 
 
-# --- patch geometry ---------------------------------------------------------------------------
-
-
 def test_patch_index_round_trips():
     grid = PatchGrid(24, 40, 4, 8)  # 6 rows x 5 columns, not square
     assert (grid.rows, grid.cols, grid.n_patches) == (6, 5, 30)
@@ -218,9 +176,6 @@ def test_upsample_puts_each_value_on_its_patch():
 def test_patch_centres_in_pixels():
     grid = PatchGrid(8, 8, 4, 4)
     assert np.array_equal(grid.patch_centres(), [[2, 2], [2, 6], [6, 2], [6, 6]])
-
-
-# --- attention maths --------------------------------------------------------------------------
 
 
 def random_attention(layers=3, heads=2, tokens=10, seed=0) -> np.ndarray:
@@ -311,106 +266,12 @@ def test_sample_images_all_open():
         assert image.mode == "RGB" and min(image.size) >= MIN_SIDE
 
 
-# --- the shipped tiny ViT ---------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def digits_vit():
-    from txviz import models
-
-    return models.load("digits-vit", "cpu")
-
-
-def test_shipped_vit_reaches_its_stated_accuracy(digits_vit):
-    from txviz.training import vit
-
-    meta = json.loads((DIGITS_VIT / "txviz.json").read_text())
-    assert meta["kind"] == "vision" and digits_vit.kind == "vision"
-    _, x_test, _, y_test = vit.split_digits(meta["seed"])
-    pixels = vit.pixel_values(digits_vit.processor, x_test)
-    measured = vit.accuracy(digits_vit.model, pixels, torch.as_tensor(y_test))
-    assert len(y_test) == meta["heldout_images"]
-    assert measured == pytest.approx(meta["heldout_accuracy"], abs=0.003)
-    assert measured >= 0.9
-
-
-def test_captured_attention_equals_eager_output_attentions(digits_vit):
-    from transformers import ViTForImageClassification
-
-    eager = ViTForImageClassification.from_pretrained(DIGITS_VIT, attn_implementation="eager")
-    image = sample_image("digit 3 (held out from training)")
-    result = trace_image(digits_vit, image)
-    pixels = pixel_values(digits_vit.processor, image)
-    with torch.no_grad():
-        reference = eager.eval()(pixel_values=pixels, output_attentions=True)
-    expected = torch.stack(reference.attentions)[:, 0].numpy()  # (L, H, T, T)
-    assert result.trace.weights.shape == expected.shape == (4, 4, 37, 37)
-    assert np.allclose(result.trace.weights, expected, atol=1e-6)
-    probabilities = torch.softmax(reference.logits[0].double(), -1).numpy()
-    assert np.allclose(result.probabilities, probabilities, atol=1e-6)
-    assert result.top_class()[0] == "3"
-
-
-def test_model_input_image_undoes_the_processor(digits_vit):
-    image = sample_image("digit 5 (held out from training)")  # already 24 x 24
-    result = trace_image(digits_vit, image)
-    assert result.image.shape == (24, 24, 3)
-    assert np.abs(result.image.astype(int) - np.asarray(image).astype(int)).max() <= 1
-
-
-def test_overlay_views_give_grids_and_titles(digits_vit):
-    result = trace_image(digits_vit, sample_image("shapes: shapes-0"))
-    for view in VIEWS:
-        values, title = overlay_values(result, view, layer=3, head=None, patch=7)
-        assert values.shape == (6, 6) and title
-    rollout_cls, _ = overlay_values(result, VIEWS[2], 3, None)
-    assert rollout_cls.sum() <= 1.0
-    with pytest.raises(ValueError):
-        overlay_values(result, "nonsense", 0, None)
-
-
 def test_text_model_is_refused():
     from types import SimpleNamespace
 
     text_model = SimpleNamespace(name="minilm", kind="encoder", processor=None)
     with pytest.raises(ValueError, match="reads text"):
         trace_image(text_model, Image.new("RGB", (24, 24)))
-
-
-@pytest.mark.parametrize("family", ["deit", "dinov2_with_registers"])
-def test_other_vit_families_drop_their_extra_tokens(tmp_path, family):
-    """A DeiT (distillation token) or DINOv2 with registers, from a local folder via the registry."""
-    import transformers as tf
-    from transformers.models.vit.image_processing_pil_vit import ViTImageProcessorPil
-
-    from txviz import models
-
-    torch.manual_seed(0)
-    small = dict(
-        image_size=32,
-        patch_size=8,
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=32,
-    )
-    if family == "deit":
-        model = tf.DeiTModel(tf.DeiTConfig(**small), add_pooling_layer=False)
-        prefix = ("[CLS]", "[DIST]")
-    else:
-        config = tf.Dinov2WithRegistersConfig(**small, num_register_tokens=3, mlp_ratio=2)
-        model = tf.Dinov2WithRegistersModel(config)
-        prefix = ("[CLS]", "[REG0]", "[REG1]", "[REG2]")
-    model.save_pretrained(tmp_path)
-    ViTImageProcessorPil(size={"height": 32, "width": 32}).save_pretrained(tmp_path)
-
-    loaded = models.load(str(tmp_path), "cpu")
-    result = trace_image(loaded, sample_image("shapes: shapes-0"))
-    assert result.grid.prefix_tokens == prefix and (result.grid.rows, result.grid.cols) == (4, 4)
-    assert result.trace.weights.shape == (2, 2, len(prefix) + 16, len(prefix) + 16)
-    assert result.probabilities is None  # no classification head
-    values = cls_attention(result.trace.weights, result.grid, 1, 0)
-    assert np.allclose(values.ravel(), result.trace.weights[1, 0, 0, len(prefix) :])
 
 
 def test_long_sequences_wrap_like_text():

@@ -16,6 +16,7 @@ import pytest
 
 import txviz
 import txviz.figures
+from txviz.core.candidates import Candidates
 from txviz.core.trace import AttentionTrace
 
 BOLD, LINK, ENTITY = "<b>x</b>", '<a href="http://e.x">y</a>', "&amp;"
@@ -52,6 +53,8 @@ NO_TEXT = {  # builders that take no token or user text at all (numbers and fixe
     "generation.figures.kv_cache_growth",
     "generation.figures.kv_cache_per_layer",
     "masks.figures.swin_figure",
+    "heads.figures.all_detectors",  # detector names and numbers only
+    "heads.figures.correlation_heatmap",  # measure names only
     "masks.figures.merge_stages_figure",
     "positional.figures.shaw_offset_figure",
     "selfattention.figures.linear_cost_figure",
@@ -166,10 +169,13 @@ def generation_steps(n_prompt: int = 2):
                 token_id=index,
                 token=token,
                 text="".join(TOKENS[n_prompt : position + 1]),
-                candidate_ids=(index, 8, 9),
-                candidate_tokens=HOSTILE,
-                stage_names=("model", BOLD),
-                candidate_probs=RNG.random((2, 3)).astype(np.float32),
+                candidates=Candidates(
+                    ids=(index, 8, 9),
+                    tokens=HOSTILE,
+                    probs=RNG.random((2, 3)).astype(np.float32),
+                    stages=("model", BOLD),
+                    chosen=index,
+                ),
                 attention=weights(2, 2, position),
                 kv_tokens=(position,) * 2,
                 kv_bytes=(1000,) * 2,
@@ -356,7 +362,9 @@ def seq2seq_trace():
 
     source, target = TOKENS, ("<s>", *HOSTILE)
     steps = tuple(
-        DecodeStep(i, token, i, 0.5, tuple((t, 0.3) for t in HOSTILE), (i, 5, 6))
+        DecodeStep(
+            i, token, i, 0.5, Candidates((i, 5, 6), HOSTILE, np.full((1, 3), 0.3, np.float32), chosen=i)
+        )
         for i, token in enumerate((*HOSTILE, "</s>"))
     )
     n, s = len(target), len(source)
@@ -542,6 +550,70 @@ def _():
         ForcingStep(i, BOLD, LINK, ENTITY, 0.5, LINK, BOLD, 0.25) for i in range(2)
     )  # fmt: skip
     return forcing_figure(ForcingComparison(steps, BOLD, LINK, 1)), HOSTILE
+
+
+# --- head detectors and the query-key space ------------------------------------------------------
+def head_scores(model_name: str = BOLD):
+    from txviz.heads import detectors
+    from txviz.heads.runs import HeadScores
+
+    dets = detectors.detectors()
+    grid = RNG.random((2, 3))
+    return HeadScores(
+        model_name, dets, {d.name: grid for d in dets}, {d.name: np.zeros((2, 3), int) for d in dets},
+        (BOLD,), grid, grid, "", 0.1,
+    )  # fmt: skip
+
+
+def qk_points():
+    from txviz.heads.qkspace import QKPoints
+
+    n = len(TOKENS)
+    return QKPoints(
+        RNG.random((2 * n, 2)), np.arange(2 * n) >= n, TOKENS + TOKENS, np.tile(np.arange(n), 2),
+        np.zeros(2 * n, int), TOKENS + TOKENS, "PCA", 0.5,
+    )  # fmt: skip
+
+
+@case("heads.figures.score_grid")
+def _():
+    from txviz.heads.figures import score_grid
+
+    return score_grid(RNG.random((2, 3)), BOLD + LINK + ENTITY), HOSTILE
+
+
+@case("heads.figures.qk_scatter")
+def _():
+    from txviz.heads.figures import qk_scatter
+
+    return [qk_scatter(qk_points(), by, title=BOLD) for by in ("query / key", "token")], HOSTILE
+
+
+@case("heads.figures.qk_small_multiples")
+def _():
+    from txviz.heads.figures import qk_small_multiples
+
+    return qk_small_multiples([qk_points(), qk_points()], title=LINK), HOSTILE
+
+
+@case("heads.figures.measure_bars")
+def _():
+    from txviz.heads.attribution import TokenComparison
+    from txviz.heads.figures import measure_bars
+
+    n = len(TOKENS)
+    measures = {name: np.full(n, 1 / n) for name in ("attention", "rollout", "gradient x input", "ig")}
+    comparison = TokenComparison(
+        TOKENS, (False,) * n, measures, np.eye(4), np.ones(n, bool), BOLD, 0.0, 1.0, 0.1,
+    )  # fmt: skip
+    return measure_bars(comparison), HOSTILE
+
+
+@case("heads.figures.depth_profiles")
+def _():
+    from txviz.heads.figures import depth_profiles
+
+    return depth_profiles(head_scores(BOLD), head_scores(LINK + ENTITY), "entropy (nats)"), HOSTILE
 
 
 def test_every_figure_builder_is_checked_or_listed_as_showing_no_text():

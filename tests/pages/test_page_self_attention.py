@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
 from txviz.core.tracing import trace_text
 from txviz.selfattention import toy as ta
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "1_Self_Attention.py")
+PAGE = str(ROOT / "pages" / "1_Self_Attention.py")
 TEXT = "The animal didn't cross the street because it was too tired."
 
 
@@ -90,26 +89,6 @@ def test_real_query_equals_the_explorer_row(request, fixture):
     if loaded.is_causal:
         assert step.masked[query + 1 :].all() and not step.masked[: query + 1].any()
         assert (step.captured_weights[query + 1 :] == 0).all()
-
-
-@pytest.mark.browser
-def test_in_the_browser(app_server, browser_page):
-    from conftest import FIGURE, page_url, screenshot, wait_for_app
-
-    page = browser_page
-    page.goto(page_url(app_server, PAGE))
-    wait_for_app(page)
-    page.wait_for_selector(FIGURE, timeout=180_000)
-    assert page.get_by_text("every row sums to one").first.is_visible()
-    screenshot(page, "self_attention_toy")
-    for tab in ("Several heads", "On a real model"):
-        page.get_by_role("tab", name=tab).click()
-        page.wait_for_timeout(500)
-        wait_for_app(page)
-        page.get_by_role("tabpanel").locator(FIGURE).first.wait_for(timeout=180_000)
-        assert page.locator('[data-testid="stException"]').count() == 0, tab
-    page.get_by_text("Recomputed here from the captured q and k").wait_for(timeout=180_000)
-    screenshot(page, "self_attention_real")
 
 
 def test_long_text_is_cut_with_a_notice():

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import pytest
-import streamlit as st
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
+from txviz.app import ui
 from txviz.coref import pairs as coref_pairs
 from txviz.coref.pairs import load_pairs, pairs_of_kind
 from txviz.coref.runs import attention_over_pairs
 from txviz.coref.scoring import cross_validate
 
-PAGE = "../pages/6_Coreference.py"  # relative to this file, as AppTest resolves it
+PAGE = str(ROOT / "pages/6_Coreference.py")
 TIMEOUT = 300
 
 
@@ -34,10 +35,10 @@ def small_set(monkeypatch):
     """The page scores 12 pairs of three kinds (the animal pair first), so tests stay quick."""
     every = load_pairs()
     pairs = tuple(every[i] for i in sorted(i for kind in KINDS for i in pairs_of_kind(every, kind)[:4]))
-    st.cache_data.clear()  # cached chunks of the full set must not be mixed with this one
+    ui.clear_cached()  # cached chunks of the full set must not be mixed with this one
     monkeypatch.setattr(coref_pairs, "load_pairs", lambda *args: pairs)
     yield pairs
-    st.cache_data.clear()
+    ui.clear_cached()
 
 
 def run_page() -> AppTest:
@@ -164,24 +165,3 @@ def test_decoder_candidate_after_the_pronoun_is_explained_not_an_error(smollm2):
     at.pills(key="own_candidates").set_value([0, 6]).run()
     assert not at.exception and not at.error
     assert any("'Bill' comes after the pronoun" in i.value for i in at.info)
-
-
-@pytest.mark.browser
-def test_page_in_a_browser(app_server, browser_page):
-    from conftest import FIGURE, page_url, screenshot, wait_for_app
-
-    browser_page.goto(page_url(app_server, "pages/6_Coreference.py"))
-    wait_for_app(browser_page)
-    browser_page.wait_for_selector(FIGURE, timeout=180_000)
-    assert browser_page.locator('[data-testid="stPlotlyChart"]').count() >= 3
-    assert browser_page.get_by_text("one signal, not an explanation").is_visible()
-    # the cross-validated result and its chart, scrolled into view for a screenshot
-    verdict = browser_page.get_by_text("held-out sentences (mean over folds")
-    verdict.scroll_into_view_if_needed()
-    assert browser_page.get_by_text("Under 10 fold seeds").is_visible()
-    screenshot(browser_page, "coreference_cv")
-    browser_page.get_by_text("Write your own").click()
-    wait_for_app(browser_page)
-    browser_page.get_by_text("Pronoun").first.wait_for(timeout=60_000)
-    assert browser_page.locator('[data-testid="stException"]').count() == 0
-    screenshot(browser_page, "coreference")

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from txviz import models
+from txviz.core.errors import WrongModelKind
 from txviz.core.tracing import encode, trace_text, words_of
 
 
@@ -63,5 +64,5 @@ def test_word_groups_join_sub_word_pieces(minilm):
 
 def test_image_models_are_sent_to_their_page(minilm):
     vision = models.LoadedModel("v", "vision", minilm.model, None, object(), "cpu")
-    with pytest.raises(models.ModelLoadError, match="reads images, not text"):
+    with pytest.raises(WrongModelKind, match="reads images, not text.*Vision Transformer page"):
         trace_text(vision, "text")

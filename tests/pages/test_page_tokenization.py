@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
-from conftest import FIGURE, ROOT, page_url, screenshot, wait_for_app
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
 from txviz.tokenization import bpe, subwords
@@ -133,17 +131,3 @@ def test_byte_level_replay_gives_the_tokenizers_own_tokens(smollm2, minilm) -> N
     assert len(japanese.tokens) > 3  # byte pieces of three characters share their spans
     spans = figs.token_spans([japanese])
     assert abs(sum(width for _, width in spans) - len(japanese.text)) < 1e-9
-
-
-@pytest.mark.browser
-def test_browser_plays_the_rhyme(app_server, browser_page) -> None:
-    browser_page.goto(page_url(app_server, PAGE))
-    wait_for_app(browser_page)
-    browser_page.wait_for_selector(FIGURE, timeout=180_000)
-    assert browser_page.get_by_text("Merge step").first.is_visible()
-    browser_page.get_by_role("button", name=re.compile("Play")).click()
-    browser_page.get_by_text("Merge 3").first.wait_for(timeout=30_000)
-    browser_page.get_by_role("button", name=re.compile("Pause")).click()
-    wait_for_app(browser_page)
-    assert browser_page.locator('[data-testid="stException"]').count() == 0
-    screenshot(browser_page, "4_Tokenization_playing")

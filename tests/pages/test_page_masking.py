@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import FIGURE, ROOT, page_url, screenshot, wait_for_app
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
 from txviz.masks import patterns as masks
@@ -104,16 +104,3 @@ def test_real_model_tab_empty_text_and_all_padding():
     at.number_input(key="model_padding_n_pad").set_value(1000).run()
     assert ok(at)
     assert any("attends to itself" in w.value for w in at.warning)
-
-
-@pytest.mark.browser
-def test_page_in_a_browser(app_server, browser_page):
-    browser_page.goto(page_url(app_server, PAGE))
-    wait_for_app(browser_page)
-    browser_page.wait_for_selector(FIGURE, timeout=180_000)
-    for tab in ("Images (Swin)", "Real cost"):
-        browser_page.get_by_role("tab", name=tab).click()
-        wait_for_app(browser_page)
-        browser_page.wait_for_selector(FIGURE, timeout=180_000)
-        assert browser_page.locator('[data-testid="stException"]').count() == 0
-    screenshot(browser_page, "masking_patterns_cost")

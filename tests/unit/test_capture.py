@@ -6,55 +6,15 @@ import threading
 import numpy as np
 import pytest
 import torch
-import transformers as tf
+from tiny_models import VOCAB, tiny_model
 
 from txviz.core import attention, capture
 from txviz.core.capture import CaptureSettings
 
-VOCAB = 100
-
 
 def tiny(kind: str):
     """A random model of the given family and an eager twin with identical weights."""
-    torch.manual_seed(0)
-    if kind == "bert":
-        model = tf.BertModel(
-            tf.BertConfig(
-                vocab_size=VOCAB,
-                hidden_size=32,
-                num_hidden_layers=2,
-                num_attention_heads=4,
-                intermediate_size=64,
-            )
-        )
-    elif kind == "gpt2":
-        model = tf.GPT2LMHeadModel(tf.GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4))
-    elif kind == "llama":
-        model = tf.LlamaForCausalLM(
-            tf.LlamaConfig(
-                vocab_size=VOCAB,
-                hidden_size=32,
-                num_hidden_layers=2,
-                num_attention_heads=4,
-                num_key_value_heads=2,
-                intermediate_size=64,
-            )
-        )
-    else:
-        model = tf.BartForConditionalGeneration(
-            tf.BartConfig(
-                vocab_size=VOCAB,
-                d_model=32,
-                encoder_layers=2,
-                decoder_layers=2,
-                encoder_attention_heads=4,
-                decoder_attention_heads=4,
-                encoder_ffn_dim=64,
-                decoder_ffn_dim=64,
-                max_position_embeddings=64,
-            )
-        )
-    model.eval()
+    model = tiny_model(kind, VOCAB, capture=False)
     eager = copy.deepcopy(model)
     eager.set_attn_implementation("eager")
     return capture.use_capture(model), eager

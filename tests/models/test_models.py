@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 import transformers as tf
+from tiny_models import tiny_model
 
 from txviz import models
 from txviz.core.tracing import trace_text
@@ -76,15 +77,7 @@ def test_cuda_on_a_machine_without_it():
 
 
 def test_local_folder_loads_and_traces(tmp_path, minilm):
-    torch.manual_seed(0)
-    config = tf.BertConfig(
-        vocab_size=minilm.tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-    )
-    tf.BertModel(config).save_pretrained(tmp_path)
+    tiny_model("bert", minilm.tokenizer.vocab_size, capture=False).save_pretrained(tmp_path)
     minilm.tokenizer.save_pretrained(tmp_path)
     loaded = models.load(str(tmp_path), "cpu")
     assert loaded.kind == "encoder" and loaded.n_layers == 2

@@ -10,12 +10,9 @@ import torch
 from conftest import plotly_array
 
 from txviz.core import attention
-from txviz.core.tracing import encode, trace_text
 from txviz.softhard import compare as soft_hard
 from txviz.softhard import figures, toy
 from txviz.training import soft_hard as training
-
-# ---------------------------------------------------------------- normalizers (txviz.attention)
 
 
 @pytest.fixture
@@ -64,9 +61,6 @@ def test_temperature_divides_scores_and_rejects_non_positive() -> None:
     for bad in (0.0, -1.0):
         with pytest.raises(ValueError, match="positive"):
             attention.temperature_softmax(bad)
-
-
-# ---------------------------------------------------------------- the toy task
 
 
 def test_batch_queries_ask_for_stored_pairs() -> None:
@@ -140,9 +134,6 @@ def test_reinforce_step_gives_scores_a_gradient_without_a_soft_path() -> None:
     assert ce.shape == (16, 4)
 
 
-# ---------------------------------------------------------------- the shipped runs
-
-
 @pytest.fixture(scope="module")
 def shipped() -> dict[str, toy.TrainedRun]:
     return toy.load_runs()
@@ -201,11 +192,6 @@ def test_training_command_writes_loadable_runs(tmp_path) -> None:
     assert runs["soft"].config.steps == 5
 
 
-# ---------------------------------------------------------------- real models under each normalizer
-
-TEXT = "The animal didn't cross the street because it was too tired."
-
-
 @pytest.mark.parametrize(
     ("temperature", "k", "message"),
     [
@@ -221,71 +207,6 @@ def test_bad_parameters_get_a_clear_message(temperature: float, k: int, message:
         soft_hard.NormalizerSettings(temperature, k).check(n_tokens=8)
 
 
-@pytest.fixture(scope="module")
-def minilm_comparison(minilm) -> soft_hard.Comparison:
-    return soft_hard.compare(minilm, TEXT, soft_hard.NormalizerSettings(temperature=0.5, k=3))
-
-
-def test_each_normalizer_shapes_the_rows_of_every_head(minilm_comparison) -> None:
-    traces = minilm_comparison.traces
-    assert tuple(traces) == soft_hard.NAMES
-    for trace in traces.values():
-        np.testing.assert_allclose(trace.weights.sum(-1), 1.0, atol=1e-5)
-    hard = traces["hard"].weights
-    assert set(np.unique(hard)) == {0.0, 1.0}
-    assert ((traces["top-k"].weights > 0).sum(-1) == 3).all()
-    sparse = (traces["sparsemax"].weights > 0).sum(-1)
-    assert sparse.min() >= 1 and sparse.mean() < hard.shape[-1] / 2
-    assert ((traces["softmax"].weights > 0).sum(-1) == hard.shape[-1]).all()
-
-
-def test_layer_zero_is_the_normalizer_applied_to_softmax_scores(minilm, minilm_comparison) -> None:
-    # layer 0 reads the embeddings, so its scores are the same whatever the normalizer
-    scores = torch.from_numpy(trace_text(minilm, TEXT, record=("scores",)).scores[0])  # (H, Q, K)
-    for name, normalize in minilm_comparison.settings.normalizers().items():
-        expected = normalize(scores).numpy()
-        np.testing.assert_allclose(minilm_comparison.traces[name].weights[0], expected, atol=1e-5)
-
-
-def test_entropy_and_kept_fraction_per_head(minilm_comparison) -> None:
-    entropy = minilm_comparison.entropy()
-    kept = minilm_comparison.kept_fraction()
-    weights = minilm_comparison.traces["softmax"].weights.astype(np.float64)
-    by_formula = -(weights * np.log(weights)).sum(-1).mean(-1)  # [layer, head]
-    np.testing.assert_allclose(entropy["softmax"], by_formula, rtol=1e-4)
-    assert entropy["hard"].shape == by_formula.shape and np.abs(entropy["hard"]).max() < 1e-6
-    assert (entropy["temperature"] < entropy["softmax"]).all()  # T < 1 sharpens every head
-    n = weights.shape[-1]
-    np.testing.assert_allclose(kept["hard"], 1 / n)
-    np.testing.assert_allclose(kept["top-k"], 3 / n)
-    np.testing.assert_allclose(kept["softmax"], 1.0)
-
-
-def test_encoder_embedding_similarity(minilm) -> None:
-    n = len(encode(minilm, TEXT, soft_hard.MAX_TOKENS).ids)
-    # temperature 1 is softmax, and top-k with k = n keeps every key: both must match softmax
-    same = soft_hard.output_effect(minilm, TEXT, soft_hard.NormalizerSettings(1.0, n))
-    assert same.kind == "encoder"
-    assert same.similarity["temperature"] == pytest.approx(1.0, abs=1e-5)
-    assert same.similarity["top-k"] == pytest.approx(1.0, abs=1e-5)
-    assert same.similarity["hard"] < 0.99
-
-
-def test_decoder_continuations_and_loss(smollm2) -> None:
-    text = "The cat sat on the"
-    effect = soft_hard.output_effect(smollm2, text, soft_hard.NormalizerSettings(1.0, 2), new_tokens=1)
-    assert effect.kind == "decoder" and set(effect.continuations) == set(soft_hard.NAMES)
-    assert effect.continuations["temperature"] == effect.continuations["softmax"]
-    ids = torch.tensor([encode(smollm2, text, soft_hard.MAX_TOKENS).ids])
-    with torch.no_grad():
-        logits = smollm2.model(input_ids=ids).logits[0]  # the plain model, SDPA path
-    loss = torch.nn.functional.cross_entropy(logits[:-1].float(), ids[0, 1:])
-    assert effect.loss["softmax"] == pytest.approx(float(loss), abs=1e-3)
-    assert effect.loss["hard"] > effect.loss["softmax"]
-    with pytest.raises(ValueError, match="New tokens"):
-        soft_hard.output_effect(smollm2, text, soft_hard.NormalizerSettings(1.0, 2), new_tokens=0)
-
-
 def test_output_table_reads_one_row_per_normalizer() -> None:
     effect = soft_hard.OutputEffect(
         "decoder", {"softmax": " mat.", "hard": " the"}, {"softmax": 2.34567, "hard": None}, {}
@@ -293,9 +214,6 @@ def test_output_table_reads_one_row_per_normalizer() -> None:
     rows = effect.table({"hard": "hard (argmax)"})
     assert [r["normalizer"] for r in rows] == ["softmax", "hard (argmax)"]
     assert [r["mean next-token loss on the text (nats)"] for r in rows] == [2.346, None]
-
-
-# ---------------------------------------------------------------- figures
 
 
 def test_side_by_side_heatmaps_keep_repeated_tokens_apart() -> None:
@@ -309,16 +227,6 @@ def test_side_by_side_heatmaps_keep_repeated_tokens_apart() -> None:
     assert list(data["layout"]["xaxis2"]["ticktext"]) == list(tokens)
     assert data["layout"]["yaxis"]["title"]["text"] == "query"
     assert data["layout"]["xaxis"]["title"]["text"] == "key"
-
-
-def test_normalizer_heatmaps_show_one_head_per_normalizer(minilm_comparison) -> None:
-    data = figures.normalizer_heatmaps(minilm_comparison, layer=2, head=5).to_dict()
-    assert len(data["data"]) == 5
-    for trace, name in zip(data["data"], soft_hard.NAMES, strict=True):
-        expected = minilm_comparison.traces[name].weights[2, 5]
-        np.testing.assert_allclose(plotly_array(trace["z"]), expected)
-    titles = [a["text"] for a in data["layout"]["annotations"]]
-    assert titles == ["softmax", "softmax, T = 0.5", "top-3", "sparsemax", "hard (argmax)"]
 
 
 def test_entropy_and_similarity_bars() -> None:

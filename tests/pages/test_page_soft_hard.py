@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from conftest import FIGURE, page_url, screenshot, wait_for_app
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "7_Soft_vs_Hard.py")
+PAGE = str(ROOT / "pages" / "7_Soft_vs_Hard.py")
 SHORT = "The cat sat on the mat."  # a short text keeps each rerun of five forward passes quick
 
 
@@ -68,14 +66,3 @@ def test_decoder_shows_greedy_continuations():
     continuations = at.dataframe[0].value
     assert len(continuations) == 5
     assert list(continuations["normalizer"])[-1] == "hard (argmax)"
-
-
-@pytest.mark.browser
-def test_page_in_a_browser(app_server, browser_page):
-    browser_page.goto(page_url(app_server, "pages/7_Soft_vs_Hard.py"))
-    wait_for_app(browser_page)
-    browser_page.wait_for_selector(FIGURE, timeout=180_000)
-    assert browser_page.locator('[data-testid="stPlotlyChart"]').count() >= 4
-    assert browser_page.get_by_text("Attention is not not Explanation").first.is_visible()
-    assert browser_page.locator('[data-testid="stException"]').count() == 0
-    screenshot(browser_page, "soft_vs_hard")

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-from conftest import FIGURE, ROOT, page_url, screenshot, wait_for_app
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
 PAGE = "pages/9_Encoder_Decoder.py"
@@ -77,14 +76,3 @@ def test_a_model_of_another_kind_gets_a_message():
     at = run_page(model="Other: a Hugging Face id or local folder...", model_custom="minilm")
     assert not at.exception
     assert any("encoder-decoder" in e.value for e in at.error)
-
-
-@pytest.mark.browser
-def test_browser_shows_the_alignment(app_server, browser_page):
-    browser_page.goto(page_url(app_server, PAGE))
-    wait_for_app(browser_page)
-    browser_page.wait_for_selector(FIGURE, timeout=180_000)
-    assert browser_page.get_by_text("2026-11-22").first.is_visible()
-    assert browser_page.get_by_text("cross-attention (target → source)").count() >= 1
-    assert browser_page.locator('[data-testid="stException"]').count() == 0
-    screenshot(browser_page, "encoder_decoder")

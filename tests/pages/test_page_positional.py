@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
 from txviz.positional import encodings as pe
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "3_Positional_Encoding.py")
+PAGE = str(ROOT / "pages" / "3_Positional_Encoding.py")
 
 
 def run_page(view: str = "Sinusoids", **state) -> AppTest:
@@ -126,29 +125,3 @@ def test_token_embeddings_are_minilm_rows(minilm):
     np.testing.assert_array_equal(x, table[ids])
     with pytest.raises(pe.PositionalError, match="empty"):
         pe.token_embeddings(minilm, " ")
-
-
-@pytest.mark.browser
-def test_every_tab_in_the_browser(app_server, browser_page):
-    from conftest import FIGURE, page_url, screenshot, wait_for_app
-
-    page = browser_page
-    page.goto(page_url(app_server, PAGE))
-    wait_for_app(page)
-    page.wait_for_selector(FIGURE, timeout=180_000)
-    for tab in (
-        "Sinusoids",
-        "Binary",
-        "Shift = rotation",
-        "Similarity",
-        "Learned (MiniLM)",
-        "Rotary (SmolLM2)",
-        "X + P",
-    ):
-        page.get_by_role("tab", name=tab).click()
-        page.wait_for_timeout(500)
-        wait_for_app(page)
-        panel = page.get_by_role("tabpanel")
-        panel.locator(FIGURE).first.wait_for(timeout=180_000)
-        assert page.locator('[data-testid="stException"]').count() == 0, tab
-        screenshot(page, "positional_" + "".join(c if c.isalnum() else "_" for c in tab))
