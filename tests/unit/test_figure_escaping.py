@@ -64,6 +64,14 @@ NO_TEXT = {  # builders that take no token or user text at all (numbers and fixe
     "tokenization.figures.vocab_curve",
     "vision.figures.head_statistics_figure",
     "vision.figures.patch_grid_figure",
+    "imagegpt.figures.bits_figure",  # pixels, grey levels and measured numbers; no text in
+    "imagegpt.figures.canvas_figure",
+    "imagegpt.figures.digits_row",
+    "imagegpt.figures.distribution_figure",
+    "imagegpt.figures.heads_on_image",
+    "captioning.figures.canvas_figure",  # its words are the model's ten digit words, escaped anyway
+    "captioning.figures.scores_figure",
+    "captioning.figures.word_attention_figure",
 }
 
 

@@ -6,12 +6,21 @@ import io
 import json
 
 from conftest import ROOT
-from PIL import Image
+from PIL import Image, ImageDraw
 from streamlit.testing.v1 import AppTest
-from test_captioning import marks
-from test_vision import bomb_png, encode
+from upload_images import bomb_png, encode
 
 PAGE = "pages/13_Image_Captioning.py"
+
+
+def marks(n: int, size: int = 320) -> Image.Image:
+    """n black rings on white, spread over the page: n separate marks once reduced to 32 x 32."""
+    image = Image.new("RGB", (size, size), "white")
+    draw = ImageDraw.Draw(image)
+    for i in range(n):
+        x, y = 20 + (i % 3) * 100, 20 + (i // 3) * 150
+        draw.ellipse([x, y, x + 50, y + 80], outline="black", width=14)
+    return image
 
 
 def titles(at: AppTest) -> list[str]:

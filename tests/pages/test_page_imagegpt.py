@@ -5,14 +5,19 @@ from __future__ import annotations
 import io
 import json
 
-import pytest
-from conftest import ROOT, page_url, screenshot, wait_for_app
-from PIL import Image
+from conftest import ROOT
+from PIL import Image, ImageDraw
 from streamlit.testing.v1 import AppTest
-from test_imagegpt import drawing_of_a_one
-from test_vision import bomb_png, encode
+from upload_images import bomb_png, encode
 
 PAGE = "pages/12_Image_GPT.py"
+
+
+def drawing_of_a_one(size: int = 64) -> Image.Image:
+    """A white page with one black stroke: a '1' drawn with a pen."""
+    image = Image.new("RGB", (size, size), "white")
+    ImageDraw.Draw(image).line([(size // 2, 6), (size // 2, size - 6)], fill="black", width=size // 8)
+    return image
 
 
 def titles(at: AppTest) -> list[str]:
@@ -82,20 +87,3 @@ def test_uploads() -> None:
     assert not at.exception and not at.error
     assert any("inverted" in i.value and "8 x 8" in i.value for i in at.info)
     assert titles(at) == ["Your image as the model sees it"]
-
-
-@pytest.mark.browser
-def test_browser_live_drawing_fills_the_image(app_server, browser_page) -> None:
-    browser_page.goto(page_url(app_server, PAGE))
-    wait_for_app(browser_page)
-    browser_page.get_by_text("Draw live, pixel by pixel").click()
-    browser_page.locator(".js-plotly-plot").filter(has_text="Drawing pixel").first.wait_for(timeout=120_000)
-    wait_for_app(browser_page)
-    heads = browser_page.locator(".js-plotly-plot").filter(
-        has_text="Where each head looks while drawing pixel 36"
-    )
-    heads.first.wait_for(timeout=120_000)
-    assert heads.first.locator(".heatmaplayer, image").count() >= 1
-    assert browser_page.locator('[data-testid="stException"]').count() == 0
-    heads.first.scroll_into_view_if_needed()
-    screenshot(browser_page, "imagegpt_live")
