@@ -98,18 +98,18 @@ if one.open:
         a, b = st.columns(2)
         a.metric("max |E − model's own layer output|", f"{opened.max_difference:.2e}")
         b.metric("largest |value| of that output", f"{opened.scale:.3g}")
+        n_heads = max(s.value.shape[0] for s in opened.steps if s.axes[0] == "head")
+        head = st.slider("Head (for the per-head arrays)", 0, n_heads - 1, 0, key="block_head")
+        ui.show_figure(figures.steps_overview(opened.steps, head), key="steps")
         names = [s.name for s in opened.steps]
         step_name = st.selectbox(
-            "Intermediate", names, index=len(names) - 1, key="block_step",
+            "Open one intermediate", names, index=len(names) - 1, key="block_step",
             format_func=lambda n: f"{n}  {opened.step(n).shape}",
         )  # fmt: skip
         step = opened.step(step_name)
         st.code(step.code, language=None)
-        head = 0
-        if step.axes[0] == "head":
-            head = st.slider("Head", 0, step.value.shape[0] - 1, 0, key="block_head")
         memory = run.stack("encoder").tokens if stack == "decoder" and len(stack_names) > 1 else None
-        ui.show_figure(figures.step_figure(step, data.tokens, head, memory), key="step")
+        ui.show_figure(figures.step_figure(step, data.tokens, head, memory, n_heads), key="step")
         st.dataframe(
             {
                 "step": names,
@@ -140,6 +140,14 @@ if stream.open:
         )
         ui.show_figure(figures.residual_heatmap(matrix, data.tokens, title, first), key="residual_map")
         ui.show_figure(figures.residual_bars(sizes.per_layer()), key="residual_bars")
+        st.caption(
+            "Each block reads the stream and adds to it: x ← x + MHA(...), then x ← x + FFN(...). "
+            + (
+                "Post-LN blocks renormalise the sum, so the stream's norm stays near the LayerNorm scale."
+                if run.layout.form == "post-LN"
+                else "In a pre-norm model nothing rescales the stream, so its norm grows with depth."
+            )
+        )
 
 if batch.open:
     with batch:

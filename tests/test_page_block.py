@@ -71,6 +71,10 @@ def test_smollm2_lens_and_pre_norm_block(app):
     _ok(app)
     assert "Z = X + MultiHeadAttn(Norm(X))" in app.code[0].value
     assert any("pre-norm" in c.value for c in app.caption)
+    app.slider(key="block_head").set_value(8).run()
+    for step in ("K", "V", "A", "rms of Z"):  # GQA: query head 8 reads KV head 2
+        app.selectbox(key="block_step").set_value(step).run()
+        _ok(app)
 
 
 def test_date_bart_decoder_stack(app):

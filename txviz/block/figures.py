@@ -9,6 +9,7 @@ from txviz.block.dataflow import Stage, StageValues
 from txviz.block.lens import Lens
 from txviz.block.norms import Dependence
 from txviz.block.ops import Step
+from txviz.figures.attention import pool
 from txviz.figures.colors import plotly_colorscale
 from txviz.figures.text import plain, plain_all
 
@@ -104,11 +105,24 @@ def stage_figure(values: StageValues, tokens: tuple[str, ...]) -> go.Figure:
     return matrix(values.matrix, tokens, values.title, axes or ("token", "feature"))
 
 
-def step_figure(step: Step, tokens: tuple[str, ...], head: int = 0, memory_tokens=None) -> go.Figure:
-    """One intermediate of the block: per-head arrays show the chosen head."""
+def head_of(step: Step, head: int, n_heads: int) -> int:
+    """The row of a per-head array for query head ``head``: under GQA, K and V have fewer heads."""
+    return head * len(step.value) // n_heads
+
+
+def step_figure(
+    step: Step, tokens: tuple[str, ...], head: int = 0, memory_tokens=None, n_heads: int = 0
+) -> go.Figure:
+    """One intermediate of the block: per-head arrays show the chosen head (its KV head under GQA)."""
     value, axes, title = step.value, step.axes, f"{step.name}: shape {step.shape}"
     if axes[0] == "head":
-        value, axes, title = value[head], axes[1:], f"{step.name}, head {head}: shape {step.shape}"
+        row = head_of(step, head, n_heads or len(value))
+        shared = (
+            f" (KV head {row}, shared by {n_heads // len(value)} query heads)"
+            if row != head or len(value) < n_heads
+            else ""
+        )
+        value, axes, title = value[row], axes[1:], f"{step.name}, head {head}{shared}: shape {step.shape}"
     if axes == ("query", "key"):
         keys = memory_tokens if memory_tokens is not None and value.shape[1] != len(tokens) else tokens
         figure = go.Figure(go.Heatmap(z=value, colorscale=plotly_colorscale("viridis"), zmin=0, zmax=float(value.max()),
@@ -215,5 +229,35 @@ def dependence_bars(dep: Dependence, tokens: tuple[str, ...], what: str) -> go.F
     figure.update_layout(
         title=f"Sentence 1's outputs after {what}: max |change| per token", barmode="group", height=380,
         xaxis=dict(title="token of sentence 1") | _ticks(tokens, len(tokens)), yaxis=dict(title="max |change|"),
+    )  # fmt: skip
+    return figure
+
+
+def steps_overview(steps: tuple[Step, ...], head: int = 0, columns: int = 5) -> go.Figure:
+    """A small heatmap of every intermediate in code order, each scaled to its own largest |value|."""
+    from plotly.subplots import make_subplots
+
+    rows = -(-len(steps) // columns)
+    n_heads = max((len(s.value) for s in steps if s.axes[0] == "head"), default=1)
+    titles = [f"{s.name} {s.shape}" for s in steps]
+    figure = make_subplots(rows=rows, cols=columns, subplot_titles=titles, vertical_spacing=0.06)
+    for i, step in enumerate(steps):
+        value = step.value[head_of(step, head, n_heads)] if step.axes[0] == "head" else step.value
+        value = value[:, None] if value.ndim == 1 else value
+        value = pool(np.nan_to_num(value.astype(np.float32)), 48)
+        limit = float(np.abs(value).max()) or 1.0
+        figure.add_trace(
+            go.Heatmap(
+                z=value / limit, zmin=-1, zmax=1, zmid=0, colorscale=DIVERGING, showscale=False,
+                hovertemplate=f"{plain(step.name)}: %{{z:.3f}} × {limit:.3g}<extra></extra>",
+            ),
+            row=i // columns + 1, col=i % columns + 1,
+        )  # fmt: skip
+    figure.update_xaxes(showticklabels=False)
+    figure.update_yaxes(showticklabels=False, autorange="reversed")
+    figure.update_annotations(font_size=11)
+    figure.update_layout(
+        title=f"Every intermediate, in the order the code computes it (per-head arrays: head {head})",
+        height=170 * rows + 80, margin=dict(l=10, r=10, t=70, b=10),
     )  # fmt: skip
     return figure
