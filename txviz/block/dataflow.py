@@ -37,7 +37,7 @@ def stages(run: BlockRun, stack: str) -> tuple[Stage, ...]:
     family, n = run.layout.family, run.stack(stack).n_layers
     kind = f"{stack} block" if family != "bert" else "encoder block"
     positions = {
-        "bert": Stage("positions", "+ learned positions\n(+ segment) → LayerNorm", "BERT adds a learned vector per "
+        "bert": Stage("positions", "+ positions\n+ segment\n→ LayerNorm", "BERT adds a learned vector per "
                       "position and per segment, then applies LayerNorm."),
         "gpt2": Stage("positions", "+ learned positions", "GPT-2 adds a learned vector per position."),
         "bart": Stage("positions", "+ learned positions\n→ LayerNorm", "BART adds a learned vector per position, "

@@ -73,7 +73,7 @@ def matrix(values: np.ndarray, rows, title: str, axes=("token", "feature"), cols
     if cols is not None and len(cols) == values.shape[1]:
         xaxis |= _ticks(cols, len(cols))
     figure.update_layout(
-        title=f"{title}  {values.shape[0]} × {values.shape[1]}", height=min(700, max(260, 18 * values.shape[0] + 140)),
+        title=title if "shape" in title else f"{title}  {values.shape[0]} × {values.shape[1]}", height=min(700, max(260, 18 * values.shape[0] + 140)),
         yaxis=yaxis, xaxis=xaxis, margin=dict(l=10, r=10, t=50, b=10),
     )  # fmt: skip
     return figure
@@ -205,8 +205,8 @@ def norm_statistics(ln_mean, ln_std, bn_mean, bn_std, token_labels) -> go.Figure
     from plotly.subplots import make_subplots
 
     figure = make_subplots(rows=1, cols=2, subplot_titles=(
-        "LayerNorm: one mean and std per token (over its features)",
-        "BatchNorm: one mean and std per feature (over every token of the batch)",
+        "LayerNorm: a mean and std per token",
+        "BatchNorm: a mean and std per feature",
     ))  # fmt: skip
     x = list(range(len(ln_mean)))
     figure.add_trace(go.Bar(x=x, y=ln_mean, name="LN mean", hovertext=plain_all(token_labels)), 1, 1)
