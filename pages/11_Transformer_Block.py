@@ -1,4 +1,4 @@
-"""The whole transformer block on a real model: data flow, one block as code, residual stream, norms, logit lens."""
+"""The transformer block on a real model: data flow, one block as code, residual stream, norms, logit lens."""
 
 import streamlit as st
 

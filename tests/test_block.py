@@ -1,4 +1,4 @@
-"""The transformer block as code against real models, the residual stream, LayerNorm vs BatchNorm, the lens."""
+"""The block as code against real models, the residual stream, LayerNorm vs BatchNorm, the logit lens."""
 
 from __future__ import annotations
 
@@ -53,6 +53,8 @@ def test_pre_norm_code_equals_smollm2_every_layer(smollm2, smollm2_run):
         opened = open_block(smollm2, smollm2_run, "decoder", layer)
         # the stream reaches ~2e4 in a few "massive activation" features: compare relative to it
         assert opened.max_difference <= 1e-6 * max(opened.scale, 1.0) + 1e-5, layer
+        if layer in (0, 29):  # the code's FFN activations are what the model's down_proj received
+            np.testing.assert_allclose(opened.step("H").value, data.ffn_hidden[layer], rtol=1e-4, atol=1e-3)
     shapes = {s.name: s.shape for s in opened.steps}
     assert shapes["Q"] == (9, 5, 64) and shapes["K"] == (3, 5, 64)  # GQA: 3 KV heads for 9 query heads
     assert shapes["H"] == (5, 1536) and "rms of X" in shapes
@@ -126,6 +128,30 @@ def test_hooks_are_installed_once_and_idle_outside_a_recorder(smollm2):
     with stages.record_stages(set()) as idle:
         smollm2.model(input_ids=torch.tensor([[1, 2, 3]]))
     assert not idle.records
+
+
+def test_concurrent_recorders_keep_their_own_stages(minilm):
+    import threading
+
+    prepared(minilm.model)
+    ids = torch.tensor([minilm.tokenizer(TEXT)["input_ids"]])
+    found, barrier = {}, threading.Barrier(2)
+
+    def record(kind: str) -> None:
+        barrier.wait()
+        with torch.no_grad(), stages.record_stages({kind}) as recorder:
+            for _ in range(3):
+                minilm.model(input_ids=ids)
+        found[kind] = recorder.records
+
+    threads = [threading.Thread(target=record, args=(kind,)) for kind in ("attn", "ffn")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for kind in ("attn", "ffn"):
+        assert set(found[kind]) == {f"encoder.{i}.{kind}" for i in range(6)}
+        assert all(len(calls) == 3 for calls in found[kind].values())
 
 
 def test_residual_norms(minilm_run):

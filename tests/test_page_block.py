@@ -42,6 +42,8 @@ def test_every_widget_moves_on_minilm(app):
     app.session_state["block_view"] = "LayerNorm vs BatchNorm"
     app.run()
     _ok(app)
+    assert any("**BatchNorm** normalises each feature" in m.value for m in app.markdown)
+    assert len(app.get("plotly_chart")) == 2  # statistics and the dependence bars
     app.selectbox(key="block_other").set_value(3).run()
     app.text_input(key="block_swap").set_value("Something else entirely.").run()
     app.slider(key="block_padding").set_value(0).run()

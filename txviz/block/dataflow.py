@@ -37,15 +37,25 @@ def stages(run: BlockRun, stack: str) -> tuple[Stage, ...]:
     family, n = run.layout.family, run.stack(stack).n_layers
     kind = f"{stack} block" if family != "bert" else "encoder block"
     positions = {
-        "bert": Stage("positions", "+ positions\n+ segment\n→ LayerNorm", "BERT adds a learned vector per "
-                      "position and per segment, then applies LayerNorm."),
+        "bert": Stage(
+            "positions",
+            "+ positions\n+ segment\n→ LayerNorm",
+            "BERT adds a learned vector per position and per segment, then applies LayerNorm.",
+        ),
         "gpt2": Stage("positions", "+ learned positions", "GPT-2 adds a learned vector per position."),
-        "bart": Stage("positions", "+ learned positions\n→ LayerNorm", "BART adds a learned vector per position, "
-                      "then applies LayerNorm."),
-        "llama": Stage("positions", "rotary positions\n(inside attention)", "Llama adds no position vector: every "
-                       "block rotates its queries and keys by an angle proportional to the position (RoPE). Shown: "
-                       "cos of each angle, position x frequency."),
-    }[family]  # fmt: skip
+        "bart": Stage(
+            "positions",
+            "+ learned positions\n→ LayerNorm",
+            "BART adds a learned vector per position, then applies LayerNorm.",
+        ),
+        "llama": Stage(
+            "positions",
+            "rotary positions\n(inside attention)",
+            "Llama adds no position vector: every "
+            "block rotates its queries and keys by an angle proportional to the position (RoPE). Shown: "
+            "cos of each angle, position x frequency.",
+        ),
+    }[family]
     boxes = [
         Stage("ids", "token ids", "The tokenizer turns the text into integer ids."),
         Stage("embedding", "token embedding", "Each id selects one row of the embedding matrix."),
@@ -56,11 +66,23 @@ def stages(run: BlockRun, stack: str) -> tuple[Stage, ...]:
     if run.layout.final_norm and stack == "decoder":
         boxes.append(Stage("final_norm", "final norm", "The last block's output, normalised once more."))
     if run.top_ids is not None and stack == "decoder":
-        boxes.append(Stage("output", "LM head → logits", "The output head scores every vocabulary token: the top "
-                           "next token at each position and its probability."))  # fmt: skip
+        boxes.append(
+            Stage(
+                "output",
+                "LM head → logits",
+                "The output head scores every vocabulary token: the top "
+                "next token at each position and its probability.",
+            )
+        )
     else:
-        boxes.append(Stage("output", "token embeddings", "An encoder outputs one vector per token (MiniLM averages "
-                           "them into a sentence embedding)."))  # fmt: skip
+        boxes.append(
+            Stage(
+                "output",
+                "token embeddings",
+                "An encoder outputs one vector per token: MiniLM averages them into a sentence embedding, "
+                "BART's decoder reads them through cross-attention.",
+            )
+        )
     return tuple(boxes)
 
 

@@ -34,23 +34,46 @@ def data_flow(boxes: tuple[Stage, ...], selected: str, title: str = "") -> go.Fi
         x0 = i * (width + gap)
         chosen = box.key == selected
         figure.add_shape(
-            type="rect", x0=x0, x1=x0 + width, y0=0, y1=1, line=dict(color="#1f4e79", width=3 if chosen else 1),
+            type="rect",
+            x0=x0,
+            x1=x0 + width,
+            y0=0,
+            y1=1,
+            line=dict(color="#1f4e79", width=3 if chosen else 1),
             fillcolor="#1f4e79" if chosen else "#e8f0f8",
-        )  # fmt: skip
+        )
         figure.add_annotation(
-            x=x0 + width / 2, y=0.5, text=box.label.replace("\n", "<br>"), showarrow=False,
+            x=x0 + width / 2,
+            y=0.5,
+            text=box.label.replace("\n", "<br>"),
+            showarrow=False,
             font=dict(color="white" if chosen else "#1f2d3d", size=13),
-        )  # fmt: skip
+        )
         if i:
             figure.add_annotation(
-                x=x0 - 0.02, y=0.5, ax=x0 - gap + 0.02, ay=0.5, xref="x", yref="y", axref="x", ayref="y",
-                showarrow=True, arrowhead=2, arrowwidth=2, arrowcolor="#555", text="",
-            )  # fmt: skip
+                x=x0 - 0.02,
+                y=0.5,
+                ax=x0 - gap + 0.02,
+                ay=0.5,
+                xref="x",
+                yref="y",
+                axref="x",
+                ayref="y",
+                showarrow=True,
+                arrowhead=2,
+                arrowwidth=2,
+                arrowcolor="#555",
+                text="",
+            )
     total = len(boxes) * (width + gap) - gap
     figure.update_layout(
-        title=title, height=190, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
-        xaxis=dict(visible=False, range=[-0.05, total + 0.05]), yaxis=dict(visible=False, range=[-0.1, 1.1]),
-    )  # fmt: skip
+        title=title,
+        height=190,
+        margin=dict(l=10, r=10, t=40, b=10),
+        plot_bgcolor="white",
+        xaxis=dict(visible=False, range=[-0.05, total + 0.05]),
+        yaxis=dict(visible=False, range=[-0.1, 1.1]),
+    )
     return figure
 
 
@@ -62,10 +85,14 @@ def matrix(values: np.ndarray, rows, title: str, axes=("token", "feature"), cols
     limit = float(np.abs(values[np.isfinite(values)]).max()) if np.isfinite(values).any() else 1.0
     figure = go.Figure(
         go.Heatmap(
-            z=values, colorscale=DIVERGING, zmid=0, zmin=-limit, zmax=limit,
+            z=values,
+            colorscale=DIVERGING,
+            zmid=0,
+            zmin=-limit,
+            zmax=limit,
             hovertemplate=f"{axes[0]} %{{y}}, {axes[1]} %{{x}}<br>%{{z:.4g}}<extra></extra>",
         )
-    )  # fmt: skip
+    )
     yaxis = dict(title=axes[0], autorange="reversed")
     if rows is not None and len(rows) == values.shape[0]:
         yaxis |= _ticks(rows, len(rows))
@@ -73,33 +100,45 @@ def matrix(values: np.ndarray, rows, title: str, axes=("token", "feature"), cols
     if cols is not None and len(cols) == values.shape[1]:
         xaxis |= _ticks(cols, len(cols))
     figure.update_layout(
-        title=title if "shape" in title else f"{title}  {values.shape[0]} × {values.shape[1]}", height=min(700, max(260, 18 * values.shape[0] + 140)),
-        yaxis=yaxis, xaxis=xaxis, margin=dict(l=10, r=10, t=50, b=10),
-    )  # fmt: skip
+        title=title if "shape" in title else f"{title}  {values.shape[0]} × {values.shape[1]}",
+        height=min(700, max(260, 18 * values.shape[0] + 140)),
+        yaxis=yaxis,
+        xaxis=xaxis,
+        margin=dict(l=10, r=10, t=50, b=10),
+    )
     return figure
 
 
 def stage_figure(values: StageValues, tokens: tuple[str, ...]) -> go.Figure:
     """The numbers of one data-flow stage."""
     if values.ids:
-        figure = go.Figure(go.Table(
-            header=dict(values=["position", "token", "id"]),
-            cells=dict(values=[list(range(len(values.ids))), plain_all(tokens), list(values.ids)]),
-        ))  # fmt: skip
+        figure = go.Figure(
+            go.Table(
+                header=dict(values=["position", "token", "id"]),
+                cells=dict(values=[list(range(len(values.ids))), plain_all(tokens), list(values.ids)]),
+            )
+        )
         figure.update_layout(
             title=values.title, height=min(600, 60 + 28 * len(values.ids)), margin=dict(t=40, b=10)
         )
         return figure
     if values.top_probs is not None:
-        figure = go.Figure(go.Bar(
-            x=list(range(len(tokens))), y=values.top_probs, text=plain_all(values.top_tokens),
-            textposition="outside", hovertemplate="after %{customdata}: %{text} (p = %{y:.3f})<extra></extra>",
-            customdata=plain_all(tokens),
-        ))  # fmt: skip
+        figure = go.Figure(
+            go.Bar(
+                x=list(range(len(tokens))),
+                y=values.top_probs,
+                text=plain_all(values.top_tokens),
+                textposition="outside",
+                hovertemplate="after %{customdata}: %{text} (p = %{y:.3f})<extra></extra>",
+                customdata=plain_all(tokens),
+            )
+        )
         figure.update_layout(
-            title=values.title, yaxis=dict(title="probability", range=[0, 1.1]),
-            xaxis=dict(title="position (input token)") | _ticks(tokens, len(tokens)), height=420,
-        )  # fmt: skip
+            title=values.title,
+            yaxis=dict(title="probability", range=[0, 1.1]),
+            xaxis=dict(title="position (input token)") | _ticks(tokens, len(tokens)),
+            height=420,
+        )
         return figure
     axes = ("position", "frequency") if "Position" in values.title and values.matrix.shape[1] < 64 else None
     return matrix(values.matrix, tokens, values.title, axes or ("token", "feature"))
@@ -125,13 +164,21 @@ def step_figure(
         value, axes, title = value[row], axes[1:], f"{step.name}, head {head}{shared}: shape {step.shape}"
     if axes == ("query", "key"):
         keys = memory_tokens if memory_tokens is not None and value.shape[1] != len(tokens) else tokens
-        figure = go.Figure(go.Heatmap(z=value, colorscale=plotly_colorscale("viridis"), zmin=0, zmax=float(value.max()),
-                                      hovertemplate="query %{y}, key %{x}<br>weight %{z:.4f}<extra></extra>"))  # fmt: skip
+        figure = go.Figure(
+            go.Heatmap(
+                z=value,
+                colorscale=plotly_colorscale("viridis"),
+                zmin=0,
+                zmax=float(value.max()),
+                hovertemplate="query %{y}, key %{x}<br>weight %{z:.4f}<extra></extra>",
+            )
+        )
         figure.update_layout(
-            title=title, height=min(700, max(300, 18 * len(value) + 160)),
+            title=title,
+            height=min(700, max(300, 18 * len(value) + 160)),
             yaxis=dict(title="query", autorange="reversed") | _ticks(tokens, value.shape[0]),
             xaxis=dict(title="key", side="top") | _ticks(keys, value.shape[1]),
-        )  # fmt: skip
+        )
         return figure
     rows = None
     if axes[0] == "token":
@@ -143,15 +190,22 @@ def residual_heatmap(
     values: np.ndarray, tokens: tuple[str, ...], title: str, first_row: int = 0
 ) -> go.Figure:
     """Layer x token norms."""
-    figure = go.Figure(go.Heatmap(
-        z=values, colorscale=plotly_colorscale("viridis"), y=list(range(first_row, first_row + len(values))),
-        hovertemplate="layer %{y}, token %{x}<br>norm %{z:.3g}<extra></extra>", colorbar=dict(title="L2 norm"),
-    ))  # fmt: skip
+    figure = go.Figure(
+        go.Heatmap(
+            z=values,
+            colorscale=plotly_colorscale("viridis"),
+            y=list(range(first_row, first_row + len(values))),
+            hovertemplate="layer %{y}, token %{x}<br>norm %{z:.3g}<extra></extra>",
+            colorbar=dict(title="L2 norm"),
+        )
+    )
     figure.update_layout(
-        title=title, height=max(300, min(700, 16 * len(values) + 150)),
+        title=title,
+        height=max(300, min(700, 16 * len(values) + 150)),
         xaxis=dict(title="token", side="top", tickangle=-60) | _ticks(tokens, len(tokens)),
-        yaxis=dict(title="layer", autorange="reversed"), margin=dict(l=10, r=10, t=110, b=10),
-    )  # fmt: skip
+        yaxis=dict(title="layer", autorange="reversed"),
+        margin=dict(l=10, r=10, t=110, b=10),
+    )
     return figure
 
 
@@ -159,9 +213,12 @@ def residual_bars(per_layer: dict[str, np.ndarray]) -> go.Figure:
     """Mean norm per block of what each sub-block added, and of the stream after it."""
     figure = go.Figure([go.Bar(name=name, x=list(range(len(v))), y=v) for name, v in per_layer.items()])
     figure.update_layout(
-        title="Per layer: mean L2 norm over tokens", barmode="group", height=380,
-        xaxis=dict(title="layer"), yaxis=dict(title="mean L2 norm", type="log"),
-    )  # fmt: skip
+        title="Per layer: mean L2 norm over tokens",
+        barmode="group",
+        height=380,
+        xaxis=dict(title="layer"),
+        yaxis=dict(title="mean L2 norm", type="log"),
+    )
     return figure
 
 
@@ -169,34 +226,53 @@ def lens_grid(lens: Lens, scale: str = "viridis") -> go.Figure:
     """Layer x position: the top token as text, its probability as colour."""
     n = len(lens.top_ids)
     text = [[plain(t) for t in row] for row in lens.top_tokens]
-    figure = go.Figure(go.Heatmap(
-        z=lens.top_probs, text=text, texttemplate="%{text}", textfont=dict(size=10), zmin=0, zmax=1,
-        colorscale=plotly_colorscale(scale), colorbar=dict(title="p(top)"), y=[f"{i}" for i in range(n)],
-        hovertemplate="after layer %{y}, position %{x}<br>top: %{text} (p = %{z:.3f})<extra></extra>",
-    ))  # fmt: skip
+    figure = go.Figure(
+        go.Heatmap(
+            z=lens.top_probs,
+            text=text,
+            texttemplate="%{text}",
+            textfont=dict(size=10),
+            zmin=0,
+            zmax=1,
+            colorscale=plotly_colorscale(scale),
+            colorbar=dict(title="p(top)"),
+            y=[f"{i}" for i in range(n)],
+            hovertemplate="after layer %{y}, position %{x}<br>top: %{text} (p = %{z:.3f})<extra></extra>",
+        )
+    )
     figure.update_layout(
         title="Logit lens: the top next token if the model stopped after each layer (row 0: embeddings)",
-        height=max(400, 20 * n + 160), yaxis=dict(title="after layer", autorange="reversed", type="category"),
+        height=max(400, 20 * n + 160),
+        yaxis=dict(title="after layer", autorange="reversed", type="category"),
         xaxis=dict(title="input position", side="top", tickangle=-60) | _ticks(lens.tokens, len(lens.tokens)),
         margin=dict(l=10, r=10, t=120, b=10),
-    )  # fmt: skip
+    )
     return figure
 
 
 def lens_position(lens: Lens, position: int, final_token: str) -> go.Figure:
     """Rank and probability of the model's final prediction at one position, across layers."""
     layers = list(range(len(lens.final_rank)))
-    figure = go.Figure([
-        go.Scatter(x=layers, y=lens.final_prob[:, position], name="probability", mode="lines+markers"),
-        go.Scatter(x=layers, y=lens.final_rank[:, position] + 1, name="rank (1 = top)", mode="lines+markers",
-                   yaxis="y2"),
-    ])  # fmt: skip
+    figure = go.Figure(
+        [
+            go.Scatter(x=layers, y=lens.final_prob[:, position], name="probability", mode="lines+markers"),
+            go.Scatter(
+                x=layers,
+                y=lens.final_rank[:, position] + 1,
+                name="rank (1 = top)",
+                mode="lines+markers",
+                yaxis="y2",
+            ),
+        ]
+    )
     figure.update_layout(
-        title=f"The final prediction '{plain(final_token)}' after '{plain(lens.tokens[position])}', layer by layer",
-        xaxis=dict(title="after layer (0 = embeddings)"), yaxis=dict(title="probability", range=[0, 1]),
-        yaxis2=dict(title="rank", overlaying="y", side="right", type="log", autorange="reversed"), height=380,
+        title=f"The final prediction '{plain(final_token)}' after '{plain(lens.tokens[position])}', by layer",
+        xaxis=dict(title="after layer (0 = embeddings)"),
+        yaxis=dict(title="probability", range=[0, 1]),
+        yaxis2=dict(title="rank", overlaying="y", side="right", type="log", autorange="reversed"),
+        height=380,
         legend=dict(orientation="h", y=-0.2),
-    )  # fmt: skip
+    )
     return figure
 
 
@@ -204,10 +280,14 @@ def norm_statistics(ln_mean, ln_std, bn_mean, bn_std, token_labels) -> go.Figure
     """LayerNorm's statistics are per token, BatchNorm's per feature."""
     from plotly.subplots import make_subplots
 
-    figure = make_subplots(rows=1, cols=2, subplot_titles=(
-        "LayerNorm: a mean and std per token",
-        "BatchNorm: a mean and std per feature",
-    ))  # fmt: skip
+    figure = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=(
+            "LayerNorm: a mean and std per token",
+            "BatchNorm: a mean and std per feature",
+        ),
+    )
     x = list(range(len(ln_mean)))
     figure.add_trace(go.Bar(x=x, y=ln_mean, name="LN mean", hovertext=plain_all(token_labels)), 1, 1)
     figure.add_trace(go.Bar(x=x, y=ln_std, name="LN std", hovertext=plain_all(token_labels)), 1, 1)
@@ -223,13 +303,19 @@ def norm_statistics(ln_mean, ln_std, bn_mean, bn_std, token_labels) -> go.Figure
 def dependence_bars(dep: Dependence, tokens: tuple[str, ...], what: str) -> go.Figure:
     """Max change of each token's normalised output when the rest of the batch changed."""
     x = list(range(len(tokens)))
-    figure = go.Figure([
-        go.Bar(x=x, y=dep.layer_norm, name="LayerNorm"), go.Bar(x=x, y=dep.batch_norm, name="BatchNorm"),
-    ])  # fmt: skip
+    figure = go.Figure(
+        [
+            go.Bar(x=x, y=dep.layer_norm, name="LayerNorm"),
+            go.Bar(x=x, y=dep.batch_norm, name="BatchNorm"),
+        ]
+    )
     figure.update_layout(
-        title=f"Sentence 1's outputs after {what}: max |change| per token", barmode="group", height=380,
-        xaxis=dict(title="token of sentence 1") | _ticks(tokens, len(tokens)), yaxis=dict(title="max |change|"),
-    )  # fmt: skip
+        title=f"Sentence 1's outputs after {what}: max |change| per token",
+        barmode="group",
+        height=380,
+        xaxis=dict(title="token of sentence 1") | _ticks(tokens, len(tokens)),
+        yaxis=dict(title="max |change|"),
+    )
     return figure
 
 
@@ -248,16 +334,23 @@ def steps_overview(steps: tuple[Step, ...], head: int = 0, columns: int = 5) -> 
         limit = float(np.abs(value).max()) or 1.0
         figure.add_trace(
             go.Heatmap(
-                z=value / limit, zmin=-1, zmax=1, zmid=0, colorscale=DIVERGING, showscale=False,
+                z=value / limit,
+                zmin=-1,
+                zmax=1,
+                zmid=0,
+                colorscale=DIVERGING,
+                showscale=False,
                 hovertemplate=f"{plain(step.name)}: %{{z:.3f}} × {limit:.3g}<extra></extra>",
             ),
-            row=i // columns + 1, col=i % columns + 1,
-        )  # fmt: skip
+            row=i // columns + 1,
+            col=i % columns + 1,
+        )
     figure.update_xaxes(showticklabels=False)
     figure.update_yaxes(showticklabels=False, autorange="reversed")
     figure.update_annotations(font_size=11)
     figure.update_layout(
         title=f"Every intermediate, in the order the code computes it (per-head arrays: head {head})",
-        height=170 * rows + 80, margin=dict(l=10, r=10, t=70, b=10),
-    )  # fmt: skip
+        height=170 * rows + 80,
+        margin=dict(l=10, r=10, t=70, b=10),
+    )
     return figure

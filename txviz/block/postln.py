@@ -37,7 +37,8 @@ def post_ln_block(
             "MHA(Z, M) + Z", "S' = MHA(Q=Z, K=M, V=M) + Z  (M: encoder output)", crossed + z, TOKENS
         )
         z = steps.add("Z'", "Z' = LayerNorm(S')", normalize(total, w.norm_cross, steps, "S'"), TOKENS)
-    fed = steps.add("FFN(Z)", "FeedForward(Z) = H W_2ᵀ + b_2", feed_forward(z, w.feed_forward, steps), TOKENS)
+    fed = feed_forward(z, w.feed_forward, steps)
+    steps.add("FFN(Z)", "FeedForward(Z) = H W_2ᵀ + b_2", fed, TOKENS)
     total = steps.add("FFN(Z) + Z", "S₂ = FeedForward(Z) + Z", fed + z, TOKENS)
     e = steps.add("E", "E = LayerNorm(S₂)", normalize(total, w.norm2, steps, "S₂"), TOKENS)
     return e, steps
