@@ -176,8 +176,14 @@ if batch.open:
         st.caption(
             f"Activations: {first.where}, shape {first.x.shape} (sentences × padded tokens × features)."
         )
-        ln_out, ln_mean, ln_std = norms.layer_norm(first.x)
-        bn_out, bn_mean, bn_std = norms.batch_norm(first.x, first.mask if exclude else None)
+        st.markdown(
+            "**LayerNorm** normalises each token over its **features** (the last axis): one mean and std per "
+            "token. **BatchNorm** normalises each feature over the **sentences and positions** of the batch "
+            "(the first two axes): one mean and std per feature, shared by every sentence, padding included "
+            "unless left out. Both are shown without their learned scale and shift."
+        )
+        _, ln_mean, ln_std = norms.layer_norm(first.x)
+        _, bn_mean, bn_std = norms.batch_norm(first.x, first.mask if exclude else None)
         labels = [f"s{b + 1}: {t}" for b, toks in enumerate(first.tokens) for t in toks]
         real = first.mask
         ui.show_figure(
