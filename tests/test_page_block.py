@@ -63,6 +63,9 @@ def test_an_encoder_asked_for_a_lens_gets_a_message(app):
 def test_smollm2_lens_and_pre_norm_block(app):
     app.selectbox(key="model").set_value("smollm2").run()
     _ok(app)
+    for stage in ("positions", "blocks", "final_norm", "output"):  # rotary angles, final norm, logits
+        app.selectbox(key="block_stage").set_value(stage).run()
+        _ok(app)
     app.session_state["block_view"] = "Logit lens"
     app.run()
     _ok(app)
@@ -84,6 +87,9 @@ def test_date_bart_decoder_stack(app):
     app.text_area(key="text").set_value("the fifth of may nineteen ninety").run()
     _ok(app)
     app.selectbox(key="block_stack").set_value("decoder").run()
+    for stage in ("embedding", "positions", "output"):
+        app.selectbox(key="block_stage").set_value(stage).run()
+        _ok(app)
     app.session_state["block_view"] = "One block"
     app.run()
     _ok(app)
