@@ -124,21 +124,20 @@ if stream.open:
         full = cached_run(loaded, name, device, text, tuple(sorted(STAGES)))
         with ui.user_errors():
             sizes = residual.residual_norms(full.stack(stack))
-        what = st.radio(
-            "Heatmap of",
-            ["the stream", "what attention added", "what the FFN added"],
-            horizontal=True,
-            key="block_residual",
+        maps = {
+            "the stream": sizes.stream,
+            "what attention added": sizes.attn,
+            "what the FFN added": sizes.ffn,
+        }
+        if sizes.cross is not None:
+            maps["what cross-attention added"] = sizes.cross
+        what = st.radio("Heatmap of", list(maps), horizontal=True, key="block_residual")
+        matrix = maps[what]
+        title = f"L2 norm of {what}, per layer and token"
+        ui.show_figure(
+            figures.residual_heatmap(matrix, data.tokens, title, stream=what == "the stream"),
+            key="residual_map",
         )
-        matrix, first = {
-            "the stream": (sizes.stream, 0),
-            "what attention added": (sizes.attn, 0),
-            "what the FFN added": (sizes.ffn, 0),
-        }[what]
-        title = f"L2 norm of {what} per layer and token" + (
-            " (row 0: embeddings)" if what == "the stream" else ""
-        )
-        ui.show_figure(figures.residual_heatmap(matrix, data.tokens, title, first), key="residual_map")
         ui.show_figure(figures.residual_bars(sizes.per_layer()), key="residual_bars")
         st.caption(
             "Each block reads the stream and adds to it: x ← x + MHA(...), then x ← x + FFN(...). "

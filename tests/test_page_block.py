@@ -95,6 +95,10 @@ def test_date_bart_decoder_stack(app):
     _ok(app)
     app.selectbox(key="block_step").set_value("A (cross)").run()
     _ok(app)
+    app.session_state["block_view"] = "Residual stream"
+    app.run()
+    app.radio(key="block_residual").set_value("what cross-attention added").run()
+    _ok(app)
     app.session_state["block_view"] = "LayerNorm vs BatchNorm"
     app.run()
     assert not app.exception and "encoder or a decoder" in app.error[0].value

@@ -187,15 +187,16 @@ def step_figure(
 
 
 def residual_heatmap(
-    values: np.ndarray, tokens: tuple[str, ...], title: str, first_row: int = 0
+    values: np.ndarray, tokens: tuple[str, ...], title: str, stream: bool = False
 ) -> go.Figure:
-    """Layer x token norms."""
+    """Layer x token norms; the stream's rows are the embeddings, then the output of each block."""
+    rows = ["embeddings"] * stream + [f"{'after ' * stream}block {i}" for i in range(len(values) - stream)]
     figure = go.Figure(
         go.Heatmap(
             z=values,
             colorscale=plotly_colorscale("viridis"),
-            y=list(range(first_row, first_row + len(values))),
-            hovertemplate="layer %{y}, token %{x}<br>norm %{z:.3g}<extra></extra>",
+            y=rows,
+            hovertemplate="%{y}, token %{x}<br>norm %{z:.3g}<extra></extra>",
             colorbar=dict(title="L2 norm"),
         )
     )
@@ -203,7 +204,7 @@ def residual_heatmap(
         title=title,
         height=max(300, min(700, 16 * len(values) + 150)),
         xaxis=dict(title="token", side="top", tickangle=-60) | _ticks(tokens, len(tokens)),
-        yaxis=dict(title="layer", autorange="reversed"),
+        yaxis=dict(title="", autorange="reversed", type="category"),
         margin=dict(l=10, r=10, t=110, b=10),
     )
     return figure
