@@ -203,7 +203,7 @@ def residual_heatmap(
     figure.update_layout(
         title=title,
         height=max(300, min(700, 16 * len(values) + 150)),
-        xaxis=dict(title="token", side="top", tickangle=-60) | _ticks(tokens, len(tokens)),
+        xaxis=dict(side="top", tickangle=-60) | _ticks(tokens, len(tokens)),
         yaxis=dict(title="", autorange="reversed", type="category"),
         margin=dict(l=10, r=10, t=110, b=10),
     )
@@ -245,7 +245,7 @@ def lens_grid(lens: Lens, scale: str = "viridis") -> go.Figure:
         title="Logit lens: the top next token if the model stopped after each layer (row 0: embeddings)",
         height=max(400, 20 * n + 160),
         yaxis=dict(title="after layer", autorange="reversed", type="category"),
-        xaxis=dict(title="input position", side="top", tickangle=-60) | _ticks(lens.tokens, len(lens.tokens)),
+        xaxis=dict(side="top", tickangle=-60) | _ticks(lens.tokens, len(lens.tokens)),
         margin=dict(l=10, r=10, t=120, b=10),
     )
     return figure
@@ -270,7 +270,14 @@ def lens_position(lens: Lens, position: int, final_token: str) -> go.Figure:
         title=f"The final prediction '{plain(final_token)}' after '{plain(lens.tokens[position])}', by layer",
         xaxis=dict(title="after layer (0 = embeddings)"),
         yaxis=dict(title="probability", range=[0, 1]),
-        yaxis2=dict(title="rank", overlaying="y", side="right", type="log", autorange="reversed"),
+        yaxis2=dict(
+            title="rank",
+            overlaying="y",
+            side="right",
+            autorange="reversed",
+            rangemode="tozero",
+            type="log" if lens.final_rank[:, position].max() >= 20 else "linear",
+        ),
         height=380,
         legend=dict(orientation="h", y=-0.2),
     )
