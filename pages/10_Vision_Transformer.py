@@ -83,7 +83,9 @@ values, title = overlay_values(result, view, layer, head, patch)
 marked = patch if view == VIEWS[1] else None
 with picture:
     ui.show_figure(
-        figures.attention_overlay_figure(result.image, values, grid, opacity, threshold, title, marked),
+        figures.attention_overlay_figure(
+            result.image, values, grid, opacity, threshold, title, marked, ui.presenting()
+        ),
         key="overlay",
     )
 

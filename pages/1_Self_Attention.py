@@ -5,6 +5,9 @@ import streamlit as st
 
 from txviz.app import ui
 from txviz.core.tracing import trace_text
+from txviz.figures.text import plain_all
+from txviz.selfattention import additive, linear
+from txviz.selfattention import equivariance as eq
 from txviz.selfattention import figures as figs
 from txviz.selfattention import toy as ta
 
@@ -17,8 +20,17 @@ ui.setup_page(
     share=("real_model",),
 )
 
-toy_tab, heads_tab, real_tab = st.tabs(
-    ["One head, by hand", "Several heads", "On a real model"], key="view", on_change="rerun"
+toy_tab, heads_tab, real_tab, shuffle_tab, additive_tab, linear_tab = st.tabs(
+    [
+        "One head, by hand",
+        "Several heads",
+        "On a real model",
+        "Shuffle the tokens",
+        "Additive (Bahdanau)",
+        "Linear attention",
+    ],
+    key="view",
+    on_change="rerun",
 )
 
 with st.sidebar:
@@ -76,7 +88,10 @@ if toy_tab.open:
         with cols[1]:
             show_matrix(result.scaled_scores, tokens, tokens, f"Scaled: ÷ {result.scale:.3f}", "query", "key")
         with cols[2]:
-            ui.show_figure(figs.weights_figure(result.weights, tokens, "Softmax of each row"), key="weights")
+            ui.show_figure(
+                figs.weights_figure(result.weights, tokens, "Softmax of each row", ui.presenting()),
+                key="weights",
+            )
         st.info(ta.SOFTMAX_AXIS_NOTE)
         st.latex(r"\mathrm{Sa}[X] = \mathrm{Softmax}\!\left[\frac{Q K^\top}{\sqrt{d}}\right] V")
         query = st.selectbox("Output of token", range(n_tokens), format_func=lambda i: tokens[i], key="query")
@@ -102,7 +117,7 @@ if heads_tab.open:
             multi = ta.multi_head_attention(
                 ta.toy_input(multi_config), ta.toy_heads(multi_config), ta.toy_omega_c(multi_config), scaled
             )
-        ui.show_figure(figs.heads_figure(multi, tokens), key="heads")
+        ui.show_figure(figs.heads_figure(multi, tokens, ui.presenting()), key="heads")
         columns = [f"h{h + 1}·{j + 1}" for h in range(n_heads) for j in range(multi_config.d_head)]
         dims = [f"d{j + 1}" for j in range(d_model)]
         cols = st.columns(3)
@@ -161,3 +176,187 @@ if real_tab.open:
                 "Queries and keys here already carry RoPE's rotation."
             )
         st.caption("Attention weights show where information flows, not why the model decides.")
+
+if shuffle_tab.open:
+    with shuffle_tab:
+        st.markdown(
+            "Shuffle the input tokens and every output is shuffled the same way: self-attention is "
+            "permutation **equivariant** (not invariant: the outputs move, they do not stay put)."
+        )
+        st.latex(
+            r"\mathrm{Sa}[X_\pi] = \mathrm{Sa}[X]_\pi \quad\text{but}\quad \mathrm{Sa}[X_\pi + P] \neq \mathrm{Sa}[X + P]_\pi"
+        )
+        shuffle_seed = st.number_input("Shuffle seed (0 reverses)", 0, 10_000, 0, key="shuffle_seed")
+        with_positions = st.toggle(
+            "Add sinusoidal positions P (by slot)", value=False, key="shuffle_positions"
+        )
+        with ui.user_errors():
+            check = eq.toy_check(
+                ta.ToyConfig(n_tokens, d_model, 1, int(seed)),
+                eq.seeded_permutation(n_tokens, int(shuffle_seed)),
+                with_positions,
+                scaled,
+            )
+        shuffled_tokens = [tokens[i] for i in check.permutation]
+        st.metric("Toy: largest |Sa[X_π] − Sa[X]_π|", f"{check.max_abs_difference:.1e}")
+        ui.show_figure(
+            figs.equivariance_figure(check.original[check.permutation], check.shuffled, shuffled_tokens),
+            key="shuffle_toy",
+        )
+        st.subheader("The same on MiniLM")
+        mode = st.radio(
+            "Position ids", list(eq.POSITION_MODES), format_func=eq.POSITION_MODES.get, key="shuffle_mode"
+        )
+        minilm = ui.load_model("minilm", kinds=("encoder",))
+        shuffle_text = ui.text_input(
+            "Text to shuffle", "the cat sat on the mat", key="shuffle_text", height=68
+        )
+        with ui.user_errors():
+            model_check, model_tokens = eq.model_check(minilm, shuffle_text, int(shuffle_seed), mode)
+            verdict = "outputs shuffle with the tokens" if model_check.equivariant else "outputs change"
+            st.metric(
+                "MiniLM last layer: largest |h(shuffled) − h(original)_π|",
+                f"{model_check.max_abs_difference:.1e}",
+                verdict,
+                delta_color="off",
+            )
+            ui.show_figure(
+                figs.equivariance_figure(
+                    model_check.original[model_check.permutation],
+                    model_check.shuffled,
+                    [model_tokens[i] for i in model_check.permutation],
+                ),
+                key="shuffle_model",
+            )
+        st.caption(
+            "Every position id 0, or each token carrying its own id, and MiniLM (6 layers, LayerNorms, "
+            "feed-forwards) is still equivariant up to float32 rounding: only the position embedding "
+            "tells it the order. With ids 0, 1, 2, ... by slot the shuffled sentence is a different input."
+        )
+
+if additive_tab.open:
+    with additive_tab:
+        st.markdown(
+            "Bahdanau et al. (2015) scored a query against a key with a small feed-forward net instead "
+            "of a dot product. Same Q, K and V as the first tab (from the seed), two ways to score them:"
+        )
+        st.latex(
+            r"\text{additive: } s_{nm} = w^\top \tanh(W q_n + U k_m) \qquad \text{dot-product: } s_{nm} = \frac{q_n \cdot k_m}{\sqrt{d}}"
+        )
+        hidden_size = st.slider(
+            "Hidden units h of the scoring net", 1, additive.MAX_HIDDEN, 8, key="additive_h"
+        )
+        with ui.user_errors():
+            dot_head = ta.self_attention_head(ta.toy_input(config), ta.toy_heads(config)[0], scaled)
+            additive_weights = additive.seeded_weights(config.d_head, hidden_size, int(seed))
+            compared = additive.additive_attention(dot_head, additive_weights)
+        cols = st.columns(2)
+        with cols[0]:
+            ui.show_figure(
+                figs.weights_figure(compared.weights, tokens, "Additive: softmax(w·tanh(Wq + Uk))"),
+                key="additive_weights",
+            )
+        with cols[1]:
+            ui.show_figure(
+                figs.weights_figure(compared.dot_weights, tokens, "Dot-product: softmax(q·k/√d)"),
+                key="dot_weights",
+            )
+        additive_query = st.selectbox(
+            "Scores of query", range(n_tokens), format_func=lambda i: tokens[i], key="additive_query"
+        )
+        st.dataframe(
+            additive.score_rows(compared, dot_head, additive_query, tokens), hide_index=True, width="stretch"
+        )
+        with st.expander(f"W and U (h x d = {hidden_size} x {config.d_head}) and w"):
+            dims = [f"d{j + 1}" for j in range(config.d_head)]
+            units = [f"u{j + 1}" for j in range(hidden_size)]
+            cols = st.columns(2)
+            with cols[0]:
+                show_matrix(additive_weights.w_query, units, dims, "W (applied to q)", "unit", "input")
+            with cols[1]:
+                show_matrix(additive_weights.w_key, units, dims, "U (applied to k)", "unit", "input")
+            st.caption(f"w = {ta.vector_text(additive_weights.w_out)}")
+        st.caption(
+            "The additive score costs an h-unit net per query-key pair, N x N x h; the dot product is one "
+            "matrix product, which is why transformers use it (with √d keeping the scores in softmax's range)."
+        )
+
+
+@st.cache_data(max_entries=16, show_spinner="Running MiniLM...")
+def linear_head(_loaded, text: str, layer: int, head: int):
+    """One MiniLM head's q, k, v and weights (the model is always MiniLM here)."""
+    return linear.minilm_head(_loaded, text, layer, head)
+
+
+if linear_tab.open:
+    with linear_tab:
+        st.markdown(
+            "Replace exp(q·k/√d) by φ(q)·φ(k) with φ(x) = elu(x) + 1 and the sum over keys factors: "
+            "Σₘ φ(q)·φ(kₘ) vₘ = φ(q) (Σₘ φ(kₘ) vₘᵀ). The d × d sum is built once, so the cost grows "
+            "like n, not n² (Katharopoulos et al., 2020)."
+        )
+        st.latex(
+            r"\text{out}_i = \frac{\phi(q_i)^\top \sum_m \phi(k_m) v_m^\top}{\phi(q_i)^\top \sum_m \phi(k_m)}"
+            r"\qquad S_i = S_{i-1} + \phi(k_i) v_i^\top,\; z_i = z_{i-1} + \phi(k_i)"
+        )
+        minilm = ui.load_model("minilm", kinds=("encoder",))
+        linear_text = ui.text_input(
+            "Text",
+            "The animal didn't cross the street because it was too tired.",
+            key="linear_text",
+            height=68,
+        )
+        cols = st.columns(2)
+        linear_layer = cols[0].slider("MiniLM layer", 0, minilm.n_layers - 1, 2, key="linear_layer")
+        linear_head_index = cols[1].slider("MiniLM head", 0, minilm.n_heads - 1, 3, key="linear_head")
+        with ui.user_errors():
+            qkv = linear_head(minilm, linear_text, linear_layer, linear_head_index)
+        if qkv.notice:
+            st.warning(qkv.notice)
+        result = linear.compare(qkv)
+        cols = st.columns(4)
+        cols[0].metric("Weights apart (mean total variation)", f"{result.weight_distance:.3f}")
+        cols[1].metric("Output error ‖O_lin − O_soft‖ / ‖O_soft‖", f"{result.output_error:.3f}")
+        cols[2].metric("O(n) form vs n × n form", f"{result.fast_vs_matrix:.1e}")
+        cols[3].metric("Recurrent vs parallel (causal)", f"{result.recurrent_vs_parallel:.1e}")
+        labels = plain_all(qkv.tokens)
+        cols = st.columns(2)
+        with cols[0]:
+            ui.show_figure(
+                figs.weights_figure(result.softmax, labels, "Softmax: MiniLM's own weights"),
+                key="linear_soft",
+            )
+        with cols[1]:
+            ui.show_figure(
+                figs.weights_figure(result.linear, labels, "Linear: φ(q)·φ(k), normalised"), key="linear_lin"
+            )
+        st.caption(
+            f"q and k are MiniLM's captured ones (softmax recomputed from them matches its weights within "
+            f"{result.recomputed_vs_captured:.0e}); v comes from the layer's value projection. MiniLM was "
+            "trained with softmax: the linear weights are flatter (φ is not exp), which is the error above. "
+            "A model trained with linear attention learns q and k that suit it."
+        )
+        st.subheader("Cost against n")
+        if st.button("Measure on this machine (256 to 2,048 tokens, d = 64)", key="linear_measure"):
+            with st.spinner("Timing both..."):
+                st.session_state["linear_timings"] = linear.time_both((256, 512, 1024, 2048), repeats=3)
+        timings = st.session_state.get("linear_timings")
+        if timings:
+            ns = [t.n for t in timings]
+            ui.show_figure(
+                figs.linear_cost_figure(ns, [t.softmax_s for t in timings], [t.linear_s for t in timings]),
+                key="linear_cost",
+            )
+            st.dataframe(
+                [
+                    {
+                        "n": t.n,
+                        "softmax ms": t.softmax_s * 1e3,
+                        "linear ms": t.linear_s * 1e3,
+                        "ratio": t.ratio,
+                    }
+                    for t in timings
+                ],
+                hide_index=True,
+            )
+        st.caption("Full table: `python -m txviz bench linear` (ratios of softmax to linear time, one run).")

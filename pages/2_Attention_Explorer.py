@@ -64,7 +64,7 @@ layer = layer_col.slider(
 head = head_col.slider(
     "Head", 0, trace.n_heads - 1, ui.link_value("head", 0, range(trace.n_heads)), key="head"
 )
-style = dict(log_scale=log_scale, threshold=threshold, scale=ui.color_scale())
+style = dict(log_scale=log_scale, threshold=threshold, presenting=ui.presenting())
 # Only the open tab is computed: the whole-model grid costs seconds at 512 tokens.
 one, grids, focus, summary = st.tabs(VIEWS, key="view", on_change="rerun")
 
@@ -163,8 +163,11 @@ if summary.open:
         )
         a, b = st.columns(2)
         with a:
-            ui.show_figure(figures.layer_head_heatmap(explorer.entropy(trace), "Entropy per head", "nats"))
+            entropy = explorer.entropy(trace)
+            ui.show_figure(figures.layer_head_heatmap(entropy, "Entropy per head", "nats", ui.presenting()))
         with b:
             ui.show_figure(
-                figures.layer_head_heatmap(explorer.distance(trace), "Mean attention distance", "tokens")
+                figures.layer_head_heatmap(
+                    explorer.distance(trace), "Mean attention distance", "tokens", ui.presenting()
+                )
             )

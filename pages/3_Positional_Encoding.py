@@ -5,6 +5,8 @@ import streamlit as st
 from txviz.app import ui
 from txviz.positional import encodings as pe
 from txviz.positional import figures as figs
+from txviz.positional import lookup, relative
+from txviz.selfattention import figures as sa_figs
 
 ui.setup_page(
     "Positional encoding lab",
@@ -33,9 +35,10 @@ VIEWS = [
     "Learned (MiniLM)",
     "Rotary (SmolLM2)",
     "X + P",
+    "Relative (Shaw)",
 ]
 tabs = st.tabs(VIEWS, key="view", on_change="rerun")
-sinusoid_tab, binary_tab, shift_tab, similarity_tab, learned_tab, rotary_tab, added_tab = tabs
+sinusoid_tab, binary_tab, shift_tab, similarity_tab, learned_tab, rotary_tab, added_tab, relative_tab = tabs
 
 if sinusoid_tab.open:
     with sinusoid_tab:
@@ -85,7 +88,10 @@ if similarity_tab.open:
         )
         cols = st.columns(2)
         with cols[0]:
-            ui.show_figure(figs.similarity_heatmap(similarity, f"p_i · p_k ({measure})"), key="similarity")
+            ui.show_figure(
+                figs.similarity_heatmap(similarity, f"p_i · p_k ({measure})", ui.presenting()),
+                key="similarity",
+            )
         with cols[1]:
             curve = {f"sinusoid C = {base:,}": pe.similarity_by_offset(similarity)}
             ui.show_figure(figs.offset_curves(curve, "Similarity by distance", measure), key="by_offset")
@@ -101,13 +107,21 @@ if learned_tab.open:
         ]
         for column, summary in zip(st.columns(2), summaries, strict=True):
             with column:
-                for i, figure in enumerate(figs.summary_figures(summary)):
+                for i, figure in enumerate(figs.summary_figures(summary, ui.presenting())):
                     ui.show_figure(figure, key=f"{summary.name}_{i}")
         curves = {summary.name: summary.by_offset for summary in summaries}
         ui.show_figure(
             figs.offset_curves(curves, "Mean cosine similarity by distance", "cosine"), key="learned_offsets"
         )
         st.caption("MiniLM's matrix is its real embeddings.position_embeddings weight, trained from data.")
+        wanted = st.slider("Positions asked of MiniLM", 1, 1024, 600, key="learned_wanted")
+        limit = relative.learned_limit(loaded.model, wanted)
+        if limit.notice:
+            st.warning(limit.notice)
+        else:
+            st.success(
+                f"{wanted} positions fit: MiniLM has a learned vector for each of ids 0 to {wanted - 1}."
+            )
 
 if rotary_tab.open:
     with rotary_tab:
@@ -166,3 +180,69 @@ if added_tab.open:
             "the cross terms; concatenating keeps them apart at the cost of width. X is MiniLM's word "
             "embedding table (before its token-type embedding and LayerNorm)."
         )
+        st.markdown("**Where X comes from: the embedding lookup is a matrix product**")
+        st.latex(
+            r"x_n = \Omega_e\, e_{\mathrm{id}_n}, \qquad X = E\,\Omega_e^\top \quad (E: n \times V \text{ one-hot rows})"
+        )
+        with ui.user_errors():
+            product = lookup.lookup_as_product(loaded, text)
+            columns = product.used_columns()
+            column_labels = [f"{i}" for i in columns]
+            ui.show_figure(
+                sa_figs.matrix_figure(
+                    product.one_hot[:, columns],
+                    list(product.tokens),
+                    column_labels,
+                    f"One-hot E: the {len(columns)} of {product.vocabulary_size:,} columns that hold a 1",
+                    "token",
+                    "token id (vocabulary column)",
+                    kind="sequential",
+                    presenting=ui.presenting(),
+                    zmid=None,
+                ),
+                key="xp_onehot",
+            )
+            st.metric(
+                "Largest |E Ω_eᵀ − lookup(ids)|",
+                f"{product.max_abs_difference:.1e}",
+                f"{product.one_hot.shape[0]} x {product.vocabulary_size:,} times "
+                f"{product.vocabulary_size:,} x {product.lookup.shape[1]}",
+                delta_color="off",
+            )
+        st.caption(
+            "Each one-hot row has a single 1, so the product copies one row of MiniLM's word "
+            "embedding table Ω_e: a lookup is the same numbers without the V − 1 multiplications by zero."
+        )
+
+if relative_tab.open:
+    with relative_tab:
+        st.markdown(
+            "Shaw et al. (2018) put positions into attention instead of the input: a learned vector "
+            "a for each offset j − i, clipped to ±k, is added to the key in every layer."
+        )
+        st.latex(
+            r"e_{ij} = \frac{q_i \cdot (k_j + a_{\mathrm{clip}(j-i,\,-k,\,k)})}{\sqrt{d}} = \frac{q_i \cdot k_j}{\sqrt{d}} + \underbrace{\frac{q_i \cdot a_{\mathrm{clip}(j-i)}}{\sqrt{d}}}_{\text{relative bias } B_{ij}}"
+        )
+        cols = st.columns(3)
+        shaw_n = cols[0].slider("Positions", 2, 64, 24, key="shaw_n")
+        clip = cols[1].slider("Clip k", 0, 16, 4, key="shaw_clip")
+        shaw_seed = cols[2].number_input("Seed of q and a", 0, 1000, 0, key="shaw_seed")
+        with ui.user_errors():
+            shaw = relative.seeded_shaw_check(shaw_n, 64, clip, int(shaw_seed))
+        st.metric("Largest spread along any diagonal of B", f"{shaw.max_diagonal_spread:.1e}")
+        cols = st.columns(2)
+        with cols[0]:
+            figure = figs.similarity_heatmap(shaw.bias, "Relative bias B: one value per clipped offset")
+            ui.show_figure(figure.update_traces(colorscale="RdBu", zmid=0.0), key="shaw_bias")
+        with cols[1]:
+            ui.show_figure(
+                figs.shaw_offset_figure(list(range(-shaw_n + 1, shaw_n)), shaw.by_offset, clip),
+                key="shaw_offset",
+            )
+        st.caption(
+            f"2k + 1 = {2 * clip + 1} learned vectors cover every offset: keys farther than {clip} apart share "
+            "the end vectors, so any length runs. q and a here are seeded random vectors (d = 64) with the "
+            "same q at every position: B depends on j − i only. Shaw et al. add a second table to the values."
+        )
+        st.subheader("Four ways to give attention positions")
+        st.dataframe(list(relative.COMPARISON), hide_index=True, width="stretch")

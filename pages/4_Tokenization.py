@@ -3,6 +3,7 @@
 import streamlit as st
 
 from txviz.app import ui
+from txviz.core.tokens import readable_token
 from txviz.tokenization import bpe, subwords
 from txviz.tokenization import figures as figs
 
@@ -82,7 +83,7 @@ def show_step(trace: bpe.BpeTrace) -> None:
         )
     with right:
         ui.show_figure(figs.vocab_curve(trace, step), key="bpe_curve")
-        ui.show_figure(figs.step_heatmap(trace, step), key="bpe_heatmap")
+        ui.show_figure(figs.step_heatmap(trace, step, presenting=ui.presenting()), key="bpe_heatmap")
 
 
 if train_tab.open:
@@ -158,7 +159,7 @@ if real_tab.open:
                     chosen.raw_symbols,
                     chosen.stages,
                     f"'{chosen.text}': {len(chosen.stages)} merges → {len(chosen.tokens)} token(s)",
-                    display=lambda piece: subwords.readable_piece(smol.tokenizer, piece),
+                    display=lambda piece: readable_token(smol.tokenizer, piece, keep_spaces=True),
                 ),
                 key="bpe_real_tree",
             )

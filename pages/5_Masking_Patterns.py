@@ -5,8 +5,11 @@ import streamlit as st
 from txviz.app import ui
 from txviz.bench import masks as bench
 from txviz.masks import figures as figs
+from txviz.masks import merging
 from txviz.masks import patterns as masks
 from txviz.masks.effects import DecoderEffect, apply_pattern, prediction_rows
+from txviz.objectives import causal, masked
+from txviz.objectives import figures as objective_figs
 
 COST_SIZES = (256, 512, 1024, 2048)  # live measurement stays well under a minute after compiling
 PAIRS_NS = (16, 32, 64, 128, 256, 512, 1024, 2048)
@@ -17,8 +20,10 @@ ui.setup_page(
     "apply them to a real model, and time a block-sparse kernel against dense attention.",
     share=("model",),
 )
-gallery_tab, model_tab, cost_tab, swin_tab = st.tabs(
-    ["Gallery", "On a real model", "Real cost", "Images (Swin)"], key="view", on_change="rerun"
+gallery_tab, model_tab, cost_tab, swin_tab, objectives_tab = st.tabs(
+    ["Gallery", "On a real model", "Real cost", "Images (Swin)", "GPT vs BERT objectives"],
+    key="view",
+    on_change="rerun",
 )
 labels = {key: p.label for key, p in masks.PATTERNS.items()}
 
@@ -86,7 +91,11 @@ if model_tab.open:
         title = f"{name}, layer {layer}, head {head}: {labels[key]} on every layer"
         ui.show_figure(
             figs.before_after(
-                run.before.head(layer, head), run.after.head(layer, head), run.before.query_tokens, title
+                run.before.head(layer, head),
+                run.after.head(layer, head),
+                run.before.query_tokens,
+                title,
+                ui.presenting(),
             ),
             key="before_after",
         )
@@ -161,3 +170,82 @@ if swin_tab.open:
         st.caption(
             "Swin alternates the two: shifted windows let information cross the previous windows' borders."
         )
+        st.subheader("Patch merging: 2 × 2 patches become one, stage by stage")
+        with ui.user_errors():
+            stages, _ = merging.merge_stages(height, width, window)
+        ui.show_figure(figs.merge_stages_figure(stages), key="swin_merge")
+        st.dataframe(
+            [
+                {
+                    "stage": i + 1,
+                    "grid": f"{s.rows} × {s.columns}",
+                    "channels": s.channels,
+                    "one patch covers": f"{s.patch_span} × {s.patch_span} first-stage patches",
+                    "windows": s.n_windows,
+                    "pairs attention computes": s.attention_pairs,
+                }
+                for i, s in enumerate(stages)
+            ],
+            hide_index=True,
+        )
+        st.caption(
+            "Each merge concatenates a 2 × 2 group (4C channels) and maps it to 2C: the grid halves, the "
+            "window stays the same number of patches, so it covers four times the image until one window "
+            "sees all of it (Prince, fig. 12.18 d-f). An odd side is padded with zeros first."
+        )
+
+
+@st.cache_resource(show_spinner="Loading the tiny BERT...")
+def tiny_bert():
+    """The project's tiny BERT with its masked-word head, shared by every session."""
+    return masked.load_mlm()
+
+
+@st.cache_data(max_entries=16, show_spinner="Scoring every next token...")
+def next_token_run(_loaded, name: str, text: str):
+    return causal.next_token_objective(_loaded, text)
+
+
+if objectives_tab.open:
+    with objectives_tab:
+        st.markdown(
+            "**GPT** (a decoder, causal mask): one pass over the text predicts the next token at "
+            "*every* position, so every position is a loss term. **BERT** (an encoder, no mask): some "
+            "words are replaced by [MASK] and only those are predicted (Prince, figs. 12.10 to 12.12)."
+        )
+        gpt_text = ui.text_input(
+            "Text for SmolLM2", "The cat sat on the mat because it was tired.", key="gpt_text", height=68
+        )
+        smollm2 = ui.load_model("smollm2", kinds=("decoder",))
+        with ui.user_errors():
+            objective = next_token_run(smollm2, "smollm2", gpt_text)
+        if objective.notice:
+            st.warning(objective.notice)
+        ui.show_figure(objective_figs.next_token_figure(objective), key="gpt_objective")
+        st.caption(
+            f"Teacher forcing: the real text is fed in and each position predicts what actually comes next. "
+            f"Mean of the {len(objective.losses)} terms −log p: {objective.mean_loss:.3f} nats, the loss "
+            "SmolLM2 was trained to lower."
+        )
+        with ui.user_errors():
+            bert, bert_tokenizer = tiny_bert()
+        meta = masked.read_meta()
+        bert_text = st.text_input("Sentence for the tiny BERT", meta.get("example_text", ""), key="bert_text")
+        with ui.user_errors():
+            words, cut = masked.sentence_words(
+                bert_tokenizer, bert_text, bert.config.max_position_embeddings - 2
+            )
+        if cut:
+            st.warning(cut)
+        chosen = st.multiselect(
+            "Words to mask",
+            list(range(len(words))),
+            default=[i for i in (2, 5) if i < len(words)],
+            format_func=lambda i: f"{i + 1}: {words[i]}",
+            key=f"bert_masked_{len(words)}",
+        )
+        with ui.user_errors():
+            prediction = masked.predict_masked(bert, bert_tokenizer, bert_text, chosen)
+        ui.show_figure(objective_figs.masked_figure(prediction), key="bert_objective")
+        st.dataframe(masked.prediction_rows(prediction), hide_index=True, width="stretch")
+        st.caption(masked.accuracy_note(meta))

@@ -12,9 +12,9 @@ from txviz.coref.answers import (
     model_answer,
     verdicts,
 )
-from txviz.coref.pairs import CorefPair, load_pairs, make_pair, split_words
-from txviz.coref.runs import QUERIES, PairTrace, attention_over_pairs, query_name, trace_pair
-from txviz.coref.scoring import score_heads
+from txviz.coref.pairs import CorefPair, load_kinds, load_pairs, make_pair, pairs_of_kind, split_words
+from txviz.coref.runs import DECODER_QUERY, QUERIES, PairTrace, attention_over_pairs, query_name, trace_pair
+from txviz.coref.scoring import cross_validate, cv_by_kind, seed_stability
 from txviz.coref.spans import PairAttention
 
 ui.setup_page(
@@ -33,12 +33,12 @@ def pair_trace(_loaded, model_key: str, pair: CorefPair, query: str) -> PairTrac
 CHUNK = 8  # pairs per cached step: the progress bar moves between steps
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_data(max_entries=512, show_spinner=False)  # 17 chunks of the set per model and reading
 def chunk_attention(_loaded, model_key: str, query: str, start: int) -> list[PairAttention]:
     return attention_over_pairs(_loaded, load_pairs()[start : start + CHUNK], query)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_data(max_entries=512, show_spinner=False)
 def chunk_answers(_loaded, model_key: str, method: str, start: int) -> list:
     return answers_over_pairs(_loaded, load_pairs()[start : start + CHUNK], method)
 
@@ -107,7 +107,7 @@ def own_pair(example: CorefPair) -> CorefPair:
 pairs = load_pairs()
 source = st.radio("Pair", ["From the set", "Write your own"], horizontal=True, key="pair_source")
 if source == "From the set":
-    labels = [f"{i + 1}. {p.label}" for i, p in enumerate(pairs)]
+    labels = [f"{i + 1}. {p.label} [{p.kind}]" for i, p in enumerate(pairs)]
     pair = pairs[
         st.selectbox(
             f"Minimal pair ({len(pairs)} in the set)",
@@ -130,10 +130,16 @@ if loaded.is_causal:
     query = right.radio(
         "Read attention from",
         QUERIES,
+        index=QUERIES.index(DECODER_QUERY),
         format_func=query_name,
         horizontal=True,
         key="query",
         help="A decoder's pronoun has not read the rest of the sentence yet.",
+    )
+    right.caption(
+        "Default: the last token. In most pairs the deciding word comes after the pronoun, and a "
+        "decoder's pronoun cannot see later words: its attention is the same in A and B, so every head "
+        "scores exactly 50% there. The last token has read the whole sentence, deciding word included."
     )
 
 with ui.user_errors():
@@ -146,16 +152,35 @@ with ui.user_errors():
 for note in traced.notes:
     st.info(note)
 
-with st.expander("Held-out split of the pairs"):
-    seed = st.number_input("Seed of the split", 0, 10_000, 0, key="seed")
-    test_fraction = st.slider("Share of pairs held out", 0.1, 0.5, 0.3, 0.05, key="test_fraction")
-scores = score_heads(attentions, float(test_fraction), int(seed))
+described = load_kinds()
+kinds = [k for k in described if any(p.kind == k for p in pairs)]
+kind = st.selectbox(
+    "Score heads on pairs of kind",
+    [None, *kinds],
+    format_func=lambda k: (
+        f"all kinds ({len(pairs)} pairs)"
+        if k is None
+        else f"{k} ({len(pairs_of_kind(pairs, k))} pairs): {described[k]}"
+    ),
+    key="kind",
+)
+with st.expander("Cross-validation: how heads are chosen and tested"):
+    n_folds = st.slider("Folds", 2, 10, 5, key="folds", help="The pairs are dealt into this many folds.")
+    fold_seed = st.number_input("Seed of the folds", 0, 10_000, 0, key="fold_seed")
+    st.caption(
+        "Each fold in turn is held out: the head with the best accuracy on the other folds is chosen "
+        "and scored on the held-out fold. Both sentences of a pair are always in the same fold."
+    )
+scored = pairs_of_kind(pairs, kind)
+with ui.user_errors():
+    cv = cross_validate([attentions[i] for i in scored], int(n_folds), int(fold_seed))
+    stability = seed_stability([attentions[i] for i in scored], int(n_folds), range(10))
 
 st.subheader("Every head at once")
 # Chosen with selectboxes: Streamlit returns no selection for clicks on heatmaps (streamlit#8760).
 pick_layer, pick_head = st.columns(2)
-layer = pick_layer.selectbox("Layer", range(loaded.n_layers), index=scores.best_head[0], key=f"layer_{key}")
-head = pick_head.selectbox("Head", range(loaded.n_heads), index=scores.best_head[1], key=f"head_{key}")
+layer = pick_layer.selectbox("Layer", range(loaded.n_layers), index=cv.best_head[0], key=f"layer_{key}")
+head = pick_head.selectbox("Head", range(loaded.n_heads), index=cv.best_head[1], key=f"head_{key}")
 ui.show_figure(figs.head_grids(traced.attention, selected=(layer, head)))
 first, second = traced.attention.candidates
 st.caption(
@@ -164,24 +189,58 @@ st.caption(
 )
 st.subheader(f"Layer {layer}, head {head} in both sentences")
 ui.show_figure(
-    figs.pair_heatmaps(traced.trace_a, traced.trace_b, layer, head, traced.spans_a, traced.spans_b)
+    figs.pair_heatmaps(
+        traced.trace_a, traced.trace_b, layer, head, traced.spans_a, traced.spans_b, ui.presenting()
+    )
 )
 for line in head_readings(traced.attention, (layer, head)):
     st.markdown(line)
 
 st.subheader("Which heads track coreference?")
-low, high = scores.coin_flip_band
+low, high = cv.coin_flip_band
+which = "all kinds" if kind is None else f"kind '{kind}'"
 cols = st.columns(3)
-cols[0].metric("Best head, chosen on the choosing pairs", "L{} H{}".format(*scores.best_head))
-cols[1].metric("Its held-out accuracy", f"{scores.best_test_accuracy:.0%}")
-cols[2].metric("Chance", f"{scores.chance:.0%}", help=f"95% of coin flips score {low:.0%} to {high:.0%}.")
-ui.show_figure(figs.head_score_chart(scores))
-st.caption(
-    f"A head scores a sentence when it attends more to the right candidate. Heads are ranked on "
-    f"{len(scores.choose_pairs)} pairs and tested on {len(scores.test_pairs)} others: the best of "
-    f"{loaded.n_layers * loaded.n_heads} heads on the first pairs looks better than it is by luck. "
-    f"On {scores.n_test_sentences} held-out sentences, 95% of coin flips score {low:.0%} to {high:.0%}."
+cols[0].metric(
+    "Head chosen on all pairs",
+    "L{} H{}".format(*cv.best_head),
+    help=f"{cv.best_accuracy:.1%} on the {cv.n_pairs} pairs it was chosen on: optimistic, it chose itself.",
 )
+cols[1].metric(
+    "Cross-validated accuracy",
+    f"{cv.held_out_accuracy:.1%} ± {cv.fold_spread:.1%}",
+    help=f"Each sentence scored once, by a head chosen without its pair; ± is the spread over {cv.k} folds.",
+)
+cols[2].metric(
+    "Coin flip",
+    f"{low:.0%} – {high:.0%}",
+    help=f"95% of coin flips score in this range on {cv.n_sentences} sentences; chance is {cv.chance:.0%}.",
+)
+if cv.beats_chance:
+    verdict = "above the coin-flip band: choosing a head this way beats chance"
+elif cv.held_out_accuracy < low:
+    verdict = "below the coin-flip band: the chosen heads look at the wrong candidate more than chance"
+else:
+    verdict = "inside the coin-flip band: no evidence that choosing a head this way beats chance"
+st.markdown(
+    f"On {which}, a head chosen on {cv.k - 1} folds of pairs and tested on the held-out fold scores "
+    f"**{cv.held_out_accuracy:.1%}** over all {cv.n_sentences} held-out sentences (mean over folds "
+    f"{cv.mean_fold_accuracy:.1%} ± {cv.fold_spread:.1%}), **{verdict}**."
+)
+if cv.all_tied:
+    st.info(
+        f"Every head scores exactly {cv.accuracy.flat[0]:.0%} on these pairs, so no head can be chosen: "
+        f"L{cv.best_head[0]} H{cv.best_head[1]} is only the first of a {cv.accuracy.size}-way tie."
+    )
+ui.show_figure(figs.cv_chart(cv), key="cv")
+counts = ", ".join(f"L{h[0]} H{h[1]} in {n}" for h, n in cv.choice_counts)
+st.caption(
+    f"A head scores a sentence when it attends more to the right candidate (a tie counts half). Both "
+    f"sentences of a pair are always in the same fold. Folds chose: {counts} (of {cv.k}). "
+    f"{stability.sentence} The best of {loaded.n_layers * loaded.n_heads} heads on the pairs it was "
+    "chosen on looks better than it is by luck; the held-out numbers do not."
+)
+with st.expander("Every kind at once"):
+    st.dataframe(cv_by_kind(attentions, pairs, int(n_folds), int(fold_seed)), hide_index=True)
 
 if loaded.is_causal:
     st.subheader("The model's own answer")
@@ -198,13 +257,13 @@ if loaded.is_causal:
     ui.show_figure(figs.answer_chart(pair.candidate_texts, [a.probabilities for a in answers], ["A", "B"]))
     for label, verdict in zip("AB", verdicts([traced.attention], [answers], (layer, head)), strict=True):
         st.write(f"Sentence {label}: {verdict.describe((layer, head))}")
-    if st.toggle(f"Compare over all {len(pairs)} pairs", key="compare_all"):
+    if st.toggle(f"Compare over the {len(scored)} pairs scored above", key="compare_all"):
         every = over_set(
             "Asking the model about every pair...",
             len(pairs),
             lambda start: chunk_answers(loaded, key, method, start),
         )
-        summary = compare_over_set(attentions, every, (layer, head))
+        summary = compare_over_set([attentions[i] for i in scored], [every[i] for i in scored], (layer, head))
         st.write(summary.sentence)
         st.dataframe(summary.rows, hide_index=True)
 

@@ -51,7 +51,7 @@ if first.notice:
 layer_col, head_col = st.columns(2)
 layer = layer_col.slider("Layer", 0, first.n_layers - 1, 0, key="layer")
 head = head_col.slider("Head", 0, first.n_heads - 1, 0, key="head")
-ui.show_figure(figures.normalizer_heatmaps(comparison, layer, head))
+ui.show_figure(figures.normalizer_heatmaps(comparison, layer, head, ui.presenting()))
 st.caption(
     "Each normalizer runs in every layer, so from layer 1 on the scores themselves differ. "
     "Layer 0 reads the same scores under all five: there the panels differ by the normalizer alone."
@@ -119,7 +119,7 @@ st.caption(
 st.dataframe(toy.accuracy_rows(runs), hide_index=True)
 example = st.slider("Held-out example", 0, 49, 0, key="example")
 ui.show_figure(
-    figures.heatmaps_of(toy.attention_maps(runs, example), query_title="query", key_title="stored pair")
+    figures.heatmaps_of(toy.attention_maps(runs, example), "query", "stored pair", ui.presenting())
 )
 
 st.header("Reading attention as explanation")

@@ -103,7 +103,7 @@ def show_live(step, tokens) -> None:
             ui.show_figure(figures.candidate_bars(step), key=f"live_bars_{step.index}")
         with heads:
             last_layer = step.attention.shape[0] - 1
-            figure = figures.newest_attention_all_heads(step, tokens, last_layer)
+            figure = figures.newest_attention_all_heads(step, tokens, last_layer, ui.presenting())
             ui.show_figure(figure, key=f"live_heads_{step.index}")
 
 
@@ -153,9 +153,9 @@ one, every, whole, cache = st.tabs(["This head", "All heads", "Whole sequence", 
 with one:
     ui.show_figure(figures.newest_attention_head(step, tokens, layer, head), key="head_row")
 with every:
-    ui.show_figure(figures.newest_attention_all_heads(step, tokens, layer), key="heads_rows")
+    ui.show_figure(figures.newest_attention_all_heads(step, tokens, layer, ui.presenting()), key="heads_rows")
 with whole:
-    ui.show_figure(figures.sequence_heatmap(steps, tokens, layer, head), key="sequence")
+    ui.show_figure(figures.sequence_heatmap(steps, tokens, layer, head, ui.presenting()), key="sequence")
 with cache:
     ui.show_figure(figures.kv_cache_growth(steps, current=index), key="kv_growth")
     ui.show_figure(figures.kv_cache_per_layer(step), key="kv_layers")

@@ -3,6 +3,10 @@
 import streamlit as st
 
 from txviz.app import ui
+from txviz.figures.text import plain, plain_all
+from txviz.selfattention import figures as sa_figs
+from txviz.selfattention import toy as ta
+from txviz.seq2seq import arithmetic, teacher
 from txviz.seq2seq import figures as figs
 from txviz.seq2seq.decoding import decode
 
@@ -56,42 +60,151 @@ with ui.user_errors():
 
 if trace.notice:
     st.warning(trace.notice)
-st.markdown(f"**Output** ({trace.method}, {len(trace.steps)} steps):")
-st.code(trace.output_text or "(nothing but the end token)", language=None)
-if not trace.finished:
-    st.info(f"No end token within {max_steps} steps: raise 'Most steps' to let it finish.")
-
-last = len(trace.steps) - 1
-step = st.slider("Step", 0, last, last, key="step") if last > 0 else 0
-kind = KIND_LABELS[st.radio("Attention", list(KIND_LABELS), key="kind", horizontal=True)]
-part = {"cross": trace.cross, "decoder": trace.decoder, "encoder": trace.encoder}[kind]
-col_layer, col_head = st.columns(2)
-layer = col_layer.selectbox("Layer", range(part.n_layers), index=part.n_layers - 1, key=f"layer_{kind}")
-head = col_head.selectbox("Head", range(part.n_heads), key=f"head_{kind}")
-
-ui.show_figure(figs.step_attention(trace, step, min(layer, trace.cross.n_layers - 1), head), key="step_view")
-ui.show_figure(figs.attention_head(trace, kind, layer, head, step), key="head_view")
-st.caption(
-    "Rows are queries: a row 'a → b' is the step whose query is target token a and which chose b. "
-    "Rows after the chosen step are hidden; the decoder's future positions are masked (blank)."
+decode_tab, arithmetic_tab, forcing_tab = st.tabs(
+    ["Decoding step by step", "Cross-attention arithmetic", "Teacher forcing"], key="view", on_change="rerun"
 )
 
-col_probs, col_alts = st.columns(2)
-with col_probs:
-    ui.show_figure(figs.chosen_probabilities(trace, step), key="probs")
-with col_alts:
-    ui.show_figure(figs.step_alternatives(trace.steps[step]), key="alternatives")
-if trace.steps[step].beams:
-    st.markdown(f"**Beams kept after step {step}** (summed log-probability):")
-    st.dataframe(
-        [{"hypothesis": text, "log-probability": round(score, 4)} for text, score in trace.steps[step].beams],
-        width="stretch",
-    )
+if decode_tab.open:
+    with decode_tab:
+        st.markdown(f"**Output** ({trace.method}, {len(trace.steps)} steps):")
+        st.code(trace.output_text or "(nothing but the end token)", language=None)
+        if not trace.finished:
+            st.info(f"No end token within {max_steps} steps: raise 'Most steps' to let it finish.")
 
-with st.expander("Every layer and head of this attention kind"):
-    ui.show_figure(figs.all_heads(trace, kind, step), key="mosaic")
+        last = len(trace.steps) - 1
+        step = st.slider("Step", 0, last, last, key="step") if last > 0 else 0
+        kind = KIND_LABELS[st.radio("Attention", list(KIND_LABELS), key="kind", horizontal=True)]
+        part = {"cross": trace.cross, "decoder": trace.decoder, "encoder": trace.encoder}[kind]
+        col_layer, col_head = st.columns(2)
+        layer = col_layer.selectbox(
+            "Layer", range(part.n_layers), index=part.n_layers - 1, key=f"layer_{kind}"
+        )
+        head = col_head.selectbox("Head", range(part.n_heads), key=f"head_{kind}")
 
-st.caption(
-    "Attention weights show where each step read from, not why it chose its token: they are one "
-    "signal among many (values, feed-forward layers and residuals also carry information)."
-)
+        ui.show_figure(
+            figs.step_attention(trace, step, min(layer, trace.cross.n_layers - 1), head), key="step_view"
+        )
+        ui.show_figure(figs.attention_head(trace, kind, layer, head, step, ui.presenting()), key="head_view")
+        st.caption(
+            "Rows are queries: a row 'a → b' is the step whose query is target token a and which chose b. "
+            "Rows after the chosen step are hidden; the decoder's future positions are masked (blank)."
+        )
+
+        col_probs, col_alts = st.columns(2)
+        with col_probs:
+            ui.show_figure(figs.chosen_probabilities(trace, step), key="probs")
+        with col_alts:
+            ui.show_figure(figs.step_alternatives(trace.steps[step]), key="alternatives")
+        if trace.steps[step].beams:
+            st.markdown(f"**Beams kept after step {step}** (summed log-probability):")
+            st.dataframe(
+                [
+                    {"hypothesis": text, "log-probability": round(score, 4)}
+                    for text, score in trace.steps[step].beams
+                ],
+                width="stretch",
+            )
+
+        with st.expander("Every layer and head of this attention kind"):
+            ui.show_figure(figs.all_heads(trace, kind, step, ui.presenting()), key="mosaic")
+
+        st.caption(
+            "Attention weights show where each step read from, not why it chose its token: they are one "
+            "signal among many (values, feed-forward layers and residuals also carry information)."
+        )
+
+
+@st.cache_data(max_entries=16, show_spinner="Recording cross-attention's queries and keys...")
+def cross_run(_loaded, _trace, name: str, device: str, source: str, method: str, beams: int, steps: int):
+    """Cross-attention of the decoded target with queries, keys and scores (keyed like `run`)."""
+    return arithmetic.cross_attention_trace(_loaded, source, _trace)
+
+
+if arithmetic_tab.open:
+    with arithmetic_tab:
+        with ui.user_errors():
+            cross = cross_run(loaded, trace, name, loaded.device, source, method, beams, max_steps)
+        cols = st.columns(3)
+        x_layer = cols[0].slider("Layer", 0, cross.n_layers - 1, cross.n_layers - 1, key="x_layer")
+        x_head = cols[1].slider("Head", 0, cross.n_heads - 1, 0, key="x_head")
+        target_pos = cols[2].selectbox(
+            "Target token (query)",
+            range(len(cross.query_tokens)),
+            index=min(1, len(cross.query_tokens) - 1),
+            format_func=lambda i: f"{i}: {cross.query_tokens[i]}",
+            key="x_query",
+        )
+        st.latex(
+            r"a_{t,s} = \mathrm{softmax}_s\!\left(\frac{q^{\mathrm{dec}}_t \cdot k^{\mathrm{enc}}_s}{\sqrt{d}}\right)"
+        )
+        with ui.user_errors():
+            x_step = arithmetic.cross_step(cross, x_layer, x_head, target_pos)
+        score_gap, weight_gap = arithmetic.largest_gaps(cross)
+        title = f"{name}, cross-attention layer {x_layer}, head {x_head}, target {target_pos} ({x_step.query_token})"
+        ui.show_figure(
+            sa_figs.query_steps_figure(
+                plain_all(x_step.key_tokens), x_step.scores, x_step.captured_weights, plain(title)
+            ),
+            key="x_steps",
+        )
+        st.success(
+            f"Recomputed here from the captured decoder query and encoder keys: this row's scores within "
+            f"{x_step.max_score_difference:.1e} and weights within {x_step.max_weight_difference:.1e} of "
+            f"the model's; over every layer, head and target token: scores within {score_gap:.1e}, "
+            f"weights within {weight_gap:.1e}."
+        )
+        st.dataframe(ta.real_step_rows(x_step), hide_index=True, width="stretch")
+        st.caption(
+            "The query comes from the decoder (the target so far), the keys and values from the "
+            "encoder's last layer (the source): the same arithmetic as self-attention, between two "
+            "sequences. No mask: every target token may read every source token."
+        )
+
+
+@st.cache_data(max_entries=16, show_spinner="Decoding both ways...")
+def forcing_run(_loaded, name: str, device: str, source: str, reference: str):
+    return teacher.compare(_loaded, source, reference)
+
+
+if forcing_tab.open:
+    with forcing_tab:
+        st.markdown(
+            "**Teacher forcing** (training): each step reads the *reference* prefix, right or wrong "
+            "predictions alike. **Free running** (inference): each step reads the model's *own* "
+            "previous outputs. They agree until the model's first mistake; after it, free running "
+            "reads a prefix that teacher forcing never showed it."
+        )
+        dates_model = name == "date-bart"
+        cols = st.columns(2)
+        with cols[0]:
+            tf_source = ui.text_input(
+                "Source",
+                teacher.DEFAULT_SOURCE if dates_model else source,
+                key=f"tf_source_{name}",
+                height=68,
+            )
+        with cols[1]:
+            tf_reference = st.text_input(
+                "Reference output",
+                teacher.DEFAULT_REFERENCE if dates_model else trace.output_text,
+                key=f"tf_reference_{name}",
+            )
+        with ui.user_errors():
+            comparison = forcing_run(loaded, name, loaded.device, tf_source, tf_reference)
+        if comparison.notice:
+            st.warning(comparison.notice)
+        cols = st.columns(3)
+        cols[0].metric("Free running writes", comparison.free_text or "(nothing)")
+        cols[1].metric("Teacher-forced predictions", comparison.forced_text or "(nothing)")
+        cols[2].metric(
+            "First step off the reference", "none" if comparison.divergence is None else comparison.divergence
+        )
+        ui.show_figure(figs.forcing_figure(comparison), key="forcing")
+        st.dataframe(teacher.step_rows(comparison), hide_index=True, width="stretch")
+        st.caption("Both runs are greedy and use the same weights; only what the decoder reads differs.")
+        if dates_model:
+            st.caption(
+                "date-bart never saw years before 1950, so for 1945 it writes 1955: at the third step it "
+                "puts almost no probability on 4. Teacher forcing then feeds it the 4 anyway; free running "
+                "feeds it its own 5 (exposure bias: training never showed it its own mistakes)."
+            )

@@ -1,8 +1,11 @@
 """Aggregates against their formulas on small hand-made attention."""
 
-import numpy as np
+import warnings
 
-from txviz.core import aggregate
+import numpy as np
+import torch
+
+from txviz.core import aggregate, attention
 from txviz.core.trace import AttentionTrace
 
 
@@ -25,6 +28,24 @@ def test_entropy_of_uniform_rows_is_log_n_and_one_hot_is_zero():
     uniform = np.full((1, 1, 5, 5), 0.2, dtype=np.float32)
     np.testing.assert_allclose(aggregate.head_entropy(uniform), np.log(5), atol=1e-6)
     np.testing.assert_allclose(aggregate.head_entropy(np.eye(5)[None, None]), 0.0, atol=1e-6)
+
+
+def test_one_entropy_for_tensors_and_traces_with_one_floor():
+    w = random_weights((2, 3, 4, 6)).astype(np.float64)
+    w[0, 0, 0] = 0.0  # a fully masked row
+    w[0, 0, 1] = np.eye(6)[2]  # a one-hot row: the zeros must add nothing, not NaN
+    w[1, 2, 3, :3], w[1, 2, 3, 3:] = 1e-13, (1 - 3e-13) / 3  # weights under the floor
+    by_formula = -np.sum(np.where(w > 0, w * np.log(np.where(w > 0, w, 1)), 0.0), axis=-1)  # 0 log 0 = 0
+    rows = attention.entropy(torch.from_numpy(w)).numpy()
+    assert rows.dtype == np.float64 and rows[0, 0, 0] == 0.0 and rows[0, 0, 1] == 0.0
+    np.testing.assert_allclose(rows, by_formula, rtol=0, atol=3 * 3e-11)  # the floor's documented bound
+    locked = w.astype(np.float32)
+    locked.flags.writeable = False  # cached traces are read-only
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        heads = aggregate.head_entropy(locked)
+    np.testing.assert_allclose(heads, by_formula.mean(-1), atol=1e-5)
+    assert attention.ENTROPY_FLOOR == 1e-12
 
 
 def test_mean_distance():

@@ -201,3 +201,19 @@ def test_benchmark_runs_and_agrees(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench.synthetic_corpus(5_000) == bench.synthetic_corpus(5_000)
     assert bench.main(["--bytes", "20000", "--merges", "50"]) == 0
     assert "same merges in the same order: yes" in capsys.readouterr().out
+
+
+def test_one_merge_parser_reads_both_json_forms() -> None:
+    import json
+
+    from tokenizers import Tokenizer, models
+
+    vocab = {"a": 0, "b": 1, "c": 2, "ab": 3, "abc": 4}
+    tokenizer = Tokenizer(models.BPE(vocab, [("a", "b"), ("ab", "c")]))
+    assert bpe.read_merges(tokenizer) == ([("a", "b"), ("ab", "c")], False)
+    data = json.loads(tokenizer.to_str())
+    data["model"]["merges"] = ["a b", "ab c"]  # the older form: one "left right" string per merge
+    data["model"]["ignore_merges"] = True
+    assert bpe.read_merges(Tokenizer.from_str(json.dumps(data))) == ([("a", "b"), ("ab", "c")], True)
+    with pytest.raises(ValueError, match="not a BPE"):
+        bpe.read_merges(Tokenizer(models.WordLevel({"a": 0}, unk_token="a")))

@@ -201,6 +201,10 @@ def test_figures_carry_the_mask_data():
     grid = figs.mask_grid(mask, "local", query_labels=list("abcdef")).to_dict()
     np.testing.assert_array_equal(data(grid["data"][0]["z"]), mask.astype(int))
     assert grid["layout"]["yaxis"]["ticktext"][:2] == ["a", "b"]
+    # the key axis is on top: the title is pinned to the figure's top edge, clear of the axis title
+    title, margin = grid["layout"]["title"], grid["layout"]["margin"]
+    assert grid["layout"]["xaxis"]["side"] == "top"
+    assert (title["yref"], title["y"], title["yanchor"]) == ("container", 1, "top") and margin["t"] >= 100
     gallery = figs.mask_gallery(masks.textbook_eight(10)).to_dict()
     assert len(gallery["data"]) == 8
     np.testing.assert_array_equal(data(gallery["data"][1]["z"]), np.tri(10, dtype=int))

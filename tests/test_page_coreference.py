@@ -7,9 +7,9 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from txviz.coref import pairs as coref_pairs
-from txviz.coref.pairs import load_pairs
+from txviz.coref.pairs import load_pairs, pairs_of_kind
 from txviz.coref.runs import attention_over_pairs
-from txviz.coref.scoring import score_heads
+from txviz.coref.scoring import cross_validate
 
 PAGE = "../pages/6_Coreference.py"  # relative to this file, as AppTest resolves it
 TIMEOUT = 300
@@ -26,10 +26,14 @@ def one_torch_thread():
     torch.set_num_threads(before)
 
 
-@pytest.fixture
+KINDS = ("animacy", "size", "cause/effect")
+
+
+@pytest.fixture(autouse=True)
 def small_set(monkeypatch):
-    """The page scores a set of three pairs, so the 30-layer decoder stays quick in a test."""
-    pairs = load_pairs()[:3]
+    """The page scores 12 pairs of three kinds (the animal pair first), so tests stay quick."""
+    every = load_pairs()
+    pairs = tuple(every[i] for i in sorted(i for kind in KINDS for i in pairs_of_kind(every, kind)[:4]))
     st.cache_data.clear()  # cached chunks of the full set must not be mixed with this one
     monkeypatch.setattr(coref_pairs, "load_pairs", lambda *args: pairs)
     yield pairs
@@ -46,30 +50,44 @@ def metric(at: AppTest, start: str) -> str:
     return next(m.value for m in at.metric if m.label.startswith(start))
 
 
-def test_default_pair_on_minilm_shows_scores_and_the_caveat(minilm):
+def test_default_pair_on_minilm_shows_cross_validated_scores_and_the_caveat(minilm, small_set):
     at = run_page()
     assert not at.error
     assert at.selectbox(key="pair_index").value == 0
     assert "one signal, not an explanation" in at.warning[-1].value
-    # the page's best head is the one score_heads picks on the same pairs and split
-    expected = score_heads(attention_over_pairs(minilm, load_pairs()), 0.3, 0)
-    assert metric(at, "Best head") == "L{} H{}".format(*expected.best_head)
-    assert metric(at, "Its held-out") == f"{expected.best_test_accuracy:.0%}"
-    assert metric(at, "Chance") == "50%"
+    # the page's numbers are cross_validate's on the same pairs, 5 folds, fold seed 0
+    cv = cross_validate(attention_over_pairs(minilm, small_set), 5, 0)
+    assert metric(at, "Head chosen on all pairs") == "L{} H{}".format(*cv.best_head)
+    assert metric(at, "Cross-validated") == f"{cv.held_out_accuracy:.1%} ± {cv.fold_spread:.1%}"
+    low, high = cv.coin_flip_band
+    assert metric(at, "Coin flip") == f"{low:.0%} – {high:.0%}"
+    assert any(f"over all {cv.n_sentences} held-out sentences" in m.value for m in at.markdown)
+    assert any("Under 10 fold seeds" in c.value for c in at.caption)
+    kinds = at.dataframe[0].value
+    assert list(kinds["kind"]) == ["all kinds", *KINDS] and list(kinds["pairs"]) == [12, 4, 4, 4]
+    assert kinds["head chosen on all"][0] == "L{} H{}".format(*cv.best_head)
+    # the head shown first is the one chosen on all pairs
+    assert at.selectbox(key="layer_minilm@cpu").value == cv.best_head[0]
 
 
-def test_moving_widgets_keeps_the_page_working(minilm):
+def test_moving_widgets_keeps_the_page_working(minilm, small_set):
     at = run_page()
     at.selectbox(key="pair_index").set_value(7).run()
     assert not at.exception
     at.selectbox(key="layer_minilm@cpu").set_value(2).run()
     at.selectbox(key="head_minilm@cpu").set_value(5).run()
     assert not at.exception
-    at.number_input(key="seed").set_value(7).run()
-    at.slider(key="test_fraction").set_value(0.4).run()
-    assert not at.exception
-    expected = score_heads(attention_over_pairs(minilm, load_pairs()), 0.4, 7)
-    assert metric(at, "Best head") == "L{} H{}".format(*expected.best_head)
+    at.selectbox(key="kind").set_value("size").run()
+    at.slider(key="folds").set_value(3).run()
+    at.number_input(key="fold_seed").set_value(7).run()
+    assert not at.exception and not at.error
+    sizes = [small_set[i] for i in pairs_of_kind(small_set, "size")]
+    cv = cross_validate(attention_over_pairs(minilm, sizes), 3, 7)
+    assert metric(at, "Head chosen on all pairs") == "L{} H{}".format(*cv.best_head)
+    assert metric(at, "Cross-validated") == f"{cv.held_out_accuracy:.1%} ± {cv.fold_spread:.1%}"
+    assert any(
+        "On kind 'size'" in m.value and "over all 8 held-out sentences" in m.value for m in at.markdown
+    )
     assert any("Layer 2, head 5" in s.value for s in at.subheader)
 
 
@@ -111,14 +129,21 @@ def test_own_pair_answers_can_be_marked_and_heads_are_judged_by_them(minilm):
     assert "the pronoun means Maria" in readings[0] and "the pronoun means Anna" in readings[1]
 
 
-def test_decoder_page_explains_notes_and_answers(smollm2, small_set):
+def test_decoder_page_reads_the_last_token_by_default_and_explains_why(smollm2):
     at = run_page()
     at.selectbox(key="model").set_value("smollm2").run()
     assert not at.exception, at.exception
-    assert any("comes after the pronoun" in i.value for i in at.info)
-    at.radio(key="query").set_value("end").run()
-    assert not at.exception
+    assert at.radio(key="query").value == "end"
+    assert any("Default: the last token" in c.value for c in at.caption)
     assert not any("comes after the pronoun" in i.value for i in at.info)
+    at.radio(key="query").set_value("pronoun").run()
+    assert not at.exception
+    assert any("comes after the pronoun" in i.value for i in at.info)
+    at.selectbox(key="kind").set_value("size").run()  # the deciding word after the pronoun: all tie
+    assert any("Every head scores exactly 50%" in i.value for i in at.info)
+    at.radio(key="query").set_value("end").run()
+    assert not any("Every head scores exactly" in i.value for i in at.info)
+    at.selectbox(key="kind").set_value("cause/effect").run()
     at.toggle(key="compare_all").set_value(True).run()
     assert not at.exception
     assert any("Over the set, the model answers" in m.value for m in at.markdown)
@@ -128,9 +153,10 @@ def test_decoder_page_explains_notes_and_answers(smollm2, small_set):
     assert not at.exception and not at.error
 
 
-def test_decoder_candidate_after_the_pronoun_is_explained_not_an_error(smollm2, small_set):
+def test_decoder_candidate_after_the_pronoun_is_explained_not_an_error(smollm2):
     at = run_page()
     at.selectbox(key="model").set_value("smollm2").run()
+    at.radio(key="query").set_value("pronoun").run()
     at.radio(key="pair_source").set_value("Write your own").run()
     at.text_input(key="own_a").set_value("Tom said that he would call Bill today.").run()
     at.text_input(key="own_b").set_value("Tom said that he would call Bill tomorrow.").run()
@@ -149,6 +175,11 @@ def test_page_in_a_browser(app_server, browser_page):
     browser_page.wait_for_selector(FIGURE, timeout=180_000)
     assert browser_page.locator('[data-testid="stPlotlyChart"]').count() >= 3
     assert browser_page.get_by_text("one signal, not an explanation").is_visible()
+    # the cross-validated result and its chart, scrolled into view for a screenshot
+    verdict = browser_page.get_by_text("held-out sentences (mean over folds")
+    verdict.scroll_into_view_if_needed()
+    assert browser_page.get_by_text("Under 10 fold seeds").is_visible()
+    screenshot(browser_page, "coreference_cv")
     browser_page.get_by_text("Write your own").click()
     wait_for_app(browser_page)
     browser_page.get_by_text("Pronoun").first.wait_for(timeout=60_000)

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from txviz.bench import masks as bench
+from txviz.bench.measure import measure
 from txviz.masks import patterns as masks
 from txviz.masks import sparse as sa
 
@@ -70,7 +71,7 @@ def test_different_masks_give_different_outputs():
 
 
 def test_measure_reports_time_and_memory():
-    result = sa.measure(lambda: torch.ones(512, 1024).sum(), repeats=2)
+    result = measure(lambda: torch.ones(512, 1024).sum(), repeats=2)
     assert result.seconds > 0 and result.cpu_seconds >= 0
     assert result.peak_bytes is None or result.peak_bytes >= 0
 

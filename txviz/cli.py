@@ -11,6 +11,7 @@ from pathlib import Path
 import txviz.bench
 import txviz.training
 from txviz.figures import export
+from txviz.heads import command as heads_command
 
 
 def _modules(package) -> list[str]:
@@ -142,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     lens.add_argument("--format", choices=["npz", "json"], default="npz")
     lens.add_argument("--max-tokens", type=int, default=256)
     sub.add_parser("models", help="list the models")
+    heads_command.add_arguments(sub.add_parser("heads", help="every head's detector scores as .npz"))
     for command, package in (("bench", txviz.bench), ("train", txviz.training)):
         p = sub.add_parser(command, help=f"one of: {', '.join(_modules(package))}")
         p.add_argument("name")
@@ -155,5 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         return lens_command(args)
     if args.command == "models":
         return models_command(args)
+    if args.command == "heads":
+        return heads_command.run(args)
     package = txviz.bench if args.command == "bench" else txviz.training
     return run_module(package, args.name, args.args)

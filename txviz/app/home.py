@@ -43,3 +43,7 @@ def render() -> None:
         "Attention weights show where a model routes information, not why it decides: "
         "read them as one signal among others (Jain & Wallace 2019; Wiegreffe & Pinter 2019)."
     )
+
+
+if __name__ == "__main__":  # Streamlit runs a page script as __main__
+    render()

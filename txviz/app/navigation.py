@@ -3,11 +3,11 @@
 from pathlib import Path
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from txviz.core import paths
 
 PAGES_DIR = paths.PAGES
+HOME_SCRIPT = Path(__file__).with_name("home.py")  # run as a script: its last line draws the page
 PAGE_FILES = sorted(PAGES_DIR.glob("*.py"), key=lambda p: int(p.name.split("_")[0]))
 ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
     "Self_Attention": ":material/calculate:",
@@ -21,6 +21,8 @@ ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
     "Encoder_Decoder": ":material/swap_horiz:",
     "Vision_Transformer": ":material/image:",
     "Transformer_Block": ":material/account_tree:",
+    "Head_Detectors": ":material/biotech:",
+    "Query_Key_Space": ":material/scatter_plot:",
 }
 
 
@@ -48,24 +50,5 @@ def feature_pages() -> list[st.Page]:
 
 def all_pages() -> list[st.Page]:
     """Home first, then the feature pages."""
-    from txviz.app import home
-
-    return [st.Page(home.render, title="Home", icon=":material/home:", default=True), *feature_pages()]
-
-
-def _legacy_run() -> bool:
-    """True while Streamlit runs this app the pages/-folder way (a fresh server, before st.navigation)."""
-    ctx = get_script_run_ctx()
-    return ctx is not None and bool(ctx.pages_manager.uses_pages_directory)
-
-
-def take_over_legacy_run() -> None:
-    """Replace Streamlit's pages/-folder menu when a fresh server's first visit opens a page directly.
-
-    A folder named pages/ makes Streamlit run the first visits of a new server the legacy way, until
-    some session runs st.navigation. Widget IDs made in such a run differ from those of every later
-    run, so the first thing a user types would be lost: declare our pages and run again at once.
-    """
-    if _legacy_run():
-        st.navigation(all_pages())
-        st.rerun()
+    # Home is given as a script, not as home.render, so this module imports nothing of the app.
+    return [st.Page(HOME_SCRIPT, title="Home", icon=":material/home:", default=True), *feature_pages()]

@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 
 from txviz import models
-from txviz.app import navigation
+from txviz.app import legacy_pages
 from txviz.figures import export
 from txviz.models import LoadedModel, ModelLoadError
 
@@ -27,7 +27,7 @@ h1 { font-size: 3rem !important; }
 def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str, ...] = ()) -> None:
     """Page config, title, intro, the sidebar's device and presentation toggles, and the link."""
     st.set_page_config(page_title=f"{title} · txviz", page_icon=icon, layout="wide")
-    navigation.take_over_legacy_run()
+    legacy_pages.take_over()
     st.session_state["_figure_count"] = 0
     lesson_picker()
     if st.sidebar.toggle(
@@ -106,12 +106,8 @@ def link_value(key: str, default: Any, valid: Container | Callable[[Any], bool] 
 
 
 def presenting() -> bool:
+    """Presentation mode is on: pass it to figure builders, which pick their colour scales by kind."""
     return bool(st.session_state.get("presentation"))
-
-
-def color_scale() -> str:
-    """viridis by default (colour-blind safe); cividis in presentation mode (survives projectors)."""
-    return "cividis" if presenting() else "viridis"
 
 
 def device_picker() -> str:
@@ -229,9 +225,8 @@ def show_figure(figure, key: str | None = None, trace=None) -> None:
     st.session_state["_figure_count"] = count = st.session_state.get("_figure_count", 0) + 1
     key = key or f"figure-{count}"
     if hasattr(figure, "to_plotly_json"):
-        if presenting():
+        if presenting():  # colours were chosen by the builder (presenting=...); only the font grows here
             figure.update_layout(font=dict(size=20))
-            figure.update_traces(colorscale="cividis", selector=dict(type="heatmap"))
         st.plotly_chart(figure, width="stretch", key=key, config={"displaylogo": False})
     else:
         st.altair_chart(figure, width="stretch", key=key)

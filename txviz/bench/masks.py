@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from txviz.bench.measure import Measurement, measure, track_large_allocations
 from txviz.core import paths
 from txviz.masks import patterns as masks
 from txviz.masks import sparse as sa
@@ -142,8 +143,8 @@ def measure_pattern(pattern: BenchPattern, n: int, repeats: int | None = None) -
     q, k, v = sa.random_qkv(n, N_HEADS, D_HEAD)
     outputs = {}
 
-    def run(name: str, fn: Callable[[], torch.Tensor]) -> sa.Measurement:
-        return sa.measure(lambda: outputs.__setitem__(name, fn()), repeats)
+    def run(name: str, fn: Callable[[], torch.Tensor]) -> Measurement:
+        return measure(lambda: outputs.__setitem__(name, fn()), repeats)
 
     # Both on one thread, the sparse kernel's only setting, so the comparison is like for like.
     with torch.no_grad(), sa.one_thread():
@@ -262,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
 
-    sa.track_large_allocations()
+    track_large_allocations()
     sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
     patterns = [p for p in BENCH_PATTERNS if not args.patterns or p.key in args.patterns]
     print(

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
+import torch
 
+from txviz.core import attention
 from txviz.core.trace import AttentionTrace
 
 
@@ -98,8 +101,10 @@ def attention_rollout(weights: np.ndarray, residual: bool = True) -> np.ndarray:
 
 def head_entropy(weights: np.ndarray) -> np.ndarray:
     """[layer, head, Q, K] -> [layer, head]: mean over queries of each row's entropy (nats)."""
-    p = np.clip(weights, 1e-12, None)
-    return -(weights * np.log(p)).sum(axis=-1).mean(axis=-1)
+    with warnings.catch_warnings():  # cached traces are read-only; the entropy only reads them
+        warnings.simplefilter("ignore", UserWarning)
+        rows = attention.entropy(torch.from_numpy(np.ascontiguousarray(weights)))  # no copy
+    return rows.mean(dim=-1).numpy()
 
 
 def mean_attention_distance(weights: np.ndarray) -> np.ndarray:

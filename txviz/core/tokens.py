@@ -5,17 +5,21 @@ from __future__ import annotations
 VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "": "∅"}
 
 
-def readable_token(tokenizer, raw: str) -> str:
-    """One tokenizer piece as text for an axis tick: 'Ġcat' -> 'cat', '##ing' -> 'ing'."""
+def readable_token(tokenizer, raw: str, keep_spaces: bool = False) -> str:
+    """One tokenizer piece as text for an axis tick: 'Ġcat' -> 'cat', '##ing' -> 'ing'.
+
+    The one place that turns Ġ, ▁, Ċ and ## into text. keep_spaces shows the piece's own spaces and
+    line breaks as symbols ('Ġcat' -> '␣cat'), for views about how tokenizers cut text.
+    """
     try:
         text = tokenizer.convert_tokens_to_string([raw])
     except Exception:  # some tokenizers reject lone pieces; the raw piece is still honest
         text = raw
-    stripped = text.strip()
-    if stripped.startswith("##") and len(stripped) > 2:  # WordPiece continuation shown alone
-        stripped = stripped[2:]
-    if stripped:
-        return stripped
+    core = text.strip()
+    if core.startswith("##") and len(core) > 2:  # WordPiece continuation shown alone
+        text, core = text.replace("##", "", 1), core[2:]
+    if core and not keep_spaces:
+        return core
     return "".join(VISIBLE.get(ch, ch) for ch in text) or VISIBLE[""]
 
 

@@ -8,9 +8,9 @@ import numpy as np
 import torch
 
 from txviz.core.capture import CaptureSettings, capture
+from txviz.core.loaded import LoadedModel, ModelLoadError
 from txviz.core.tokens import readable_tokens, special_flags, word_groups
 from txviz.core.trace import AttentionTrace
-from txviz.models import LoadedModel, ModelLoadError
 
 # Every head of every layer at this length is already ~300 MB of float32 for SmolLM2.
 EXPLORER_MAX_TOKENS = 512

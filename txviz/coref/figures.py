@@ -1,4 +1,4 @@
-"""Figures for coreference: head grids for a minimal pair, both heatmaps of one head, head scores."""
+"""Figures for coreference: head grids for a minimal pair, both heatmaps of one head, cross-validation."""
 
 from __future__ import annotations
 
@@ -9,17 +9,20 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from txviz.core.trace import AttentionTrace
-from txviz.coref.scoring import HeadScores
+from txviz.coref.scoring import CrossValidation, coin_flip_band
 from txviz.coref.spans import PairAttention, TokenSpans
+from txviz.figures.axes import margin, token_axis
+from txviz.figures.colors import scale
+from txviz.figures.text import in_template, plain, plain_all
 
-LEAN_SCALE = "RdBu"  # red: second candidate, blue: first candidate, white: no preference
+LEAN_SCALE = scale("diverging")  # red: second candidate, blue: first, white: no preference (any mode)
 HIGHLIGHT = "#f59e0b"
 
 
 def _grid_hover(first: str, second: str) -> str:
     return (
         "layer %{y}, head %{x}<br>"
-        + f"to {first}: %{{customdata[0]:.3f}}<br>to {second}: %{{customdata[1]:.3f}}"
+        + f"to {in_template(first)}: %{{customdata[0]:.3f}}<br>to {in_template(second)}: %{{customdata[1]:.3f}}"
         + "<br>value %{z:+.3f}<extra></extra>"
     )
 
@@ -30,7 +33,7 @@ def head_grids(
     height: int | None = None,
 ) -> go.Figure:
     """Three layers x heads grids: lean in A, lean in B, and A minus B (the word's effect)."""
-    first, second = pa.candidates
+    first, second = plain_all(pa.candidates)
     n_layers, n_heads = pa.lean_a.shape
     titles = (
         f"Sentence A: {first} − {second}",
@@ -48,7 +51,7 @@ def head_grids(
     )
     for col, (values, custom, zmax, bar_x) in enumerate(panels, start=1):
         hover = (
-            _grid_hover(first, second)
+            _grid_hover(*pa.candidates)
             if col < 3
             else "layer %{y}, head %{x}<br>lean in A %{customdata[0]:+.3f}"
             "<br>lean in B %{customdata[1]:+.3f}<br>A − B %{z:+.3f}<extra></extra>"
@@ -93,7 +96,7 @@ def head_grids(
             )
     fig.update_layout(
         height=height or max(300, 22 * n_layers + 140),
-        margin={"l": 50, "r": 20, "t": 60, "b": 40},
+        margin=margin(top=60, left=50, right=20, bottom=40),
         title_text=f"Attention from the pronoun: blue leans to {first}, red to {second}",
     )
     return fig
@@ -132,6 +135,7 @@ def pair_heatmaps(
     head: int,
     spans_a: TokenSpans | None = None,
     spans_b: TokenSpans | None = None,
+    presenting: bool = False,
 ) -> go.Figure:
     """One head's full attention in sentence A and in sentence B, side by side."""
     fig = make_subplots(
@@ -153,11 +157,10 @@ def pair_heatmaps(
                 y=list(range(n_query)),
                 zmin=0,
                 zmax=1,
-                colorscale="Blues",
+                colorscale=scale("sequential", presenting),
                 showscale=col == 2,
                 customdata=[
-                    [[trace.query_tokens[q], trace.key_tokens[k]] for k in range(n_key)]
-                    for q in range(n_query)
+                    [[q, k] for k in plain_all(trace.key_tokens)] for q in plain_all(trace.query_tokens)
                 ],
                 hovertemplate="query %{y} %{customdata[0]}<br>key %{x} %{customdata[1]}"
                 "<br>weight %{z:.3f}<extra></extra>",
@@ -166,20 +169,9 @@ def pair_heatmaps(
             row=1,
             col=col,
         )
-        fig.update_xaxes(
-            title_text="key (attended to)",
-            tickmode="array",
-            tickvals=list(range(n_key)),
-            ticktext=list(trace.key_tokens),
-            tickangle=-60,
-            row=1,
-            col=col,
-        )
+        fig.update_xaxes(token_axis(trace.key_tokens, "key (attended to)"), tickangle=-60, row=1, col=col)
         fig.update_yaxes(
-            title_text="query (attending)",
-            tickmode="array",
-            tickvals=list(range(n_query)),
-            ticktext=list(trace.query_tokens),
+            token_axis(trace.query_tokens, "query (attending)" if col == 1 else ""),  # one title: no overlap
             autorange="reversed",
             row=1,
             col=col,
@@ -187,57 +179,73 @@ def pair_heatmaps(
         if spans is not None:
             _mark_spans(fig, spans, n_key, col)
     n = max(len(trace_a.query_tokens), len(trace_b.query_tokens))
-    fig.update_layout(height=max(380, 22 * n + 160), margin={"l": 60, "r": 20, "t": 50, "b": 90})
+    fig.update_layout(height=max(380, 22 * n + 160), margin=margin(left=60, right=20, bottom=90))
     return fig
 
 
-def head_score_chart(scores: HeadScores, top: int = 15) -> go.Figure:
-    """Best heads by choosing accuracy, with their held-out accuracy, chance and a coin-flip band."""
-    heads = scores.ranked_heads(top)
-    labels = [f"L{layer} H{head}" for layer, head in heads]
-    fig = go.Figure()
-    fig.add_trace(
-        go.Bar(
-            x=labels,
-            y=[float(scores.choose_accuracy[h]) for h in heads],
-            name=f"choosing pairs ({len(scores.choose_pairs)})",
-            marker_color="#94a3b8",
-        )
+def cv_chart(cv: CrossValidation, top: int = 12) -> go.Figure:
+    """Left: each fold's chosen head on its held-out pairs. Right: the best heads on all pairs."""
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        shared_yaxes=True,
+        column_widths=[0.4, 0.6],
+        horizontal_spacing=0.05,
+        subplot_titles=(
+            f"Held out: the head each of {cv.k} folds chose, on its own fold",
+            f"All {cv.n_pairs} pairs: best heads (chosen in how many folds)",
+        ),
     )
+    fold_labels = [f"fold {i + 1}<br>L{h[0]} H{h[1]}" for i, h in enumerate(cv.fold_heads)]
     fig.add_trace(
         go.Bar(
-            x=labels,
-            y=[float(scores.test_accuracy[h]) for h in heads],
-            name=f"held-out pairs ({len(scores.test_pairs)})",
+            x=fold_labels,
+            y=cv.fold_accuracy,
+            name="held-out accuracy of the fold's head",
             marker_color="#2563eb",
+            customdata=[2 * len(f) for f in cv.folds],
+            hovertemplate="%{x}<br>%{y:.1%} of %{customdata} held-out sentences<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    heads = cv.ranked_heads(top)
+    counts = dict(cv.choice_counts)
+    fig.add_trace(
+        go.Bar(
+            x=[f"L{layer} H{head}" for layer, head in heads],
+            y=[float(cv.accuracy[h]) for h in heads],
+            name="accuracy on all pairs (in-sample)",
+            marker_color="#94a3b8",
+            text=[f"{counts.get(h, 0)}/{cv.k}" for h in heads],
+            textposition="outside",
+            hovertemplate="%{x}: %{y:.1%} on all pairs, chosen in %{text} folds<extra></extra>",
+        ),
+        row=1,
+        col=2,
+    )
+    fold_band = coin_flip_band(round(cv.n_sentences / cv.k))
+    for col, (low, high) in ((1, fold_band), (2, cv.coin_flip_band)):
+        fig.add_hrect(
+            y0=low, y1=high, fillcolor="#9ca3af", opacity=0.2, line_width=0, layer="below", row=1, col=col
         )
-    )
-    low, high = scores.coin_flip_band
-    fig.add_hrect(
-        y0=low,
-        y1=high,
-        fillcolor="#9ca3af",
-        opacity=0.15,
-        line_width=0,
-        layer="below",
-        annotation_text="95% of coin flips",
-        annotation_position="bottom right",
-    )
+        fig.add_hline(y=cv.chance, line_dash="dash", line_color="#dc2626", row=1, col=col)
     fig.add_hline(
-        y=scores.chance,
-        line_dash="dash",
-        line_color="#dc2626",
-        annotation_text=f"chance {scores.chance:.0%}",
+        y=cv.mean_fold_accuracy,
+        line_dash="dot",
+        line_color="#2563eb",
+        annotation_text=f"mean {cv.mean_fold_accuracy:.0%}",
         annotation_position="top left",
+        row=1,
+        col=1,
     )
+    fig.update_yaxes(title_text="share of sentences: more attention to the right candidate", row=1, col=1)
+    fig.update_yaxes(range=[0, 1.08], tickformat=".0%")
     fig.update_layout(
-        barmode="group",
-        yaxis={"title": "share of sentences where the head attends more to the right one"},
-        xaxis={"title": "head, best first (chosen on the choosing pairs)"},
-        yaxis_range=[0, 1.05],
-        height=420,
-        margin={"l": 60, "r": 20, "t": 40, "b": 60},
-        legend={"orientation": "h", "y": 1.1},
+        height=430,
+        margin=margin(top=60, left=60, right=20, bottom=60),
+        legend={"orientation": "h", "y": -0.22},
+        bargap=0.3,
     )
     return fig
 
@@ -252,9 +260,9 @@ def answer_chart(
     for i, (name, colour) in enumerate(zip(candidates, ("#2563eb", "#dc2626"), strict=True)):
         fig.add_trace(
             go.Bar(
-                x=list(sentences),
+                x=plain_all(sentences),
                 y=[float(p[i]) for p in probabilities],
-                name=name,
+                name=plain(name),
                 marker_color=colour,
                 text=[f"{p[i]:.0%}" for p in probabilities],
                 textposition="auto",
@@ -266,6 +274,6 @@ def answer_chart(
         yaxis={"title": "probability (of the two)", "range": [0, 1]},
         xaxis={"title": "sentence"},
         height=320,
-        margin={"l": 60, "r": 20, "t": 30, "b": 40},
+        margin=margin(top=30, left=60, right=20, bottom=40),
     )
     return fig

@@ -7,13 +7,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from txviz.core import paths
-
-if TYPE_CHECKING:
-    pass
-
 
 PAIRS_PATH = paths.ASSETS / "coref_pairs.json"
 
@@ -49,6 +44,7 @@ class CorefPair:
     candidates: tuple[int, int]  # word indices of the two candidates
     answer_a: int | None = None  # 0 or 1: which candidate the pronoun means in A; None if unknown
     answer_b: int | None = None
+    kind: str = ""  # what decides the pair (size, animacy, ...); empty for a pair typed by a user
 
     @property
     def words_a(self) -> tuple[Word, ...]:
@@ -116,6 +112,7 @@ def make_pair(
     candidates: tuple[str | int, str | int],
     answer_a: str | int | None = None,
     answer_b: str | int | None = None,
+    kind: str = "",
 ) -> CorefPair:
     """Build and check a pair; words are given as text or as word index in sentence A."""
     words = split_words(sentence_a)
@@ -148,6 +145,7 @@ def make_pair(
         candidates=cands,
         answer_a=answer(answer_a, cands),
         answer_b=answer(answer_b, cands),
+        kind=kind,
     )
     check_pair(pair)
     return pair
@@ -185,6 +183,17 @@ def load_pairs(path: Path = PAIRS_PATH) -> tuple[CorefPair, ...]:
             tuple(p["candidates"]),
             p["answer_a"],
             p["answer_b"],
+            p.get("kind", ""),
         )
         for p in data["pairs"]
     )
+
+
+def load_kinds(path: Path = PAIRS_PATH) -> dict[str, str]:
+    """Each kind of pair in the shipped set, with what decides pairs of that kind."""
+    return dict(json.loads(Path(path).read_text(encoding="utf-8")).get("kinds", {}))
+
+
+def pairs_of_kind(pairs: Sequence[CorefPair], kind: str | None) -> tuple[int, ...]:
+    """Indices of the pairs of one kind; every pair when kind is None."""
+    return tuple(i for i, p in enumerate(pairs) if kind is None or p.kind == kind)

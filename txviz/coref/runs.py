@@ -16,6 +16,9 @@ from txviz.coref.pairs import CorefInputError, CorefPair
 from txviz.coref.spans import PairAttention, TokenSpans, hidden_candidates, pair_attention, token_spans
 
 QUERIES = ("pronoun", "end")  # read attention from the pronoun, or from the last token
+# A decoder's pronoun cannot see the words after it, and in most pairs the deciding word comes after
+# the pronoun: read a decoder from the last token, which has seen the whole sentence.
+DECODER_QUERY = "end"
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,17 +1,15 @@
-"""Scoring heads on minimal pairs: credit per sentence, splits, coin-flip bands."""
+"""Scoring heads on minimal pairs: credit per sentence, k-fold cross-validation, coin-flip bands."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    pass
-from txviz.coref.pairs import CHANCE, CorefInputError
+from txviz.coref.pairs import CHANCE, CorefInputError, CorefPair, pairs_of_kind
 from txviz.coref.spans import PairAttention, picks
 
 
@@ -37,17 +35,6 @@ def pair_margin(pa: PairAttention) -> np.ndarray:
     return (sign_a * pa.lean_a + sign_b * pa.lean_b) / 2
 
 
-def split_pairs(
-    n_pairs: int, test_fraction: float = 0.3, seed: int = 0
-) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Seeded split of pair indices into (choosing, held-out test); both halves of a pair stay together."""
-    if n_pairs < 2:
-        raise CorefInputError("Scoring heads needs at least two pairs: one to choose, one to test.")
-    n_test = min(max(1, round(n_pairs * test_fraction)), n_pairs - 1)
-    order = np.random.default_rng(seed).permutation(n_pairs)
-    return tuple(sorted(int(i) for i in order[n_test:])), tuple(sorted(int(i) for i in order[:n_test]))
-
-
 def coin_flip_band(n_sentences: int, level: float = 0.95) -> tuple[float, float]:
     """Accuracy range a coin flip reaches with probability `level` on n sentences (binomial)."""
     pmf = [math.comb(n_sentences, k) / 2**n_sentences for k in range(n_sentences + 1)]
@@ -58,56 +45,184 @@ def coin_flip_band(n_sentences: int, level: float = 0.95) -> tuple[float, float]
     return low / n_sentences, high / n_sentences
 
 
-@dataclass(frozen=True, eq=False)
-class HeadScores:
-    """How often each head attends more to the right candidate, chosen on one split, tested on another."""
+def assign_folds(n_pairs: int, k: int = 5, seed: int = 0) -> tuple[tuple[int, ...], ...]:
+    """Seeded k folds of pair indices, sizes within one; a pair (both its sentences) is in one fold."""
+    if n_pairs < 2:
+        raise CorefInputError("Scoring heads needs at least two pairs: one to choose, one to test.")
+    k = max(2, min(k, n_pairs))
+    order = np.random.default_rng(seed).permutation(n_pairs)
+    return tuple(tuple(sorted(int(i) for i in order[f::k])) for f in range(k))
 
-    choose_pairs: tuple[int, ...]
-    test_pairs: tuple[int, ...]
-    choose_accuracy: np.ndarray  # float [layer, head], on the choosing pairs
-    test_accuracy: np.ndarray  # float [layer, head], on the held-out pairs
-    choose_margin: np.ndarray  # float [layer, head]: mean right-minus-wrong attention, choosing
-    best_head: tuple[int, int]  # chosen on the choosing pairs only
+
+def choose_head(accuracy: np.ndarray, margin: np.ndarray) -> tuple[int, int]:
+    """The head with the highest accuracy; ties (common) go to the larger right-minus-wrong margin."""
+    order = np.lexsort((-margin.ravel(), -accuracy.ravel()))
+    layer, head = np.unravel_index(int(order[0]), accuracy.shape)
+    return int(layer), int(head)
+
+
+@dataclass(frozen=True, eq=False)
+class CrossValidation:
+    """Heads chosen on k-1 folds of pairs and tested on the held-out fold, for every fold."""
+
+    folds: tuple[tuple[int, ...], ...]  # pair indices held out in each fold
+    fold_heads: tuple[tuple[int, int], ...]  # per fold: the head chosen on the other folds
+    fold_accuracy: np.ndarray  # float [fold]: that head's accuracy on the held-out sentences
+    accuracy: np.ndarray  # float [layer, head]: every head's accuracy on all pairs (in-sample)
+    margin: np.ndarray  # float [layer, head]: mean right-minus-wrong attention on all pairs
+    best_head: tuple[int, int]  # chosen on all pairs, the way each fold chooses
+    seed: int = 0
     chance: float = CHANCE
 
     @property
-    def best_test_accuracy(self) -> float:
-        """Held-out accuracy of the head chosen on the choosing pairs."""
-        return float(self.test_accuracy[self.best_head])
+    def k(self) -> int:
+        return len(self.folds)
 
     @property
-    def n_test_sentences(self) -> int:
-        return 2 * len(self.test_pairs)
+    def n_pairs(self) -> int:
+        return sum(map(len, self.folds))
+
+    @property
+    def n_sentences(self) -> int:
+        """Held-out sentences over all folds: every sentence is held out exactly once."""
+        return 2 * self.n_pairs
+
+    @property
+    def held_out_accuracy(self) -> float:
+        """Share of all sentences scored right by a head chosen without them (folds weighted by size)."""
+        sizes = np.array([len(f) for f in self.folds], dtype=float)
+        return float((self.fold_accuracy * sizes).sum() / sizes.sum())
+
+    @property
+    def mean_fold_accuracy(self) -> float:
+        return float(self.fold_accuracy.mean())
+
+    @property
+    def fold_spread(self) -> float:
+        """Standard deviation of the held-out accuracy over folds (sample, ddof=1)."""
+        return float(self.fold_accuracy.std(ddof=1)) if self.k > 1 else 0.0
+
+    @property
+    def best_accuracy(self) -> float:
+        """Accuracy on all pairs of the head chosen on all pairs: optimistic, it chose itself."""
+        return float(self.accuracy[self.best_head])
+
+    @property
+    def choice_counts(self) -> tuple[tuple[tuple[int, int], int], ...]:
+        """(head, number of folds that chose it), most often chosen first."""
+        return tuple(Counter(self.fold_heads).most_common())
 
     @property
     def coin_flip_band(self) -> tuple[float, float]:
-        """95% range of a coin flip's accuracy on the held-out sentences."""
-        return coin_flip_band(self.n_test_sentences)
+        """95% range of a coin flip's accuracy on all held-out sentences."""
+        return coin_flip_band(self.n_sentences)
+
+    @property
+    def beats_chance(self) -> bool:
+        """Held-out accuracy above the top of the coin-flip band."""
+        return self.held_out_accuracy > self.coin_flip_band[1]
+
+    @property
+    def all_tied(self) -> bool:
+        """Every head scores the same on every pair: the chosen head is only the first of a tie."""
+        return bool(
+            np.all(self.accuracy == self.accuracy.flat[0]) and np.all(self.margin == self.margin.flat[0])
+        )
 
     def ranked_heads(self, top: int = 15) -> list[tuple[int, int]]:
-        """Heads by choosing accuracy, ties broken by margin, best first."""
-        order = np.lexsort((-self.choose_margin.ravel(), -self.choose_accuracy.ravel()))
-        n_heads = self.choose_accuracy.shape[1]
+        """Heads by accuracy on all pairs, ties broken by margin, best first."""
+        order = np.lexsort((-self.margin.ravel(), -self.accuracy.ravel()))
+        n_heads = self.accuracy.shape[1]
         return [(int(i) // n_heads, int(i) % n_heads) for i in order[:top]]
 
 
-def score_heads(
-    pair_attentions: Sequence[PairAttention], test_fraction: float = 0.3, seed: int = 0
-) -> HeadScores:
-    """Score every head on a seeded choosing split and report it on the held-out split."""
-    choose, test = split_pairs(len(pair_attentions), test_fraction, seed)
-    credit = np.stack([pair_credit(pa) for pa in pair_attentions])  # [pair, L, H]
-    margin = np.stack([pair_margin(pa) for pa in pair_attentions])  # [pair, L, H]
-    choose_accuracy = credit[list(choose)].mean(axis=0)
-    choose_margin = margin[list(choose)].mean(axis=0)
-    # Best = highest choosing accuracy; ties (common) go to the head with the larger margin.
-    order = np.lexsort((-choose_margin.ravel(), -choose_accuracy.ravel()))
-    best = np.unravel_index(int(order[0]), choose_accuracy.shape)
-    return HeadScores(
-        choose_pairs=choose,
-        test_pairs=test,
-        choose_accuracy=choose_accuracy,
-        test_accuracy=credit[list(test)].mean(axis=0),
-        choose_margin=choose_margin,
-        best_head=(int(best[0]), int(best[1])),
+def credit_and_margin(pair_attentions: Sequence[PairAttention]) -> tuple[np.ndarray, np.ndarray]:
+    """[pair, layer, head] credit and right-minus-wrong margin of every head on every pair."""
+    if not pair_attentions:
+        raise CorefInputError("Scoring heads needs at least two pairs: one to choose, one to test.")
+    credit = np.stack([pair_credit(pa) for pa in pair_attentions])
+    margin = np.stack([pair_margin(pa) for pa in pair_attentions])
+    return credit, margin
+
+
+def cross_validate(pair_attentions: Sequence[PairAttention], k: int = 5, seed: int = 0) -> CrossValidation:
+    """Choose a head on k-1 folds of pairs, test it on the held-out fold, for each of k folds."""
+    return _cross_validate(*credit_and_margin(pair_attentions), k, seed)
+
+
+def _cross_validate(credit: np.ndarray, margin: np.ndarray, k: int, seed: int) -> CrossValidation:
+    folds = assign_folds(len(credit), k, seed)
+    heads, accuracy = [], []
+    for held_out in folds:
+        train = np.ones(len(credit), dtype=bool)
+        train[list(held_out)] = False
+        head = choose_head(credit[train].mean(axis=0), margin[train].mean(axis=0))
+        heads.append(head)
+        accuracy.append(float(credit[list(held_out)][:, head[0], head[1]].mean()))
+    return CrossValidation(
+        folds=folds,
+        fold_heads=tuple(heads),
+        fold_accuracy=np.array(accuracy),
+        accuracy=credit.mean(axis=0),
+        margin=margin.mean(axis=0),
+        best_head=choose_head(credit.mean(axis=0), margin.mean(axis=0)),
+        seed=seed,
+    )
+
+
+def cv_by_kind(
+    pair_attentions: Sequence[PairAttention], pairs: Sequence[CorefPair], k: int = 5, seed: int = 0
+) -> list[dict]:
+    """One row per kind of pair (all kinds first): its cross-validated head choice, for a table."""
+    rows = []
+    for kind in [None, *dict.fromkeys(p.kind for p in pairs)]:
+        chosen = pairs_of_kind(pairs, kind)
+        if len(chosen) < 2:
+            continue
+        cv = cross_validate([pair_attentions[i] for i in chosen], k, seed)
+        low, high = cv.coin_flip_band
+        rows.append(
+            {
+                "kind": kind or "all kinds",
+                "pairs": cv.n_pairs,
+                "head chosen on all": "L{} H{}".format(*cv.best_head),
+                "its accuracy (in-sample)": f"{cv.best_accuracy:.1%}",
+                "cross-validated": f"{cv.held_out_accuracy:.1%} ± {cv.fold_spread:.1%}",
+                "coin flip": f"{low:.0%} – {high:.0%}",
+                "beats chance": "yes" if cv.beats_chance else "no",
+            }
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class SeedStability:
+    """The same cross-validation under several fold seeds."""
+
+    seeds: tuple[int, ...]
+    accuracies: tuple[float, ...]  # held-out accuracy per seed
+    top_heads: tuple[tuple[int, int], ...]  # per seed: the head chosen in most folds
+
+    @property
+    def sentence(self) -> str:
+        """One line for the page: how far the result moves when only the folds change."""
+        low, high = min(self.accuracies), max(self.accuracies)
+        head, times = Counter(self.top_heads).most_common(1)[0]
+        return (
+            f"Under {len(self.seeds)} fold seeds ({self.seeds[0]}–{self.seeds[-1]}) the held-out "
+            f"accuracy ranges from {low:.1%} to {high:.1%}, and L{head[0]} H{head[1]} is the head "
+            f"chosen most often in {times} of them."
+        )
+
+
+def seed_stability(
+    pair_attentions: Sequence[PairAttention], k: int = 5, seeds: Sequence[int] = range(10)
+) -> SeedStability:
+    """Cross-validate under each fold seed: a result that moves with the seed is luck of the folds."""
+    credit, margin = credit_and_margin(pair_attentions)
+    runs = [_cross_validate(credit, margin, k, seed) for seed in seeds]
+    return SeedStability(
+        seeds=tuple(seeds),
+        accuracies=tuple(cv.held_out_accuracy for cv in runs),
+        top_heads=tuple(cv.choice_counts[0][0] for cv in runs),
     )

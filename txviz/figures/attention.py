@@ -5,25 +5,12 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from txviz.figures.colors import colorize, plotly_colorscale, png_data_uri
-from txviz.figures.text import plain, plain_all
+from txviz.figures.axes import margin, token_axis
+from txviz.figures.colors import colorize, png_data_uri, scale, scale_name
+from txviz.figures.text import in_template, plain, plain_all
 
 LOG_FLOOR = 1e-4  # weights below this share the bottom colour on the log scale
 HOVER_LABEL_LIMIT = 256  # past this many tokens per axis, hover names positions, not text
-
-
-def _token_axis(tokens: tuple[str, ...], title: str) -> dict:
-    """Integer positions with token text as tick labels: repeated tokens stay apart."""
-    step = max(1, len(tokens) // 60)  # keep labels legible on long inputs
-    ticks = list(range(0, len(tokens), step))
-    return dict(
-        title=title,
-        tickmode="array",
-        tickvals=ticks,
-        ticktext=[plain(tokens[i]) for i in ticks],
-        showgrid=False,
-        zeroline=False,
-    )
 
 
 def scale_values(matrix: np.ndarray, log_scale: bool, threshold: float) -> np.ndarray:
@@ -39,7 +26,7 @@ def attention_heatmap(
     title: str = "",
     log_scale: bool = False,
     threshold: float = 0.0,
-    scale: str = "viridis",
+    presenting: bool = False,
     axis_titles: tuple[str, str] = ("query (attending)", "key (attended to)"),
 ) -> go.Figure:
     """One attention matrix: rows are queries, columns are keys, hover shows both and the weight."""
@@ -59,7 +46,7 @@ def attention_heatmap(
             customdata=matrix,
             text=text,
             hovertemplate=hover,
-            colorscale=plotly_colorscale(scale),
+            colorscale=scale("sequential", presenting),
             colorbar=colorbar,
             zmin=np.log10(LOG_FLOOR) if log_scale else 0.0,
             zmax=0.0 if log_scale else float(max(matrix.max(), 1e-9)),
@@ -67,11 +54,11 @@ def attention_heatmap(
     )
     size = max(420, min(900, 16 * max(len(query_tokens), len(key_tokens)) + 160))
     figure.update_layout(
-        title=title,
+        title=plain(title),
         height=size,
-        xaxis=_token_axis(key_tokens, axis_titles[1]) | {"side": "top", "tickangle": -60},
-        yaxis=_token_axis(query_tokens, axis_titles[0]) | {"autorange": "reversed"},
-        margin=dict(l=10, r=10, t=90, b=10),
+        xaxis=token_axis(key_tokens, axis_titles[1]) | {"side": "top", "tickangle": -60},
+        yaxis=token_axis(query_tokens, axis_titles[0]) | {"autorange": "reversed"},
+        margin=margin(top=90),
     )
     return figure
 
@@ -106,56 +93,48 @@ def heads_mosaic(
     tile_size: int = 64,
     log_scale: bool = False,
     threshold: float = 0.0,
-    scale: str = "viridis",
+    presenting: bool = False,
     title: str = "",
 ) -> go.Figure:
     """Many heads at once as one PNG image (bounded bytes however long the text)."""
     rows, cols = weights.shape[:2]
     values = scale_values(mosaic(weights, tile_size), log_scale, threshold)
     vmin, vmax = (np.log10(LOG_FLOOR), 0.0) if log_scale else (0.0, float(np.nanmax(values)) or 1.0)
-    rgb = colorize(values, vmin, vmax, scale)
+    rgb = colorize(values, vmin, vmax, scale_name("sequential", presenting))
     height, width = rgb.shape[:2]
     th, tw = (height + 2) / rows, (width + 2) / cols
     figure = go.Figure(go.Image(source=png_data_uri(rgb), hoverinfo="skip"))
     figure.update_layout(
-        title=title,
-        xaxis=dict(
-            title=col_label,
-            tickmode="array",
-            tickvals=[(c + 0.5) * tw for c in range(cols)],
-            ticktext=[str(c) for c in range(cols)],
-            side="top",
-            showgrid=False,
-        ),
-        yaxis=dict(
-            title=row_label,
-            tickmode="array",
-            tickvals=[(r + 0.5) * th for r in range(rows)],
-            ticktext=[str(r) for r in range(rows)],
-            showgrid=False,
+        title=plain(title),
+        xaxis=token_axis(
+            [str(c) for c in range(cols)], col_label, [(c + 0.5) * tw for c in range(cols)], None
+        )
+        | {"side": "top"},
+        yaxis=token_axis(
+            [str(r) for r in range(rows)], row_label, [(r + 0.5) * th for r in range(rows)], None
         ),
         height=min(1600, max(260, int(90 + 720 * height / max(width, 1)))),
-        margin=dict(l=10, r=10, t=80, b=10),
+        margin=margin(top=80),
     )
     return figure
 
 
-def layer_head_heatmap(values: np.ndarray, title: str, unit: str, scale: str = "viridis") -> go.Figure:
+def layer_head_heatmap(values: np.ndarray, title: str, unit: str, presenting: bool = False) -> go.Figure:
     """A [layer, head] table of one number per head (entropy, distance, a score)."""
     figure = go.Figure(
         go.Heatmap(
             z=values,
-            colorscale=plotly_colorscale(scale),
-            colorbar=dict(title=unit),
-            hovertemplate="layer %{y}, head %{x}<br>%{z:.3f} " + unit + "<extra></extra>",
+            colorscale=scale("sequential", presenting),
+            colorbar=dict(title=plain(unit)),
+            hovertemplate="layer %{y}, head %{x}<br>%{z:.3f} " + in_template(unit) + "<extra></extra>",
         )
     )
     figure.update_layout(
-        title=title,
+        title=plain(title),
         xaxis=dict(title="head", dtick=1),
         yaxis=dict(title="layer", dtick=1, autorange="reversed"),
         height=max(300, 22 * values.shape[0] + 140),
-        margin=dict(l=10, r=10, t=60, b=10),
+        margin=margin(top=60),
     )
     return figure
 
@@ -210,6 +189,6 @@ def token_focus_arcs(
         xaxis=dict(visible=False, range=[-1.2, 5.2]),
         yaxis=dict(visible=False, autorange="reversed"),
         height=max(300, 22 * n + 80),
-        margin=dict(l=10, r=10, t=30, b=10),
+        margin=margin(top=30),
     )
     return figure

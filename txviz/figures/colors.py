@@ -1,4 +1,4 @@
-"""Colour maps applied in numpy, and arrays encoded as PNG, for figures sent as images."""
+"""Colour scales by kind of value, colour maps applied in numpy, and arrays encoded as PNG."""
 
 from __future__ import annotations
 
@@ -35,7 +35,36 @@ SCALES = {
         "#fee838",
     ],
     "greys": ["#ffffff", "#000000"],
+    # ColorBrewer RdBu, colour-blind safe: red below zero, near-white at zero, blue above.
+    "rdbu": [
+        "#67001f",
+        "#b2182b",
+        "#d6604d",
+        "#f4a582",
+        "#fddbc7",
+        "#f7f7f7",
+        "#d1e5f0",
+        "#92c5de",
+        "#4393c3",
+        "#2166ac",
+        "#053061",
+    ],
 }
+# CARTO Safe: categories that stay apart for colour-blind readers; reused in order past the eleventh.
+PALETTE = (
+    "#88ccee",
+    "#cc6677",
+    "#ddcc77",
+    "#117733",
+    "#332288",
+    "#aa4499",
+    "#44aa99",
+    "#999933",
+    "#882255",
+    "#661100",
+    "#888888",
+)
+KINDS = ("sequential", "diverging", "categorical")
 
 
 def _rgb(hex_color: str) -> tuple[int, int, int]:
@@ -65,3 +94,28 @@ def plotly_colorscale(scale: str = "viridis") -> list[list]:
     """The same scale in plotly's [[position, colour], ...] form."""
     colors = SCALES[scale]
     return [[i / (len(colors) - 1), c] for i, c in enumerate(colors)]
+
+
+def scale_name(kind: str, presenting: bool = False) -> str:
+    """The scale for a kind of values: sequential viridis (cividis when presenting: it survives
+    projectors), diverging RdBu around zero in both, categorical the Safe palette in both."""
+    if kind == "sequential":
+        return "cividis" if presenting else "viridis"
+    if kind == "diverging":
+        return "rdbu"
+    if kind == "categorical":
+        return "categorical"
+    raise ValueError(f"Unknown colour kind {kind!r}: choose from {', '.join(KINDS)}.")
+
+
+def scale(kind: str, presenting: bool = False, categories: int = len(PALETTE)) -> list[list]:
+    """A plotly colorscale for a kind of values; categorical ones step through ``categories``
+    colours for integer values 0..categories-1 drawn with zmin=-0.5, zmax=categories-0.5."""
+    name = scale_name(kind, presenting)
+    if name != "categorical":
+        return plotly_colorscale(name)
+    steps = []
+    for i in range(categories):
+        colour = PALETTE[i % len(PALETTE)]
+        steps += [[i / categories, colour], [(i + 1) / categories, colour]]
+    return steps

@@ -10,3 +10,8 @@ def plain(text: str) -> str:
 
 def plain_all(texts) -> list[str]:
     return [plain(t) for t in texts]
+
+
+def in_template(text: str) -> str:
+    """User text written into a hovertemplate: escaped, and its % unable to start a %{variable}."""
+    return plain(text).replace("%", "&#37;")

@@ -7,16 +7,19 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from txviz.figures.axes import margin, ticks
+from txviz.figures.colors import scale
+from txviz.figures.text import in_template, plain, plain_all
 from txviz.generation.loop import GenerationStep, sequence_attention
 
-MARGIN = {"l": 10, "r": 10, "t": 50, "b": 10}
+MARGIN = margin()
 STAGE_COLOURS = ("#9aa5b1", "#f2a541", "#7fb069", "#4c78a8", "#b279a2")
 CHOSEN_COLOUR = "#d62728"
 
 
-def _ticks(labels: Sequence[str]) -> dict:
-    """Integer positions with text on the ticks, so repeated tokens stay apart."""
-    return {"tickmode": "array", "tickvals": list(range(len(labels))), "ticktext": list(labels)}
+def _tokens(tokens: Sequence[str]) -> np.ndarray:
+    """Escaped tokens as an object array, for customdata read by hover templates."""
+    return np.array(plain_all(tokens), dtype=object)
 
 
 def candidate_bars(step: GenerationStep) -> go.Figure:
@@ -33,25 +36,25 @@ def candidate_bars(step: GenerationStep) -> go.Figure:
                 x=step.candidate_probs[s],
                 y=rows,
                 orientation="h",
-                name=name,
+                name=plain(name),
                 marker={
                     "color": STAGE_COLOURS[s % len(STAGE_COLOURS)],
                     "line": {"color": CHOSEN_COLOUR, "width": widths},
                 },
-                customdata=np.array(step.candidate_tokens, dtype=object),
-                hovertemplate=f"{name}<br>%{{customdata}}: %{{x:.4f}}<extra></extra>",
+                customdata=_tokens(step.candidate_tokens),
+                hovertemplate=f"{in_template(name)}<br>%{{customdata}}: %{{x:.4f}}<extra></extra>",
             )
         )
     figure.update_layout(
         title=f"Step {step.index}: candidates for position {step.position} "
-        f"(chosen: {step.token!r}, outlined)",
+        f"(chosen: {plain(repr(step.token))}, outlined)",
         barmode="group",
         height=max(320, 34 * len(labels) + 120),
         margin=MARGIN,
         legend={"title": "distribution"},
     )
     figure.update_xaxes(title="probability", range=[0, 1])
-    figure.update_yaxes(title="candidate token", autorange="reversed", **_ticks(labels))
+    figure.update_yaxes(title="candidate token", autorange="reversed", **ticks(labels))
     return figure
 
 
@@ -64,23 +67,25 @@ def newest_attention_head(step: GenerationStep, tokens: Sequence[str], layer: in
             x=keys,
             y=row,
             marker_color="#4c78a8",
-            customdata=np.array(tokens[: len(row)], dtype=object),
+            customdata=_tokens(tokens[: len(row)]),
             hovertemplate="key %{x} %{customdata}: %{y:.4f}<extra></extra>",
         )
     )
     query = tokens[step.query_position]
     figure.update_layout(
-        title=f"Layer {layer}, head {head}: attention of {query!r} (position "
-        f"{step.query_position}) while choosing {step.token!r}",
+        title=f"Layer {layer}, head {head}: attention of {plain(repr(query))} (position "
+        f"{step.query_position}) while choosing {plain(repr(step.token))}",
         height=340,
         margin=MARGIN,
     )
-    figure.update_xaxes(title="key token (earlier positions)", **_ticks(tokens[: len(row)]))
+    figure.update_xaxes(title="key token (earlier positions)", **ticks(tokens[: len(row)]))
     figure.update_yaxes(title="attention weight", range=[0, 1])
     return figure
 
 
-def newest_attention_all_heads(step: GenerationStep, tokens: Sequence[str], layer: int) -> go.Figure:
+def newest_attention_all_heads(
+    step: GenerationStep, tokens: Sequence[str], layer: int, presenting: bool = False
+) -> go.Figure:
     """Every head of one layer: rows are heads, columns the keys of the newest token's query."""
     matrix = step.attention[layer].astype(np.float32)  # (H, K)
     n_heads, n_keys = matrix.shape
@@ -91,24 +96,26 @@ def newest_attention_all_heads(step: GenerationStep, tokens: Sequence[str], laye
             y=list(range(n_heads)),
             zmin=0.0,
             zmax=1.0,
-            colorscale="Blues",
+            colorscale=scale("sequential", presenting),
             colorbar={"title": "weight"},
-            customdata=np.array([list(tokens[:n_keys])] * n_heads, dtype=object),
+            customdata=np.array([plain_all(tokens[:n_keys])] * n_heads, dtype=object),
             hovertemplate="head %{y}, key %{x} %{customdata}: %{z:.4f}<extra></extra>",
         )
     )
     figure.update_layout(
-        title=f"Layer {layer}, all heads: attention of {tokens[step.query_position]!r} "
+        title=f"Layer {layer}, all heads: attention of {plain(repr(tokens[step.query_position]))} "
         f"(position {step.query_position})",
         height=max(260, 26 * n_heads + 140),
         margin=MARGIN,
     )
-    figure.update_xaxes(title="key token", **_ticks(tokens[:n_keys]))
+    figure.update_xaxes(title="key token", **ticks(tokens[:n_keys]))
     figure.update_yaxes(title="head", autorange="reversed", dtick=1)
     return figure
 
 
-def sequence_heatmap(steps: list[GenerationStep], tokens: Sequence[str], layer: int, head: int) -> go.Figure:
+def sequence_heatmap(
+    steps: list[GenerationStep], tokens: Sequence[str], layer: int, head: int, presenting: bool = False
+) -> go.Figure:
     """Causal attention of the generation: a row per step's query, blank above the diagonal."""
     matrix = sequence_attention(steps, layer, head)  # (step, K)
     n_rows, n_keys = matrix.shape
@@ -123,7 +130,7 @@ def sequence_heatmap(steps: list[GenerationStep], tokens: Sequence[str], layer: 
             y=queries,
             zmin=0.0,
             zmax=1.0,
-            colorscale="Blues",
+            colorscale=scale("sequential", presenting),
             colorbar={"title": "weight"},
             hovertemplate="query %{y}, key %{x}: %{z:.4f}<extra></extra>",
         )
@@ -134,13 +141,11 @@ def sequence_heatmap(steps: list[GenerationStep], tokens: Sequence[str], layer: 
         height=max(360, min(900, 14 * n_rows + 160)),
         margin=MARGIN,
     )
-    figure.update_xaxes(title="key token", **_ticks(tokens[:n_keys]))
+    figure.update_xaxes(title="key token", **ticks(tokens[:n_keys]))
     figure.update_yaxes(
         title="query token (newest at that step)",
         autorange="reversed",
-        tickmode="array",
-        tickvals=queries,
-        ticktext=[tokens[q] for q in queries],
+        **ticks([tokens[q] for q in queries], positions=queries),
     )
     return figure
 

@@ -9,19 +9,18 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from txviz.figures.attention import attention_heatmap
-from txviz.figures.colors import plotly_colorscale
+from txviz.figures.axes import margin, token_axis
+from txviz.figures.colors import scale
+from txviz.figures.text import plain, plain_all
 
 ALLOWED, FORBIDDEN = "#2a6f97", "#f1f1f1"
-MASK_SCALE = [[0.0, FORBIDDEN], [1.0, ALLOWED]]
+MASK_SCALE = [[0.0, FORBIDDEN], [1.0, ALLOWED]]  # two categories: the same in presentation mode
 MAX_GRID_CELLS = 256  # past this many tokens per axis a mask is drawn from position ticks only
 
 
 def _positions_axis(labels: Sequence[str] | None, n: int, title: str) -> dict:
-    """Integer positions, with token text on the ticks when labels are given."""
-    step = max(1, n // 40)
-    ticks = list(range(0, n, step))
-    text = [labels[i] for i in ticks] if labels is not None else [str(i) for i in ticks]
-    return dict(title=title, tickmode="array", tickvals=ticks, ticktext=text, showgrid=False, zeroline=False)
+    """Integer positions, with token text (escaped) on the ticks when labels are given."""
+    return token_axis(labels if labels is not None else [str(i) for i in range(n)], title)
 
 
 def _mask_trace(mask: np.ndarray, show_scale: bool = False) -> go.Heatmap:
@@ -46,13 +45,15 @@ def mask_grid(
     """One mask: rows are queries, columns are keys, blue where attention is allowed."""
     n_query, n_key = mask.shape
     figure = go.Figure(_mask_trace(mask))
+    # The key axis sits on top, so its ticks and title share the top margin with the figure title:
+    # pin the title to the top edge of the figure and leave room for all three below it.
     figure.update_layout(
-        title=title,
-        height=max(320, min(640, 14 * n_query + 140)),
+        title=dict(text=plain(title), y=1, yref="container", yanchor="top", pad=dict(t=12)),
+        height=max(340, min(660, 14 * n_query + 170)),
         xaxis=_positions_axis(key_labels, n_key, "key (attended to)") | {"side": "top"},
         yaxis=_positions_axis(query_labels, n_query, "query (attending)")
         | {"autorange": "reversed", "scaleanchor": "x"},
-        margin=dict(l=10, r=10, t=80, b=10),
+        margin=margin(top=110),
     )
     return figure
 
@@ -63,7 +64,7 @@ def mask_gallery(items: Sequence[tuple[str, np.ndarray]], columns: int = 4) -> g
     figure = make_subplots(
         rows=rows,
         cols=columns,
-        subplot_titles=[caption for caption, _ in items],
+        subplot_titles=[plain(caption) for caption, _ in items],
         horizontal_spacing=0.03,
         vertical_spacing=0.08,
     )
@@ -74,7 +75,7 @@ def mask_gallery(items: Sequence[tuple[str, np.ndarray]], columns: int = 4) -> g
         figure.update_yaxes(autorange="reversed", scaleanchor=f"x{suffix}", row=row + 1, col=col + 1)
     figure.update_xaxes(showticklabels=False, title_text="key", title_standoff=2)
     figure.update_yaxes(showticklabels=False, title_text="query", title_standoff=2)
-    figure.update_layout(height=300 * rows + 60, margin=dict(l=10, r=10, t=60, b=10))
+    figure.update_layout(height=300 * rows + 60, margin=margin(top=60))
     return figure
 
 
@@ -83,7 +84,7 @@ def fraction_kept_bars(labels: Sequence[str], fractions: Sequence[float], n: int
     figure = go.Figure(
         go.Bar(
             x=list(fractions),
-            y=list(labels),
+            y=plain_all(labels),
             orientation="h",
             marker_color=ALLOWED,
             text=[f"{f:.1%}" for f in fractions],
@@ -96,7 +97,7 @@ def fraction_kept_bars(labels: Sequence[str], fractions: Sequence[float], n: int
         xaxis=dict(title="fraction of (query, key) pairs computed", range=[0, 1], tickformat=".0%"),
         yaxis=dict(autorange="reversed"),
         height=max(260, 28 * len(labels) + 120),
-        margin=dict(l=10, r=10, t=60, b=10),
+        margin=margin(top=60),
     )
     return figure
 
@@ -112,13 +113,13 @@ def pairs_vs_n(ns: Sequence[int], series: dict[str, Sequence[int]]) -> go.Figure
         )
     )
     for label, pairs in series.items():
-        figure.add_trace(go.Scatter(x=list(ns), y=list(pairs), name=label, mode="lines+markers"))
+        figure.add_trace(go.Scatter(x=list(ns), y=list(pairs), name=plain(label), mode="lines+markers"))
     figure.update_layout(
         title="Pairs computed as the text grows",
         xaxis=dict(title="tokens n", type="log"),
         yaxis=dict(title="(query, key) pairs", type="log"),
         height=420,
-        margin=dict(l=10, r=10, t=60, b=10),
+        margin=margin(top=60),
     )
     return figure
 
@@ -170,16 +171,18 @@ def cost_curves(
         )
     )
     figure.update_layout(
-        title=title,
+        title=plain(title),
         xaxis=dict(title="tokens n", type="log"),
-        yaxis=dict(title=unit, type="log"),
+        yaxis=dict(title=plain(unit), type="log"),
         height=420,
-        margin=dict(l=10, r=10, t=60, b=10),
+        margin=margin(top=60),
     )
     return figure
 
 
-def before_after(before: np.ndarray, after: np.ndarray, tokens: Sequence[str], title: str) -> go.Figure:
+def before_after(
+    before: np.ndarray, after: np.ndarray, tokens: Sequence[str], title: str, presenting: bool = False
+) -> go.Figure:
     """One head's attention without and with the mask, on the same colour scale."""
     figure = make_subplots(
         rows=1,
@@ -189,14 +192,14 @@ def before_after(before: np.ndarray, after: np.ndarray, tokens: Sequence[str], t
     )
     zmax = float(max(before.max(), after.max(), 1e-9))
     for col, matrix in ((1, before), (2, after)):
-        heat = attention_heatmap(matrix, tuple(tokens), tuple(tokens)).data[0]
-        heat.update(zmin=0.0, zmax=zmax, colorscale=plotly_colorscale(), showscale=col == 2)
+        heat = attention_heatmap(matrix, tuple(tokens), tuple(tokens), presenting=presenting).data[0]
+        heat.update(zmin=0.0, zmax=zmax, colorscale=scale("sequential", presenting), showscale=col == 2)
         figure.add_trace(heat, row=1, col=col)
         axis = _positions_axis(list(tokens), len(tokens), "")
         figure.update_xaxes(axis | {"title": "key"}, row=1, col=col)
         figure.update_yaxes(axis | {"title": "query", "autorange": "reversed"}, row=1, col=col)
     figure.update_layout(
-        title=title, height=max(420, min(760, 14 * len(tokens) + 200)), margin=dict(l=10, r=10, t=90, b=10)
+        title=plain(title), height=max(420, min(760, 14 * len(tokens) + 200)), margin=margin(top=90)
     )
     return figure
 
@@ -208,7 +211,7 @@ def token_similarity_bars(tokens: Sequence[str], cosine: np.ndarray) -> go.Figur
             x=list(range(len(tokens))),
             y=cosine,
             marker_color=ALLOWED,
-            hovertext=list(tokens),
+            hovertext=plain_all(tokens),
             hovertemplate="%{x}: %{hovertext}<br>cosine %{y:.3f}<extra></extra>",
         )
     )
@@ -217,7 +220,7 @@ def token_similarity_bars(tokens: Sequence[str], cosine: np.ndarray) -> go.Figur
         xaxis=_positions_axis(list(tokens), len(tokens), "token"),
         yaxis=dict(title="cosine similarity", range=[min(0.0, float(cosine.min())), 1.0]),
         height=320,
-        margin=dict(l=10, r=10, t=60, b=10),
+        margin=margin(top=60),
     )
     return figure
 
@@ -239,10 +242,13 @@ def swin_figure(regions: np.ndarray, shifted_regions: np.ndarray, window: int) -
         vertical_spacing=0.1,
     )
     for col, grid in ((1, regions), (2, shifted_regions)):
+        n_windows = int(grid.max()) + 1  # windows are numbered 0, 1, ...: one colour each
         figure.add_trace(
             go.Heatmap(
                 z=grid,
-                colorscale="Turbo",
+                colorscale=scale("categorical", categories=n_windows),
+                zmin=-0.5,
+                zmax=n_windows - 0.5,
                 showscale=False,
                 hovertemplate="row %{y}, column %{x}: window %{z}<extra></extra>",
                 xgap=1,
@@ -261,5 +267,34 @@ def swin_figure(regions: np.ndarray, shifted_regions: np.ndarray, window: int) -
     figure.update_yaxes(title_text="patch row", row=1)
     figure.update_xaxes(title_text="key patch", row=2)
     figure.update_yaxes(title_text="query patch", row=2)
-    figure.update_layout(height=860, margin=dict(l=10, r=10, t=60, b=10))
+    figure.update_layout(height=860, margin=margin(top=60))
+    return figure
+
+
+def merge_stages_figure(stages: Sequence) -> go.Figure:
+    """Each Swin stage's patch grid coloured by window: 2 x 2 merges until one window is left."""
+    titles = [
+        f"stage {i + 1}: {s.rows}×{s.columns}, {s.channels} ch, {s.n_windows} window{'s' * (s.n_windows > 1)}"
+        for i, s in enumerate(stages)
+    ]
+    figure = make_subplots(rows=1, cols=len(stages), subplot_titles=titles, horizontal_spacing=0.04)
+    for i, stage in enumerate(stages, start=1):
+        figure.add_trace(
+            go.Heatmap(
+                z=stage.regions,
+                colorscale="Turbo",
+                showscale=False,
+                xgap=1,
+                ygap=1,
+                hovertemplate=(
+                    f"row %{{y}}, column %{{x}}: window %{{z}}; one patch = {stage.patch_span}×"
+                    f"{stage.patch_span} first-stage patches<extra></extra>"
+                ),
+            ),
+            row=1,
+            col=i,
+        )
+        suffix = "" if i == 1 else str(i)
+        figure.update_yaxes(autorange="reversed", scaleanchor=f"x{suffix}", row=1, col=i)
+    figure.update_layout(height=360, margin=dict(l=10, r=10, t=60, b=10))
     return figure

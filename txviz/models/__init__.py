@@ -1,6 +1,6 @@
 """Registry of models: packaged pretrained ones, the project's tiny ones, any Hugging Face model."""
 
-from txviz.models.loaded import KINDS, LoadedModel, ModelInfo, ModelLoadError
+from txviz.core.loaded import KINDS, LoadedModel, ModelInfo, ModelLoadError
 from txviz.models.loading import default_device, detect_kind
 from txviz.models.registry import available, cache_dir, load, names
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from txviz.core import capture
-from txviz.models.loaded import LoadedModel, ModelLoadError
+from txviz.core.loaded import LoadedModel, ModelLoadError
 
 Progress = Callable[[str], None]
 

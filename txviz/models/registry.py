@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 
 from txviz.core import paths
-from txviz.models.loaded import LoadedModel, ModelInfo, ModelLoadError
+from txviz.core.loaded import LoadedModel, ModelInfo, ModelLoadError
 from txviz.models.loading import (
     Progress,
     count_parameters,

@@ -8,6 +8,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from txviz.figures.axes import margin, ticks
+from txviz.figures.colors import scale
+from txviz.figures.text import plain
 from txviz.positional.encodings import (
     AddedVsConcatenated,
     EncodingSummary,
@@ -16,18 +19,13 @@ from txviz.positional.encodings import (
     ShiftCheck,
 )
 
-MARGIN = {"l": 10, "r": 10, "t": 50, "b": 10}
+MARGIN = margin()
 LARGE = 50_000  # cells past which float32 halves what the browser receives, at no visible cost
 
 
 def _compact(matrix: np.ndarray) -> np.ndarray:
     """float32 for large matrices, unchanged for small ones."""
     return matrix.astype(np.float32) if matrix.size > LARGE else matrix
-
-
-def _ticks(labels: Sequence[str]) -> dict:
-    """Integer positions with text on the ticks."""
-    return {"tickmode": "array", "tickvals": list(range(len(labels))), "ticktext": list(labels)}
 
 
 def encoding_heatmap(
@@ -45,15 +43,15 @@ def encoding_heatmap(
             z=_compact(encoding),
             x=list(range(encoding.shape[1])),
             y=list(range(encoding.shape[0])),
-            colorscale="RdBu",
+            colorscale=scale("diverging"),  # signed values: diverging in presentation mode too
             zmin=-limit,
             zmax=limit,
             colorbar={"title": {"text": "clipped at 99%" if clipped else ""}},
             hovertemplate="position %{y}, dimension %{x}: %{z:.4f}<extra></extra>",
         )
     )
-    figure.update_layout(title=title, height=420, margin=MARGIN)
-    figure.update_xaxes(title=column_title)
+    figure.update_layout(title=plain(title), height=420, margin=MARGIN)
+    figure.update_xaxes(title=plain(column_title))
     figure.update_yaxes(title="position i", autorange="reversed")
     return figure
 
@@ -65,7 +63,7 @@ def basis_curves(encoding: np.ndarray, columns: Sequence[int], title: str) -> go
     for j in columns:
         kind = "sin" if j % 2 == 0 else "cos"
         figure.add_trace(go.Scatter(x=positions, y=encoding[:, j], mode="lines", name=f"col {j} ({kind})"))
-    figure.update_layout(title=title, height=320, margin=MARGIN)
+    figure.update_layout(title=plain(title), height=320, margin=MARGIN)
     figure.update_xaxes(title="position i")
     figure.update_yaxes(title="value", range=[-1.05, 1.05])
     return figure
@@ -93,7 +91,7 @@ def binary_table_figure(table: np.ndarray, labels: Sequence[str]) -> go.Figure:
     figure.update_yaxes(
         title="position",
         autorange="reversed",
-        **_ticks([f"{i} = {s}" for i, s in enumerate(labels)]),
+        **ticks([f"{i} = {s}" for i, s in enumerate(labels)], max_ticks=None),
     )
     return figure
 
@@ -143,18 +141,18 @@ def rotation_figure(rotation: np.ndarray, phi: int) -> go.Figure:
     return figure
 
 
-def similarity_heatmap(similarity: np.ndarray, title: str) -> go.Figure:
+def similarity_heatmap(similarity: np.ndarray, title: str, presenting: bool = False) -> go.Figure:
     """Position x position similarity; rows and columns are positions."""
     figure = go.Figure(
         go.Heatmap(
             z=_compact(similarity),
             x=list(range(similarity.shape[1])),
             y=list(range(similarity.shape[0])),
-            colorscale="Viridis",
+            colorscale=scale("sequential", presenting),
             hovertemplate="positions %{y} and %{x}: %{z:.3f}<extra></extra>",
         )
     )
-    figure.update_layout(title=title, height=420, margin=MARGIN)
+    figure.update_layout(title=plain(title), height=420, margin=MARGIN)
     figure.update_xaxes(title="position")
     figure.update_yaxes(title="position", autorange="reversed", scaleanchor="x")
     return figure
@@ -164,14 +162,14 @@ def offset_curves(curves: Mapping[str, np.ndarray], title: str, y_title: str) ->
     """Similarity as a function of the distance between positions, one curve per encoding."""
     figure = go.Figure()
     for name, values in curves.items():
-        figure.add_trace(go.Scatter(x=np.arange(len(values)), y=values, mode="lines", name=name))
-    figure.update_layout(title=title, height=320, margin=MARGIN)
+        figure.add_trace(go.Scatter(x=np.arange(len(values)), y=values, mode="lines", name=plain(name)))
+    figure.update_layout(title=plain(title), height=320, margin=MARGIN)
     figure.update_xaxes(title="distance |i − k|")
-    figure.update_yaxes(title=y_title)
+    figure.update_yaxes(title=plain(y_title))
     return figure
 
 
-def pca_figure(components: PrincipalComponents, title: str) -> go.Figure:
+def pca_figure(components: PrincipalComponents, title: str, presenting: bool = False) -> go.Figure:
     """Each position projected on the first two principal components, coloured by position."""
     positions = np.arange(components.scores.shape[0])
     ratio = components.explained_ratio
@@ -183,7 +181,7 @@ def pca_figure(components: PrincipalComponents, title: str) -> go.Figure:
             line={"width": 0.5, "color": "#cccccc"},
             marker={
                 "color": positions,
-                "colorscale": "Viridis",
+                "colorscale": scale("sequential", presenting),
                 "size": 5,
                 "colorbar": {"title": "position"},
             },
@@ -191,7 +189,7 @@ def pca_figure(components: PrincipalComponents, title: str) -> go.Figure:
             hovertemplate="%{text}<extra></extra>",
         )
     )
-    figure.update_layout(title=title, height=420, margin=MARGIN)
+    figure.update_layout(title=plain(title), height=420, margin=MARGIN)
     figure.update_xaxes(title=f"PC 1 ({ratio[0]:.0%} of variance)")
     figure.update_yaxes(title=f"PC 2 ({ratio[1]:.0%} of variance)" if len(ratio) > 1 else "PC 2")
     return figure
@@ -201,7 +199,9 @@ def rope_frequencies_figure(frequency_sets: Mapping[str, np.ndarray]) -> go.Figu
     """Angular frequency of each rotating pair, log scale."""
     figure = go.Figure()
     for name, values in frequency_sets.items():
-        figure.add_trace(go.Scatter(x=np.arange(len(values)), y=values, mode="lines+markers", name=name))
+        figure.add_trace(
+            go.Scatter(x=np.arange(len(values)), y=values, mode="lines+markers", name=plain(name))
+        )
     figure.update_layout(title="Frequencies θ^(−2j/d) of each rotating pair", height=320, margin=MARGIN)
     figure.update_xaxes(title="pair j")
     figure.update_yaxes(title="radians per position", type="log")
@@ -211,7 +211,7 @@ def rope_frequencies_figure(frequency_sets: Mapping[str, np.ndarray]) -> go.Figu
 def rope_offset_figure(check: RopeOffsetCheck) -> go.Figure:
     """q_m · k_n for every query and key position: constant along each diagonal."""
     figure = similarity_heatmap(check.scores, "Rotary q_m · k_n: constant along diagonals")
-    figure.update_traces(colorscale="RdBu", zmid=0.0)
+    figure.update_traces(colorscale=scale("diverging"), zmid=0.0)
     figure.update_xaxes(title="key position n")
     figure.update_yaxes(title="query position m")
     return figure
@@ -228,7 +228,7 @@ def added_vs_concatenated_figure(parts: AddedVsConcatenated, tokens: Sequence[st
                 z=matrix,
                 x=list(range(len(tokens))),
                 y=list(range(len(tokens))),
-                colorscale="RdBu",
+                colorscale=scale("diverging"),
                 zmin=-limit,
                 zmax=limit,
                 showscale=False,
@@ -237,18 +237,34 @@ def added_vs_concatenated_figure(parts: AddedVsConcatenated, tokens: Sequence[st
             row=1,
             col=col,
         )
-        figure.update_xaxes(title="token", row=1, col=col, **_ticks(tokens))
-        figure.update_yaxes(autorange="reversed", row=1, col=col, **_ticks(tokens))
+        figure.update_xaxes(title="token", row=1, col=col, **ticks(tokens))
+        figure.update_yaxes(autorange="reversed", row=1, col=col, **ticks(tokens))
     figure.update_yaxes(title="token", row=1, col=1)
     figure.update_layout(height=380, margin=MARGIN)
     return figure
 
 
-def summary_figures(summary: EncodingSummary) -> list[go.Figure]:
+def summary_figures(summary: EncodingSummary, presenting: bool = False) -> list[go.Figure]:
     """The matrix, its cosine similarity and its first two principal components."""
     n, d = summary.matrix.shape
+    name = summary.name  # each builder escapes it (a model name the user may have typed)
     return [
-        encoding_heatmap(summary.matrix, f"{summary.name} ({n} x {d})"),
-        similarity_heatmap(summary.cosine, f"{summary.name}: cosine similarity"),
-        pca_figure(summary.components, f"{summary.name}: first two principal components"),
+        encoding_heatmap(summary.matrix, f"{name} ({n} x {d})"),
+        similarity_heatmap(summary.cosine, f"{name}: cosine similarity", presenting),
+        pca_figure(summary.components, f"{name}: first two principal components", presenting),
     ]
+
+
+def shaw_offset_figure(offsets: np.ndarray, by_offset: np.ndarray, clip: int) -> go.Figure:
+    """Shaw's bias against the offset j - i: flat past ±k, where every offset shares one vector."""
+    figure = go.Figure(go.Scatter(x=offsets, y=by_offset, mode="lines+markers", name="q · a_clip(j−i) / √d"))
+    for edge in (-clip, clip):
+        figure.add_vline(x=edge, line_dash="dot", line_color="#888")
+    figure.update_layout(
+        title=f"Bias by offset j − i (clipped at ±{clip})",
+        xaxis_title="offset j − i",
+        yaxis_title="bias",
+        height=360,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    )
+    return figure

@@ -8,6 +8,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from txviz.figures.axes import margin, ticks
+from txviz.figures.colors import scale
+from txviz.figures.text import plain, plain_all
 from txviz.selfattention.toy import HeadResult, MultiHeadResult
 
 MAX_ANNOTATED_CELLS = 400  # past this, numbers in cells stop being readable
@@ -19,11 +22,6 @@ def token_labels(n: int, prefix: str = "x") -> list[str]:
     return [f"{prefix}{str(i + 1).translate(subscripts)}" for i in range(n)]
 
 
-def _ticks(labels: Sequence[str]) -> dict:
-    """Integer positions with text on the ticks, so repeated labels stay apart."""
-    return {"tickmode": "array", "tickvals": list(range(len(labels))), "ticktext": list(labels)}
-
-
 def matrix_figure(
     matrix: np.ndarray,
     row_labels: Sequence[str],
@@ -31,11 +29,13 @@ def matrix_figure(
     title: str,
     row_title: str = "",
     column_title: str = "",
-    colorscale: str = "RdBu",
+    kind: str = "diverging",
     zmid: float | None = 0.0,
     height: int | None = None,
+    presenting: bool = False,
 ) -> go.Figure:
-    """An annotated heatmap of a small matrix, rows top to bottom as in the maths."""
+    """An annotated heatmap of a small matrix, rows top to bottom as in the maths; ``kind`` is the
+    colour kind (diverging around zmid, or sequential)."""
     matrix = np.asarray(matrix, dtype=float)
     rows, columns = matrix.shape
     annotate = rows * columns <= MAX_ANNOTATED_CELLS
@@ -43,7 +43,7 @@ def matrix_figure(
         z=matrix,
         x=list(range(columns)),
         y=list(range(rows)),
-        colorscale=colorscale,
+        colorscale=scale(kind, presenting),
         zmid=zmid,
         text=np.round(matrix, 2) if annotate else None,
         texttemplate="%{text}" if annotate else None,
@@ -51,28 +51,26 @@ def matrix_figure(
         showscale=False,
     )
     figure = go.Figure(heatmap)
-    figure.update_layout(
-        title=title,
-        height=height or max(160, 60 + 42 * rows),
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
-    )
-    figure.update_xaxes(title=column_title, side="top", **_ticks(column_labels))
-    figure.update_yaxes(title=row_title, autorange="reversed", **_ticks(row_labels))
+    figure.update_layout(title=plain(title), height=height or max(160, 60 + 42 * rows), margin=margin(top=40))
+    figure.update_xaxes(title=plain(column_title), side="top", **ticks(column_labels))
+    figure.update_yaxes(title=plain(row_title), autorange="reversed", **ticks(row_labels))
     return figure
 
 
-def weights_figure(weights: np.ndarray, tokens: Sequence[str], title: str) -> go.Figure:
+def weights_figure(
+    weights: np.ndarray, tokens: Sequence[str], title: str, presenting: bool = False
+) -> go.Figure:
     """Attention weights: rows are queries, columns are keys, each row sums to one."""
     return matrix_figure(
-        weights, tokens, tokens, title, "query", "key", colorscale="Blues", zmid=None
+        weights, tokens, tokens, title, "query", "key", "sequential", zmid=None, presenting=presenting
     ).update_traces(zmin=0.0, zmax=1.0)
 
 
 def routing_figure(result: HeadResult, tokens: Sequence[str]) -> go.Figure:
     """Each output fed by every value, the band's width its attention weight (a Sankey)."""
     n = len(tokens)
-    values = [f"v from {t}" for t in tokens]
-    outputs = [f"output {t}" for t in tokens]
+    values = [f"v from {t}" for t in plain_all(tokens)]
+    outputs = [f"output {t}" for t in plain_all(tokens)]
     sources, targets, widths = [], [], []
     for query in range(n):
         for key in range(n):
@@ -99,12 +97,12 @@ def routing_figure(result: HeadResult, tokens: Sequence[str]) -> go.Figure:
     figure.update_layout(
         title="Routing: each output is a weighted sum of every value",
         height=max(220, 70 * n),
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        margin=margin(top=40),
     )
     return figure
 
 
-def heads_figure(result: MultiHeadResult, tokens: Sequence[str]) -> go.Figure:
+def heads_figure(result: MultiHeadResult, tokens: Sequence[str], presenting: bool = False) -> go.Figure:
     """Every head's attention weights side by side (rows queries, columns keys)."""
     n_heads = len(result.heads)
     figure = make_subplots(rows=1, cols=n_heads, subplot_titles=[f"head {h + 1}" for h in range(n_heads)])
@@ -117,7 +115,7 @@ def heads_figure(result: MultiHeadResult, tokens: Sequence[str]) -> go.Figure:
                 y=list(range(len(tokens))),
                 zmin=0.0,
                 zmax=1.0,
-                colorscale="Blues",
+                colorscale=scale("sequential", presenting),
                 showscale=False,
                 text=np.round(head.weights, 2) if annotate else None,
                 texttemplate="%{text}" if annotate else None,
@@ -126,10 +124,10 @@ def heads_figure(result: MultiHeadResult, tokens: Sequence[str]) -> go.Figure:
             row=1,
             col=h + 1,
         )
-        figure.update_xaxes(title="key", row=1, col=h + 1, **_ticks(tokens))
-        figure.update_yaxes(autorange="reversed", row=1, col=h + 1, **_ticks(tokens))
+        figure.update_xaxes(title="key", row=1, col=h + 1, **ticks(tokens))
+        figure.update_yaxes(autorange="reversed", row=1, col=h + 1, **ticks(tokens))
     figure.update_yaxes(title="query", row=1, col=1)
-    figure.update_layout(height=max(220, 90 + 42 * len(tokens)), margin={"l": 10, "r": 10, "t": 50, "b": 10})
+    figure.update_layout(height=max(220, 90 + 42 * len(tokens)), margin=margin())
     return figure
 
 
@@ -152,9 +150,62 @@ def query_steps_figure(
         col=1,
     )
     figure.add_trace(go.Bar(x=positions, y=weights, name="weight", marker_color="#1f77b4"), row=2, col=1)
-    figure.update_xaxes(title="key", row=2, col=1, **_ticks(key_tokens))
-    figure.update_xaxes(row=1, col=1, **_ticks(key_tokens))
+    figure.update_xaxes(title="key", row=2, col=1, **ticks(key_tokens))
+    figure.update_xaxes(row=1, col=1, **ticks(key_tokens))
+    figure.update_layout(title=plain(title), height=460, showlegend=False, margin=margin(top=60))
+    return figure
+
+
+def equivariance_figure(
+    original_permuted: np.ndarray, shuffled: np.ndarray, tokens: Sequence[str]
+) -> go.Figure:
+    """Sa[X][pi] beside Sa[X[pi]] and their difference: equal when attention ignores order."""
+    difference = shuffled - original_permuted
+    titles = [
+        "outputs in order, then shuffled: Sa[X][π]",
+        "outputs of shuffled input: Sa[X[π]]",
+        "difference",
+    ]
+    figure = make_subplots(rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.06)
+    limit = (
+        float(np.percentile(np.abs(original_permuted), 99)) or 1.0
+    )  # one outlier dimension would wash out the rest
+    labels = list(tokens)  # escaped once, by ticks()
+    for col, matrix in enumerate((original_permuted, shuffled, difference), start=1):
+        figure.add_trace(
+            go.Heatmap(
+                z=matrix,
+                y=list(range(len(labels))),
+                colorscale=scale("diverging"),
+                zmin=-limit,
+                zmax=limit,
+                showscale=col == 3,
+                hovertemplate="slot %{y}, dimension %{x}: %{z:.3g}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
+        figure.update_yaxes(autorange="reversed", row=1, col=col, **ticks(labels))
+        figure.update_xaxes(title="dimension", row=1, col=col)
+    figure.update_layout(height=max(240, 90 + 24 * len(labels)), margin=margin())
+    return figure
+
+
+def linear_cost_figure(ns: Sequence[int], softmax_s: Sequence[float], linear_s: Sequence[float]) -> go.Figure:
+    """Seconds per call against n, log-log: softmax grows like n², linear attention like n."""
+    figure = go.Figure()
+    for name, seconds in (
+        ("softmax attention (n × n matrix)", softmax_s),
+        ("linear attention (d × d state)", linear_s),
+    ):
+        figure.add_trace(
+            go.Scatter(x=list(ns), y=[s * 1e3 for s in seconds], mode="lines+markers", name=name)
+        )
     figure.update_layout(
-        title=title, height=460, showlegend=False, margin={"l": 10, "r": 10, "t": 60, "b": 10}
+        title="Measured on this machine: milliseconds per head",
+        xaxis={"title": "tokens n", "type": "log"},
+        yaxis={"title": "ms", "type": "log"},
+        height=360,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
     )
     return figure

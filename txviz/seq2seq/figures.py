@@ -7,10 +7,11 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from txviz.figures.attention import attention_heatmap, heads_mosaic
+from txviz.figures.axes import margin, ticks
 from txviz.figures.text import plain, plain_all
 from txviz.seq2seq.decoding import DecodeStep, Seq2SeqTrace
 
-MARGIN = {"l": 10, "r": 10, "t": 60, "b": 10}
+MARGIN = margin(top=60)
 BAR = "#4c78a8"
 CHOSEN = "#d62728"
 KINDS = {
@@ -57,7 +58,7 @@ def attention_of(trace: Seq2SeqTrace, kind: str, layer: int, head: int, step: in
 
 
 def attention_head(
-    trace: Seq2SeqTrace, kind: str, layer: int, head: int, step: int | None = None
+    trace: Seq2SeqTrace, kind: str, layer: int, head: int, step: int | None = None, presenting: bool = False
 ) -> go.Figure:
     """One head's heatmap of one attention kind; the cross kind is the alignment figure."""
     matrix, queries, keys, axes = attention_of(trace, kind, layer, head, step)
@@ -65,13 +66,15 @@ def attention_head(
     if kind == "decoder":  # the future is masked: blank, not a zero-coloured cell
         shown = np.where(np.tril(np.ones_like(shown, dtype=bool)), shown, np.nan)
     title = f"{KINDS[kind]}, layer {layer}, head {head}"
-    figure = attention_heatmap(np.nan_to_num(shown), queries, keys, title=title, axis_titles=axes)
+    figure = attention_heatmap(
+        np.nan_to_num(shown), queries, keys, title=title, axis_titles=axes, presenting=presenting
+    )
     if kind == "decoder":
         figure.data[0].z = shown
     return figure
 
 
-def all_heads(trace: Seq2SeqTrace, kind: str, step: int | None = None) -> go.Figure:
+def all_heads(trace: Seq2SeqTrace, kind: str, step: int | None = None, presenting: bool = False) -> go.Figure:
     """Every layer and head of one attention kind as a mosaic (rows: layers, columns: heads)."""
     last = _last_row(trace, step)
     if kind == "encoder":
@@ -82,7 +85,7 @@ def all_heads(trace: Seq2SeqTrace, kind: str, step: int | None = None) -> go.Fig
         weights = trace.decoder.weights[:, :, : last + 1, : last + 1]
     else:
         raise ValueError(f"Unknown attention kind {kind!r}: choose from {sorted(KINDS)}.")
-    return heads_mosaic(weights, title=f"Every head: {KINDS[kind]}")
+    return heads_mosaic(weights, title=f"Every head: {KINDS[kind]}", presenting=presenting)
 
 
 def step_attention(trace: Seq2SeqTrace, step: int, layer: int, head: int) -> go.Figure:
@@ -111,9 +114,7 @@ def step_attention(trace: Seq2SeqTrace, step: int, layer: int, head: int) -> go.
             col=col,
         )
         figure.update_xaxes(
-            tickmode="array",
-            tickvals=list(range(len(row))),
-            ticktext=plain_all(tokens[: len(row)]),
+            ticks(tokens[: len(row)]),
             tickangle=-45,
             title="source token" if col == 1 else "target token",
             row=1,
@@ -147,11 +148,9 @@ def chosen_probabilities(trace: Seq2SeqTrace, current: int | None = None) -> go.
         )
     )
     figure.update_layout(
-        title=f"Probability of each chosen token ({trace.method})", height=320, margin=MARGIN
+        title=f"Probability of each chosen token ({plain(trace.method)})", height=320, margin=MARGIN
     )
-    figure.update_xaxes(
-        title="step (chosen token)", tickmode="array", tickvals=steps, ticktext=plain_all(tokens)
-    )
+    figure.update_xaxes(title="step (chosen token)", **ticks(tokens))
     figure.update_yaxes(title="probability", range=[0, 1])
     return figure
 
@@ -180,8 +179,56 @@ def step_alternatives(step: DecodeStep) -> go.Figure:
     figure.update_yaxes(
         title="candidate token",
         autorange="reversed",
-        tickmode="array",
-        tickvals=rows,
-        ticktext=plain_all(tokens),
+        **ticks(tokens),
     )
+    return figure
+
+
+def forcing_figure(comparison) -> go.Figure:
+    """Step by step, what each regime reads and predicts; green where it matches the reference."""
+    steps = comparison.steps
+    rows = (
+        ("teacher forcing reads", "forced_input", 1),
+        ("teacher forcing predicts", "forced_prediction", 0),
+        ("reference", "reference", None),
+        ("free running predicts", "free_prediction", 0),
+        ("free running reads", "free_input", 1),
+    )
+    z, text = [], []
+    for _, field, shift in rows:
+        values = [getattr(s, field) for s in steps]
+        text.append([plain(v) for v in values])
+        if shift is None:
+            z.append([0.5] * len(steps))
+            continue
+        # a prediction at step t is checked against reference t; an input against reference t - 1
+        targets = [steps[t - shift].reference if t - shift >= 0 else values[t] for t in range(len(steps))]
+        z.append([np.nan if not v else float(v == r) for v, r in zip(values, targets, strict=True)])
+    figure = go.Figure(
+        go.Heatmap(
+            z=z,
+            text=text,
+            texttemplate="%{text}",
+            colorscale=[[0, "#f4a3a3"], [0.5, "#e8e8e8"], [1, "#a8d8a8"]],
+            zmin=0,
+            zmax=1,
+            showscale=False,
+            xgap=2,
+            ygap=2,
+            hovertemplate="step %{x}, %{y}: %{text}<extra></extra>",
+        )
+    )
+    if comparison.divergence is not None:
+        figure.add_vline(x=comparison.divergence - 0.5, line_dash="dot", line_color="#d62728")
+        figure.add_annotation(
+            x=comparison.divergence - 0.5, y=1.08, yref="paper", text="they part here", showarrow=False
+        )
+    figure.update_layout(
+        title="What the decoder reads and predicts at each step (green: as the reference, red: not)",
+        height=320,
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+        xaxis={"title": "step", "tickmode": "array", "tickvals": list(range(len(steps)))},
+        yaxis={"tickmode": "array", "tickvals": list(range(len(rows))), "ticktext": [r[0] for r in rows],
+               "autorange": "reversed"},
+    )  # fmt: skip
     return figure

@@ -10,6 +10,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from txviz.figures.axes import margin, ticks
+from txviz.figures.colors import scale
+from txviz.figures.text import in_template, plain, plain_all
+
 if TYPE_CHECKING:  # figures need no torch at run time
     from txviz.softhard.compare import Comparison
 
@@ -26,13 +30,8 @@ class Panel:
     key_tokens: Sequence[str]
 
 
-def _ticks(labels: Sequence[str]) -> dict:
-    """Integer positions with text on the ticks, so repeated tokens stay apart."""
-    return {"tickmode": "array", "tickvals": list(range(len(labels))), "ticktext": list(labels)}
-
-
 def side_by_side_heatmaps(
-    panels: Sequence[Panel], query_title: str = "query", key_title: str = "key"
+    panels: Sequence[Panel], query_title: str = "query", key_title: str = "key", presenting: bool = False
 ) -> go.Figure:
     """Attention heatmaps in one row on one colour scale (0 to 1); rows queries, columns keys."""
     if not panels:
@@ -40,7 +39,7 @@ def side_by_side_heatmaps(
     figure = make_subplots(
         rows=1,
         cols=len(panels),
-        subplot_titles=[p.title for p in panels],
+        subplot_titles=[plain(p.title) for p in panels],
         horizontal_spacing=0.1 / len(panels),
         shared_yaxes=True,
     )
@@ -54,28 +53,27 @@ def side_by_side_heatmaps(
                 y=list(range(n_query)),
                 zmin=0.0,
                 zmax=1.0,
-                colorscale="Blues",
+                colorscale=scale("sequential", presenting),
                 showscale=column == len(panels),
                 colorbar={"title": "weight"},
                 customdata=np.array(
-                    [[[q, k] for k in panel.key_tokens] for q in panel.query_tokens], dtype=object
+                    [[[q, k] for k in plain_all(panel.key_tokens)] for q in plain_all(panel.query_tokens)],
+                    dtype=object,
                 ),
                 hovertemplate=(
                     "query %{y} %{customdata[0]}<br>key %{x} %{customdata[1]}"
                     "<br>weight %{z:.4f}<extra></extra>"
                 ),
-                name=panel.title,
+                name=plain(panel.title),
             ),
             row=1,
             col=column,
         )
-        figure.update_xaxes(title=key_title, row=1, col=column, **_ticks(panel.key_tokens))
-        figure.update_yaxes(autorange="reversed", row=1, col=column, **_ticks(panel.query_tokens))
-    figure.update_yaxes(title=query_title, row=1, col=1)
+        figure.update_xaxes(title=plain(key_title), row=1, col=column, **ticks(panel.key_tokens))
+        figure.update_yaxes(autorange="reversed", row=1, col=column, **ticks(panel.query_tokens))
+    figure.update_yaxes(title=plain(query_title), row=1, col=1)
     n_rows = max(len(p.query_tokens) for p in panels)
-    figure.update_layout(
-        height=min(900, max(320, 140 + 18 * n_rows)), margin={"l": 10, "r": 10, "t": 50, "b": 10}
-    )
+    figure.update_layout(height=min(900, max(320, 140 + 18 * n_rows)), margin=margin())
     return figure
 
 
@@ -92,17 +90,17 @@ def entropy_bars(
         figure.add_bar(
             x=list(range(len(row))),
             y=row.tolist(),
-            name=label,
+            name=plain(label),
             marker_color=COLORS[index % len(COLORS)],
-            hovertemplate=f"{label}<br>head %{{x}}: %{{y:.3f}}<extra></extra>",
+            hovertemplate=f"{in_template(label)}<br>head %{{x}}: %{{y:.3f}}<extra></extra>",
         )
     figure.update_layout(
         barmode="group",
-        title=f"{title}, layer {layer}",
+        title=f"{plain(title)}, layer {layer}",
         xaxis={"title": "head", "tickmode": "linear", "dtick": 1},
-        yaxis={"title": y_title, "rangemode": "tozero"},
+        yaxis={"title": plain(y_title), "rangemode": "tozero"},
         height=340,
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        margin=margin(),
         legend={"orientation": "h", "y": -0.25},
     )
     return figure
@@ -110,7 +108,7 @@ def entropy_bars(
 
 def similarity_bars(similarity: Mapping[str, float]) -> go.Figure:
     """Cosine similarity of each normalizer's sentence embedding to softmax's."""
-    labels, values = list(similarity), [float(v) for v in similarity.values()]
+    labels, values = plain_all(similarity), [float(v) for v in similarity.values()]
     figure = go.Figure(
         go.Bar(
             x=labels,
@@ -127,7 +125,7 @@ def similarity_bars(similarity: Mapping[str, float]) -> go.Figure:
         xaxis={"title": "normalizer"},
         yaxis={"title": "cosine similarity", "range": [min(0.0, low - 0.05), 1.05]},
         height=340,
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        margin=margin(),
     )
     return figure
 
@@ -155,11 +153,11 @@ def training_curves(
                 x=list(run["step"]),
                 y=list(run[metric]),
                 mode="lines",
-                name=label,
-                legendgroup=label,
+                name=plain(label),
+                legendgroup=plain(label),
                 showlegend=column == 1,
                 line={"color": COLORS[index % len(COLORS)]},
-                hovertemplate=f"{label}<br>step %{{x}}: %{{y:.4f}}<extra></extra>",
+                hovertemplate=f"{in_template(label)}<br>step %{{x}}: %{{y:.4f}}<extra></extra>",
                 row=1,
                 col=column,
             )
@@ -175,23 +173,25 @@ def training_curves(
                     row=1,
                     col=column,
                 )
-    figure.update_layout(
-        height=360, margin={"l": 10, "r": 10, "t": 50, "b": 10}, legend={"orientation": "h", "y": -0.3}
-    )
+    figure.update_layout(height=360, margin=margin(), legend={"orientation": "h", "y": -0.3})
     return figure
 
 
 def heatmaps_of(
-    maps: Mapping[str, tuple[np.ndarray, Sequence[str], Sequence[str]]], **titles: str
+    maps: Mapping[str, tuple[np.ndarray, Sequence[str], Sequence[str]]],
+    query_title: str = "query",
+    key_title: str = "key",
+    presenting: bool = False,
 ) -> go.Figure:
     """Side-by-side heatmaps from title -> (weights [query, key], query tokens, key tokens)."""
-    return side_by_side_heatmaps([Panel(title, *m) for title, m in maps.items()], **titles)
+    panels = [Panel(title, *m) for title, m in maps.items()]
+    return side_by_side_heatmaps(panels, query_title, key_title, presenting)
 
 
-def normalizer_heatmaps(comparison: Comparison, layer: int, head: int) -> go.Figure:
+def normalizer_heatmaps(comparison: Comparison, layer: int, head: int, presenting: bool = False) -> go.Figure:
     """One head of one layer under each normalizer, side by side."""
     maps = {
         comparison.settings.label(name): (t.head(layer, head), t.query_tokens, t.key_tokens)
         for name, t in comparison.traces.items()
     }
-    return heatmaps_of(maps)
+    return heatmaps_of(maps, presenting=presenting)

@@ -17,6 +17,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from txviz.core import paths
+from txviz.core.attention import entropy as row_entropy
 from txviz.core.attention import hard, softmax
 
 ASSETS_DIR = paths.ASSETS / "soft_hard"
@@ -190,8 +191,7 @@ def _softmax_summary(model: KeyValueReader, batch: Batch) -> tuple[float, float]
     with torch.no_grad():
         probs = softmax(model.scores(batch)[0])  # (B, Q, P)
     on_target = probs.gather(2, batch.target_pos.unsqueeze(2)).mean()
-    entropy = -(probs * torch.log(probs.clamp_min(1e-30))).sum(dim=-1).mean()
-    return float(on_target), float(entropy)
+    return float(on_target), float(row_entropy(probs).mean())
 
 
 def train(

@@ -16,6 +16,7 @@ learn the same merges on the same words (see `tokenizers_merges`).
 from __future__ import annotations
 
 import heapq
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -321,15 +322,25 @@ def text_chunks(text: str, size: int = 65_536) -> Iterable[str]:
         start = end
 
 
+def read_merges(backend) -> tuple[list[tuple[str, str]], bool]:
+    """(merges in rank order, ignore_merges) of a `tokenizers` BPE tokenizer, read from its JSON.
+
+    The one merge parser: the JSON holds either "a b" strings (older files) or [a, b] pairs.
+    ignore_merges: the tokenizer takes a whole word as one token when it is in the vocabulary.
+    """
+    model = json.loads(backend.to_str())["model"]
+    if model.get("type") != "BPE":
+        raise ValueError(f"not a BPE tokenizer: its model is {model.get('type')}")
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ", 1)) for m in model["merges"]]
+    return merges, bool(model.get("ignore_merges"))
+
+
 def tokenizers_merges(text: str, vocab_size: int) -> list[tuple[str, str]]:
     """Merges the `tokenizers` library's BpeTrainer learns on the same normalised corpus."""
-    import json
-
     corpus = check_corpus(text)
     tokenizer, trainer = _tokenizers_trainer(vocab_size)
     tokenizer.train_from_iterator(text_chunks(corpus), trainer=trainer)
-    merges = json.loads(tokenizer.to_str())["model"]["merges"]
-    return [tuple(m) if isinstance(m, list) else tuple(m.split(" ", 1)) for m in merges]
+    return read_merges(tokenizer)[0]
 
 
 def alphabet_size(text: str) -> int:

@@ -7,26 +7,15 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from txviz.figures.axes import margin, ticks
+from txviz.figures.colors import scale
+from txviz.figures.text import in_template, plain, plain_all
 from txviz.tokenization.bpe import BpeTrace, MergeStage, show_whitespace
 from txviz.tokenization.subwords import WordTokens
 
-MARGIN = {"l": 10, "r": 10, "t": 50, "b": 10}
+MARGIN = margin()
 MERGED_COLOUR = "#d62728"
 KEPT_COLOUR = "#c7d3e3"
-
-
-def plain(text: str) -> str:
-    """User text made inert for plotly, which reads a few HTML tags in labels and hovers."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _ticks(labels: Sequence[str]) -> dict:
-    """Integer positions with text on the ticks, so equal labels stay apart."""
-    return {
-        "tickmode": "array",
-        "tickvals": list(range(len(labels))),
-        "ticktext": list(labels),
-    }
 
 
 def count_matrix(trace: BpeTrace, max_tokens: int = 40) -> tuple[list[str], np.ndarray]:
@@ -49,10 +38,12 @@ def count_matrix(trace: BpeTrace, max_tokens: int = 40) -> tuple[list[str], np.n
     return order, matrix
 
 
-def step_heatmap(trace: BpeTrace, step: int | None = None, max_tokens: int = 40) -> go.Figure:
+def step_heatmap(
+    trace: BpeTrace, step: int | None = None, max_tokens: int = 40, presenting: bool = False
+) -> go.Figure:
     """Count of every token (rows) after each merge (columns); a line marks the chosen step."""
     tokens, matrix = count_matrix(trace, max_tokens)
-    labels = [plain(show_whitespace(token)) for token in tokens]
+    labels = [show_whitespace(token) for token in tokens]
     steps = list(range(matrix.shape[1]))
     shown = np.where(matrix > 0, matrix, np.nan)  # absent tokens stay blank, not zero-coloured
     figure = go.Figure(
@@ -60,9 +51,9 @@ def step_heatmap(trace: BpeTrace, step: int | None = None, max_tokens: int = 40)
             z=shown,
             x=steps,
             y=list(range(len(tokens))),
-            colorscale="Blues",
+            colorscale=scale("sequential", presenting),
             colorbar={"title": "count"},
-            customdata=np.array([[label] * len(steps) for label in labels], dtype=object),
+            customdata=np.array([[label] * len(steps) for label in plain_all(labels)], dtype=object),
             hovertemplate="token %{customdata}<br>after merge %{x}: %{z}<extra></extra>",
         )
     )
@@ -74,7 +65,7 @@ def step_heatmap(trace: BpeTrace, step: int | None = None, max_tokens: int = 40)
         margin=MARGIN,
     )
     figure.update_xaxes(title="merge step (0 = characters only)")
-    figure.update_yaxes(title="token", autorange="reversed", **_ticks(labels))
+    figure.update_yaxes(title="token", autorange="reversed", **ticks(labels, max_ticks=None))
     return figure
 
 
@@ -172,7 +163,7 @@ def merge_tree(
         uniformtext={"minsize": 9, "mode": "show"},
     )
     figure.update_xaxes(title="character position", range=[0, width], dtick=1)
-    figure.update_yaxes(autorange="reversed", automargin=True, **_ticks(labels))  # ticks say it
+    figure.update_yaxes(autorange="reversed", **ticks(labels, max_ticks=None))  # ticks say it
     return figure
 
 
@@ -238,10 +229,10 @@ def token_strips(rows: Sequence[tuple[str, Sequence[WordTokens]]]) -> go.Figure:
                 insidetextanchor="middle",
                 textangle=0,
                 marker={"color": colours, "line": {"color": "white", "width": 2}},
-                name=name,
+                name=plain(name),
                 hovertemplate=(
                     "%{text}<br>raw token: %{customdata[0]}<br>id: %{customdata[1]}"
-                    "<br>word: %{customdata[2]}<extra>" + plain(name) + "</extra>"
+                    "<br>word: %{customdata[2]}<extra>" + in_template(name) + "</extra>"
                 ),
             )
         )
@@ -254,5 +245,5 @@ def token_strips(rows: Sequence[tuple[str, Sequence[WordTokens]]]) -> go.Figure:
         uniformtext={"minsize": 9, "mode": "hide"},
     )
     figure.update_xaxes(title="character position in your text", range=[0, end])
-    figure.update_yaxes(title="tokenizer", autorange="reversed", **_ticks([plain(name) for name, _ in rows]))
+    figure.update_yaxes(title="tokenizer", autorange="reversed", **ticks([name for name, _ in rows]))
     return figure

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
-from txviz.tokenization.bpe import MergeStage, apply_merges
+from txviz.core.tokens import readable_token
+from txviz.tokenization.bpe import MergeStage, apply_merges, read_merges
 
 MAX_TEXT_CHARS = 2_000  # per-word merge replay is quadratic in word length; keep pages quick
-SPACE_SHOWN_AS = "␣"
 
 
 @dataclass(frozen=True)
@@ -34,22 +33,8 @@ class MergeRanks:
     @classmethod
     def from_tokenizer(cls, tokenizer) -> MergeRanks:
         """Read the merge list from a fast tokenizer's JSON."""
-        model = json.loads(tokenizer.backend_tokenizer.to_str())["model"]
-        if model.get("type") != "BPE":
-            raise ValueError(f"not a BPE tokenizer: its model is {model.get('type')}")
-        pairs = [tuple(m) if isinstance(m, list) else tuple(m.split(" ", 1)) for m in model["merges"]]
-        return cls({pair: rank for rank, pair in enumerate(pairs)}, bool(model.get("ignore_merges")))
-
-
-def readable_piece(tokenizer, raw: str) -> str:
-    """A piece as text, its spaces made visible: 'Ġworld' -> '␣world', '##ing' -> 'ing'."""
-    if raw.startswith("##"):
-        return raw[2:] or raw
-    try:
-        text = tokenizer.convert_tokens_to_string([raw])
-    except Exception:  # a lone piece some tokenizers refuse; the raw piece is still honest
-        text = raw
-    return text.replace(" ", SPACE_SHOWN_AS).replace("\n", "↵") or raw
+        pairs, ignore_merges = read_merges(tokenizer.backend_tokenizer)
+        return cls({pair: rank for rank, pair in enumerate(pairs)}, ignore_merges)
 
 
 def _encode(tokenizer, text: str):
@@ -97,7 +82,7 @@ def byte_level_words(tokenizer, text: str, ranks: MergeRanks | None = None) -> l
                 raw_symbols=symbols,
                 stages=tuple(stages),
                 tokens=tuple(tokens),
-                readable=tuple(readable_piece(tokenizer, t) for t in tokens),
+                readable=tuple(readable_token(tokenizer, t, keep_spaces=True) for t in tokens),
                 ids=tuple(ids),
                 offsets=tuple(spans),
             )
@@ -115,7 +100,7 @@ def wordpiece_words(tokenizer, text: str) -> list[WordTokens]:
                 raw_symbols=(word_text,),
                 stages=(),
                 tokens=tuple(tokens),
-                readable=tuple(readable_piece(tokenizer, t) for t in tokens),
+                readable=tuple(readable_token(tokenizer, t, keep_spaces=True) for t in tokens),
                 ids=tuple(ids),
                 offsets=tuple(spans),
             )

@@ -12,17 +12,19 @@ import plotly.colors as px_colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from txviz.figures.axes import margin, ticks
+from txviz.figures.colors import scale
+from txviz.figures.text import plain, plain_all
 from txviz.vision.patches import PatchGrid, threshold_mask
 
 MAX_SEQUENCE_PATCHES = 1024  # a longer strip is shown up to here, with a note in the title
 SEQUENCE_PER_LINE = 50  # tokens per line of the sequence strip before it wraps
-OVERLAY_COLORSCALE = "Inferno"
 HEAD_COLOURS = px_colors.qualitative.Dark24  # one colour per head, the same in both panels
 
 
 def _image_layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
     """Square pixels, y downwards, no zoom margin."""
-    fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_layout(title=plain(title), height=height, margin=margin())
     fig.update_xaxes(showgrid=False, zeroline=False, visible=False)
     fig.update_yaxes(showgrid=False, zeroline=False, visible=False, scaleanchor="x")
     return fig
@@ -106,7 +108,7 @@ def patch_sequence_figure(image: np.ndarray, grid: PatchGrid, per_line: int = SE
         strip[y : y + ph, x : x + pw] = tile
     x_centres = column * (pw + gap) + (pw - 1) / 2
     y_centres = line * (ph + 2 * gap) + (ph - 1) / 2
-    labels = list(grid.prefix_tokens) + [str(k) for k in range(len(tiles))]
+    labels = list(grid.prefix_tokens) + [str(k) for k in range(len(tiles))]  # escaped by ticks()
     fig = go.Figure(go.Image(z=strip, hoverinfo="skip", name="sequence"))
     fig.add_trace(
         go.Scatter(
@@ -114,7 +116,7 @@ def patch_sequence_figure(image: np.ndarray, grid: PatchGrid, per_line: int = SE
             y=y_centres,
             mode="markers",
             marker=dict(size=max(6, pw), opacity=0),
-            text=[f"position {i}: {label}" for i, label in enumerate(labels)],
+            text=[f"position {i}: {label}" for i, label in enumerate(plain_all(labels))],
             hoverinfo="text",
             name="tokens",
         )
@@ -124,24 +126,26 @@ def patch_sequence_figure(image: np.ndarray, grid: PatchGrid, per_line: int = SE
     fig.update_layout(
         title=f"The sequence the model reads: {n_slots} tokens in raster order{shown}{wrapped}",
         height=160 + 60 * n_lines,
-        margin=dict(l=10, r=10, t=50, b=40),
+        margin=margin(bottom=40),
     )
     first_line = list(range(min(n_slots, per_line)))
     step = max(1, len(first_line) // 20) if n_lines > 1 else 1
+    shown = first_line[::step]
     fig.update_xaxes(
         title="sequence position" + (" (first line)" if n_lines > 1 else ""),
-        tickvals=[x_centres[i] for i in first_line[::step]],
-        ticktext=[labels[i] for i in first_line[::step]],
         showgrid=False,
         zeroline=False,
+        **ticks([labels[i] for i in shown], [x_centres[i] for i in shown], max_ticks=None),
     )
     fig.update_yaxes(
         visible=n_lines > 1,
-        tickvals=[y_centres[i * per_line] for i in range(n_lines)],
-        ticktext=[f"from {i * per_line}" for i in range(n_lines)],
         showgrid=False,
         zeroline=False,
         scaleanchor="x",
+        **ticks(
+            [f"from {i * per_line}" for i in range(n_lines)],
+            [y_centres[i * per_line] for i in range(n_lines)],
+        ),
     )
     return fig
 
@@ -154,6 +158,7 @@ def attention_overlay_figure(
     threshold: float = 0.0,
     title: str = "Attention on the image",
     marked_patch: int | None = None,
+    presenting: bool = False,
 ) -> go.Figure:
     """Image (H, W, 3) under a per-patch heatmap (rows, cols); cells under threshold x max hidden."""
     shown = threshold_mask(np.asarray(grid_values, dtype=np.float64), threshold)
@@ -171,7 +176,7 @@ def attention_overlay_figure(
                 "patch %{customdata[0]} (row %{customdata[1]}, column %{customdata[2]})"
                 "<br>weight %{z:.4f}<extra></extra>"
             ),
-            colorscale=OVERLAY_COLORSCALE,
+            colorscale=scale("sequential", presenting),
             zmin=0,
             zmax=float(np.nanmax(grid_values)) if np.size(grid_values) else 1.0,
             opacity=opacity,
@@ -202,18 +207,13 @@ def probability_bars_figure(labels: list[str], probabilities: np.ndarray, top_k:
             orientation="h",
             text=[f"{probabilities[i]:.1%}" for i in order],
             hovertemplate="%{customdata}: %{x:.4f}<extra></extra>",
-            customdata=[labels[i] for i in order],
+            customdata=[plain(labels[i]) for i in order],
             name="probability",
         )
     )
     fig.update_layout(title="Class probabilities", height=120 + 28 * len(order))
     fig.update_xaxes(title="probability", range=[0, 1])
-    fig.update_yaxes(
-        title="class",
-        tickvals=list(range(len(order))),
-        ticktext=[labels[i] for i in order],
-        autorange="reversed",
-    )
+    fig.update_yaxes(title="class", autorange="reversed", **ticks([labels[i] for i in order]))
     return fig
 
 

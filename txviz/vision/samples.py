@@ -21,7 +21,7 @@ def sample_names() -> list[str]:
 def sample_image(name: str) -> Image.Image:
     """The RGB sample image called ``name`` (one of sample_names())."""
     if name.startswith("digit "):
-        from txviz.training.vit import digit_images, split_digits
+        from txviz.vision.digits import digit_images, split_digits
 
         digit = int(name.split()[1])
         _, x_test, _, y_test = split_digits()

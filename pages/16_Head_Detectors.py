@@ -1,0 +1,301 @@
+"""Head detectors: score every head for previous-token, sink, induction and more; attention against
+attribution; two models side by side."""
+
+import json
+
+import numpy as np
+import streamlit as st
+
+from txviz.app import navigation, ui
+from txviz.core import paths
+from txviz.figures.attention import attention_heatmap
+from txviz.heads import attribution, compare, corpus, figures, runs
+
+VIEWS = ["Detectors", "Attention vs attribution", "Two models"]
+NEXT_TOKEN_TEXT = "The capital of France is"
+SIMILARITY_TEXTS = ("A man is playing a guitar on stage.", "Someone performs music with an instrument.")
+SOURCES = ["Shipped examples", "Your text", "Upload a .txt corpus"]
+TABLE_PAGE_ROWS = 1000  # a model with thousands of heads gets its table in pages
+
+ui.setup_page(
+    "Head Detectors",
+    "What does each head do? Every head gets a score in [0, 1] per behaviour: the share of its attention "
+    "that goes where the behaviour says, averaged over the tokens where the behaviour is possible "
+    "(TransformerLens' head detector; Clark et al. 2019; Olsson et al. 2022). A pure previous-token head "
+    "scores 1; a head spreading attention evenly over n tokens scores 1/n.",
+    share=("model", "detector", "pick_layer", "pick_head", "model_b"),
+)
+
+name = ui.model_picker(kinds=("encoder", "decoder"))
+loaded = ui.load_model(name, kinds=("encoder", "decoder"))
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def _store() -> dict:
+    return {}  # scores shared by every session, keyed by model, texts and settings
+
+
+def scored(loaded, texts: corpus.Corpus, repeats: runs.RepeatSettings, offset: int) -> runs.HeadScores:
+    """The heads' scores, computed once per model, corpus and settings, with a progress bar."""
+    store, key = _store(), (loaded.name, loaded.device, texts, repeats, offset)
+    if key not in store:
+        bar = st.progress(0.0, "Scoring heads...")
+        with ui.user_errors():
+            result = runs.score_heads(loaded, texts, repeats, offset, progress=bar.progress)
+        bar.empty()
+        for array in (*result.scores.values(), *result.best_text.values()):
+            array.flags.writeable = False
+        while len(store) >= 8:
+            store.pop(next(iter(store)))
+        store[key] = result
+    return store[key]
+
+
+def corpus_controls() -> tuple[corpus.Corpus, runs.RepeatSettings, int]:
+    """The texts to score on and the repeated random sequences' settings."""
+    source = st.radio("Texts the heads are scored on", SOURCES, horizontal=True, key="corpus_source")
+    if source == "Your text":
+        typed = st.text_area(
+            "Your text (blank lines separate passages)",
+            corpus.DEFAULT_TEXTS[0],
+            key="corpus_text",
+            max_chars=ui.MAX_TEXT_CHARS,
+        )
+        with ui.user_errors():
+            texts = corpus.from_text(typed, max_texts=8)
+    elif source == "Upload a .txt corpus":
+        upload = st.file_uploader("A UTF-8 .txt file", type=["txt"], key="corpus_upload")
+        if upload is None:
+            st.info("Choose a .txt file: its paragraphs are the passages scored.")
+            st.stop()
+        with ui.user_errors():
+            texts = corpus.from_text(ui.decode_upload(upload.getvalue(), upload.name))
+    else:
+        texts = corpus.default_corpus()
+    st.caption(
+        f"{len(texts.texts)} passage(s), each cut to {corpus.MAX_TOKENS} tokens. Duplicate-token and induction "
+        "heads are scored on random one-token words said twice (Olsson et al. 2022)."
+    )
+    with st.expander("Settings: the repeated random sequences and the offset k"):
+        a, b, c, d = st.columns(4)
+        n = a.number_input("Sequences", 1, 32, 4, key="rep_n")
+        length = b.number_input("Words per sequence", 2, 60, 20, key="rep_len")
+        seed = c.number_input("Seed", 0, 2**31 - 1, 0, key="rep_seed")
+        offset = d.number_input("Offset k (+-k detectors)", 2, 8, 2, key="offset")
+    if texts.notice:
+        st.warning(texts.notice)
+    return texts, runs.RepeatSettings(int(n), int(length), int(seed)), int(offset)
+
+
+def _pick_from_table() -> None:
+    rows = st.session_state["heads_table"].selection.rows
+    if rows:
+        layer, head = divmod(st.session_state["_table_offset"] + rows[0], loaded.n_heads)
+        st.session_state["pick_layer"], st.session_state["pick_head"] = layer, head
+
+
+def explorer_link(result: runs.HeadScores, detector: str, layer: int, head: int) -> None:
+    """A link to the Attention Explorer on this head and the text where it scored highest."""
+    index = int(result.best_text[detector][layer, head])
+    text = result.texts[max(index, 0)]
+    st.page_link(
+        navigation.feature_page(paths.PAGES / "2_Attention_Explorer.py"),
+        label=f"Open layer {layer}, head {head} in the Attention Explorer",
+        icon=":material/open_in_new:",
+        query_params={
+            k: json.dumps(v) for k, v in dict(model=name, text=text, layer=layer, head=head).items()
+        },
+    )
+    st.caption("On the text that gave it its highest score:")
+    st.text(text[:300] + ("..." if len(text) > 300 else ""))
+
+
+def head_input(label: str, key: str, count: int) -> int:
+    """A layer or head number kept in range when the model changes; a table click may have set it."""
+    if key in st.session_state:
+        st.session_state[key] = min(int(st.session_state[key]), count - 1)
+        return int(st.number_input(label, 0, count - 1, key=key))
+    return int(st.number_input(label, 0, count - 1, ui.link_value(key, 0, range(count)), key=key))
+
+
+def detectors_view(result: runs.HeadScores) -> None:
+    by_name = {d.name: d for d in result.detectors}
+    names = list(by_name)
+    chosen = st.selectbox(
+        "Detector",
+        names,
+        key="detector",
+        format_func=lambda n: by_name[n].label,
+        index=names.index(ui.link_value("detector", "previous_token", names)),
+    )
+    detector = by_name[chosen]
+    st.caption(
+        f"{detector.label}: {detector.description}. Scored on the "
+        + ("corpus texts." if detector.on == "text" else "repeated random sequences.")
+    )
+    layers, heads = result.shape
+    left, right = st.columns([3, 2])
+    with right:
+        layer, head = head_input("Layer", "pick_layer", layers), head_input("Head", "pick_head", heads)
+        st.metric(f"{detector.label} score", f"{result.scores[detector.name][layer, head]:.3f}")
+        explorer_link(result, detector.name, layer, head)
+        best = figures.top_heads(result, detector.name)
+        st.caption("Highest: " + ", ".join(f"L{la}H{h} {s:.2f}" for la, h, s in best))
+    with left:
+        ui.show_figure(
+            figures.score_grid(
+                result.scores[detector.name], f"{name}: {detector.label}", (layer, head), ui.color_scale()
+            ),
+            key="detector_grid",
+        )
+    st.subheader("Every head (click a row to pick it; click a column header to sort)")
+    table = figures.score_table(result)
+    offset = 0
+    if len(table) > TABLE_PAGE_ROWS:
+        pages = -(-len(table) // TABLE_PAGE_ROWS)
+        page = st.number_input(
+            f"Table page (of {pages}, {TABLE_PAGE_ROWS} heads each)", 1, pages, 1, key="table_page"
+        )
+        offset = (page - 1) * TABLE_PAGE_ROWS
+        table = table.iloc[offset : offset + TABLE_PAGE_ROWS]
+    st.session_state["_table_offset"] = offset
+    st.dataframe(
+        table,
+        hide_index=True,
+        key="heads_table",
+        on_select=_pick_from_table,
+        selection_mode="single-row",
+        height=360,
+    )
+    ui.show_figure(figures.all_detectors(result, ui.color_scale()), key="all_detectors")
+    st.caption(
+        f"{len(result.texts)} texts scored in {result.seconds:.1f} s. NaN (blank) means the "
+        "behaviour could not occur in these texts, e.g. [SEP] in a model that has none."
+    )
+
+
+texts, repeats, offset = corpus_controls()
+detectors_tab, attribution_tab, compare_tab = st.tabs(VIEWS, key="heads_view", on_change="rerun")
+
+if detectors_tab.open:
+    with detectors_tab:
+        result = scored(loaded, texts, repeats, offset)
+        if result.notice:
+            st.warning(result.notice)
+        detectors_view(result)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Running gradients and integrated gradients...")
+def compared(_loaded, model_name: str, device: str, text: str, other: str, skip_special: bool):
+    # keyed by name and device (the model itself is not hashed); the result is small and frozen
+    if _loaded.kind == "decoder":
+        return attribution.explain_next_token(_loaded, text, skip_special)
+    return attribution.explain_similarity(_loaded, text, other, skip_special)
+
+
+def attribution_view() -> None:
+    st.caption(
+        "Is attention an explanation? For one prediction, four per-token measures side by side: the last "
+        "layer's attention (mean of heads), attention rollout (Abnar & Zuidema 2020), gradient x input and "
+        "integrated gradients (Sundararajan et al. 2017, computed by Captum). If attention explained the "
+        "prediction, its ranks would agree with the gradients' "
+        "(Jain & Wallace 2019; Wiegreffe & Pinter 2019)."
+    )
+    decoder = loaded.kind == "decoder"
+    default = NEXT_TOKEN_TEXT if decoder else SIMILARITY_TEXTS[0]
+    text = st.text_input(
+        "Text" if decoder else "Sentence A (explained)", default, key="attr_text", max_chars=2000
+    )
+    other = (
+        "" if decoder else st.text_input("Sentence B", SIMILARITY_TEXTS[1], key="attr_other", max_chars=2000)
+    )
+    skip = st.toggle(
+        "Leave special tokens ([CLS], [SEP]) and a decoder's first token out of the ranks",
+        True,
+        key="attr_skip",
+        help="They are kept in the integrated-gradients baseline, so they get no attribution; "
+        "attention sinks on them.",
+    )
+    if not text.strip() or not (decoder or other.strip()):
+        st.warning("The text is empty: type a sentence first.")
+        return
+    with ui.user_errors():
+        result = compared(loaded, name, loaded.device, text, other, skip)
+    if result.notice:
+        st.warning(result.notice)
+    st.write(f"Explained: {result.target}.")
+    left, right = st.columns([3, 2])
+    with left:
+        ui.show_figure(figures.measure_bars(result), key="attr_bars")
+    with right:
+        ui.show_figure(figures.correlation_heatmap(result), key="attr_rho")
+    st.caption(
+        f"Attributions are absolute values summed over the embedding, then scaled to sum 1. Integrated "
+        f"gradients: {attribution.IG_STEPS} steps from a baseline of zero embeddings (special tokens and a "
+        f"decoder's first token kept); they add up to the change {result.change:.3f} within "
+        f"{result.ig_delta:.3f} (0 is an exact path integral). {result.seconds:.1f} s. "
+        + ("Tokens marked * are left out of the ranks." if not result.compared.all() else "")
+    )
+
+
+def compare_view(texts, repeats, offset) -> None:
+    other_name = ui.model_picker(
+        kinds=("encoder", "decoder"), default="smollm2", key="model_b", label="Second model"
+    )
+    other = ui.load_model(other_name, kinds=("encoder", "decoder"))
+    a, b = scored(loaded, texts, repeats, offset), scored(other, texts, repeats, offset)
+    names = [d.name for d in a.detectors]
+    labels = {d.name: d.label for d in a.detectors}
+    detector = st.selectbox("Detector", names, key="cmp_detector", format_func=labels.get)
+    left, right = st.columns(2)
+    for column, result in ((left, a), (right, b)):
+        with column:
+            ui.show_figure(
+                figures.score_grid(
+                    result.scores[detector],
+                    f"{result.model_name}: {labels[detector]}",
+                    scale=ui.color_scale(),
+                ),
+                key=f"cmp_grid_{column is right}",
+            )
+    st.subheader("Per layer, on a common depth axis")
+    columns = st.columns(3)
+    for column, quantity in zip(columns, (*compare.QUANTITIES, detector), strict=True):
+        with column:
+            ui.show_figure(figures.depth_profiles(a, b, quantity), key=f"cmp_depth_{quantity}")
+    st.subheader("One head of each")
+    rel = st.slider("Relative depth (0 = first layer, 1 = last)", 0.0, 1.0, 0.5, 0.05, key="cmp_rel_depth")
+    text = st.selectbox("Text", texts.texts, key="cmp_text", format_func=lambda t: t[:80])
+    left, right = st.columns(2)
+    for column, result, loaded_model, side in ((left, a, loaded, "a"), (right, b, other, "b")):
+        with column:
+            layer = compare.layer_at(rel, result.shape[0])
+            best = int(np.nan_to_num(result.scores[detector][layer], nan=-1.0).argmax())
+            head = st.number_input(
+                f"{result.model_name}: head (layer {layer})",
+                0,
+                result.shape[1] - 1,
+                best,
+                key=f"cmp_head_{side}",
+            )
+            with ui.user_errors():
+                trace = ui.cached_trace(loaded_model.name, text)
+            ui.show_figure(
+                attention_heatmap(
+                    trace.head(layer, int(head)),
+                    trace.query_tokens,
+                    trace.key_tokens,
+                    f"{result.model_name}: layer {layer}, head {int(head)}",
+                    scale=ui.color_scale(),
+                ),
+                key=f"cmp_head_fig_{side}",
+            )
+
+
+if attribution_tab.open:
+    with attribution_tab:
+        attribution_view()
+
+if compare_tab.open:
+    with compare_tab:
+        compare_view(texts, repeats, offset)

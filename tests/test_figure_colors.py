@@ -1,0 +1,74 @@
+"""Colour scales by kind: presentation mode turns sequential scales to cividis and leaves diverging
+and categorical ones alone; builders choose, nothing rewrites a figure afterwards."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from txviz.figures import attention, colors
+from txviz.masks import figures as mask_figures
+from txviz.positional import figures as positional_figures
+
+VIRIDIS, CIVIDIS, RDBU = colors.SCALES["viridis"], colors.SCALES["cividis"], colors.SCALES["rdbu"]
+
+
+def colours_of(colorscale) -> list[str]:
+    return [str(colour).lower() for _, colour in colorscale]
+
+
+def test_scale_by_kind_and_mode():
+    assert colours_of(colors.scale("sequential")) == VIRIDIS
+    assert colours_of(colors.scale("sequential", presenting=True)) == CIVIDIS
+    for kind in ("diverging", "categorical"):
+        assert colors.scale(kind) == colors.scale(kind, presenting=True)
+    assert colours_of(colors.scale("diverging")) == RDBU
+    assert RDBU[len(RDBU) // 2] == "#f7f7f7"  # zero sits on the near-white middle
+    steps = colors.scale("categorical", categories=3)  # integer values 0, 1, 2: one flat colour each
+    assert [position for position, _ in steps] == [0, 1 / 3, 1 / 3, 2 / 3, 2 / 3, 1]
+    assert colours_of(steps) == [c for c in colors.PALETTE[:3] for _ in range(2)]
+    with pytest.raises(ValueError, match="sequential"):
+        colors.scale("rainbow")
+
+
+def test_builders_take_the_mode_for_sequential_scales_only():
+    w = np.full((3, 3), 1 / 3)
+    shown = attention.attention_heatmap(w, ("a", "b", "c"), ("a", "b", "c"), presenting=True)
+    assert colours_of(shown.data[0].colorscale) == CIVIDIS
+    plain = attention.attention_heatmap(w, ("a", "b", "c"), ("a", "b", "c"))
+    assert colours_of(plain.data[0].colorscale) == VIRIDIS
+    mosaic = attention.heads_mosaic(np.ones((1, 1, 2, 2)), presenting=True)  # an image: colours in its pixels
+    assert mosaic.data[0].source != attention.heads_mosaic(np.ones((1, 1, 2, 2))).data[0].source
+
+
+def presentation_page():
+    import numpy as np
+    import streamlit as st
+
+    from txviz.app import ui
+    from txviz.masks import figures as mask_figures
+    from txviz.positional import figures as positional_figures
+
+    st.session_state["presentation"] = True
+    ui.show_figure(positional_figures.encoding_heatmap(np.eye(4) - 0.5, "P"), key="diverging")
+    ui.show_figure(positional_figures.similarity_heatmap(np.eye(4), "S", ui.presenting()), key="sequential")
+    regions = np.arange(4).reshape(2, 2)
+    ui.show_figure(mask_figures.swin_figure(regions, regions, 1), key="categorical")
+
+
+def test_presentation_mode_keeps_diverging_and_categorical_scales_in_the_page():
+    at = AppTest.from_function(presentation_page, default_timeout=60).run()
+    assert not at.exception
+    specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    diverging, sequential, categorical = (spec["data"][0]["colorscale"] for spec in specs)
+    assert colours_of(diverging) == RDBU  # before the fix: rewritten to cividis
+    assert colours_of(sequential) == CIVIDIS
+    assert colours_of(categorical) == colours_of(colors.scale("categorical", categories=4))
+    assert specs[0]["layout"]["font"]["size"] == 20  # presentation mode still enlarges the text
+    # the same builders outside the page agree: the scale was the builder's choice
+    assert colours_of(positional_figures.encoding_heatmap(np.eye(2), "P").data[0].colorscale) == RDBU
+    swin = mask_figures.swin_figure(np.zeros((2, 2), int), np.zeros((2, 2), int), 1)
+    assert swin.data[2].colorscale == tuple(tuple(s) for s in mask_figures.MASK_SCALE)

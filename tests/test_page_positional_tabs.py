@@ -1,0 +1,44 @@
+"""The positional page's textbook additions: the 512 limit, one-hot lookup, Shaw's relative bias."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "3_Positional_Encoding.py")
+
+
+def run_page(view: str, **state) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=180)
+    at.session_state["view"] = view
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def test_learned_tab_says_what_happens_past_512():
+    at = run_page("Learned (MiniLM)")
+    assert not at.exception and not at.error
+    assert any("512 position vectors" in w.value for w in at.warning)
+    at.slider(key="learned_wanted").set_value(512).run()
+    assert not at.exception and not at.warning and at.success
+
+
+def test_added_tab_shows_the_one_hot_product():
+    at = run_page("X + P")
+    assert not at.exception and not at.error
+    assert float(at.metric[0].value) == 0.0
+    at.text_area(key="xp_text").set_value("a different sentence here").run()
+    assert not at.exception and not at.error
+
+
+def test_relative_tab_moves_its_widgets():
+    at = run_page("Relative (Shaw)")
+    assert not at.exception and not at.error
+    at.slider(key="shaw_n").set_value(40).run()
+    at.slider(key="shaw_clip").set_value(0).run()
+    at.number_input(key="shaw_seed").set_value(9).run()
+    assert not at.exception and not at.error
+    assert float(at.metric[0].value) < 1e-9
+    assert len(at.dataframe[0].value) == 4

@@ -1,0 +1,72 @@
+"""The self-attention page's textbook tabs: shuffle, additive attention, linear attention."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "1_Self_Attention.py")
+
+
+def run_page(view: str, **state) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=180)
+    at.session_state["view"] = view
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def metric_values(at: AppTest) -> list[float]:
+    return [float(m.value) for m in at.metric]
+
+
+def test_shuffle_tab_moves_its_widgets():
+    at = run_page("Shuffle the tokens")
+    assert not at.exception and not at.error
+    toy, model = metric_values(at)[:2]
+    assert toy < 1e-6 and model < 1e-4  # default: no positions, every id 0
+    at.toggle(key="shuffle_positions").set_value(True).run()
+    at.number_input(key="shuffle_seed").set_value(3).run()
+    at.radio(key="shuffle_mode").set_value("slots").run()
+    assert not at.exception and not at.error
+    toy, model = metric_values(at)[:2]
+    assert toy > 1e-3 and model > 0.1
+    at.radio(key="shuffle_mode").set_value("carried").run()
+    assert metric_values(at)[1] < 1e-4
+
+
+def test_shuffle_tab_empty_text():
+    at = run_page("Shuffle the tokens", shuffle_text="   ")
+    assert not at.exception
+    assert at.error or at.warning
+
+
+def test_additive_tab_moves_its_widgets():
+    at = run_page("Additive (Bahdanau)")
+    assert not at.exception and not at.error
+    at.slider(key="additive_h").set_value(3).run()
+    at.selectbox(key="additive_query").set_value(2).run()
+    at.slider(key="n_tokens").set_value(5).run()
+    at.slider(key="d_model").set_value(3).run()
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    assert len(table) == 5 and abs(table["additive weight"].sum() - 1) < 1e-9
+
+
+def test_linear_tab_moves_its_widgets():
+    at = run_page("Linear attention")
+    assert not at.exception and not at.error
+    values = metric_values(at)
+    assert values[2] < 1e-10 and values[3] < 1e-10  # O(n) == n x n form, recurrent == parallel
+    at.slider(key="linear_layer").set_value(5).run()
+    at.slider(key="linear_head").set_value(0).run()
+    at.button(key="linear_measure").click().run()
+    assert not at.exception and not at.error
+    assert len(at.dataframe[0].value) == 4
+
+
+def test_linear_tab_empty_text():
+    at = run_page("Linear attention", linear_text=" ")
+    assert not at.exception
+    assert at.error or at.warning

@@ -1,0 +1,66 @@
+"""Cross-attention by hand: q_dec . k_enc / sqrt(d) and its softmax from captured queries and keys."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from txviz.core.capture import CaptureSettings, capture
+from txviz.core.trace import AttentionTrace
+from txviz.models import LoadedModel
+from txviz.selfattention.toy import RealQueryStep, real_query_step
+from txviz.seq2seq.decoding import Seq2SeqTrace, _decoder_records, _start_and_end, encode_source
+
+RECORD = frozenset({"weights", "scores", "queries", "keys"})
+
+
+def decoder_inputs(loaded: LoadedModel, trace: Seq2SeqTrace) -> list[int]:
+    """The target ids the decoder read: its start token, then each chosen token but the last."""
+    start, _ = _start_and_end(loaded)
+    return [start] + [step.token_id for step in trace.steps][:-1]
+
+
+@torch.no_grad()
+def cross_attention_trace(loaded: LoadedModel, source: str, trace: Seq2SeqTrace) -> AttentionTrace:
+    """One pass over the decoded target recording cross-attention's weights, scores, queries, keys.
+
+    Queries come from the decoder (one per target token), keys from the encoder's output (one per
+    source token): [layer, head, target, d_head] and [layer, head, source, d_head].
+    """
+    source_ids, _ = encode_source(loaded, source)
+    targets = torch.tensor([decoder_inputs(loaded, trace)], device=source_ids.device)
+    with capture(loaded.model, CaptureSettings(record=RECORD)) as rec:
+        loaded.model(
+            input_ids=source_ids,
+            attention_mask=torch.ones_like(source_ids),
+            decoder_input_ids=targets,
+            use_cache=False,
+        )
+    decoder_names = [n for n in rec.records if "decoder" in n]
+    _, cross_names = _decoder_records(decoder_names, rec.records)
+    return AttentionTrace(
+        query_tokens=trace.target_tokens,
+        key_tokens=trace.source_tokens,
+        weights=rec.stack("weights", names=cross_names).astype(np.float32),
+        model_name=loaded.name,
+        kind="cross",
+        layer_names=tuple(cross_names),
+        scores=rec.stack("scores", names=cross_names),
+        queries=rec.stack("queries", names=cross_names),
+        keys=rec.stack("keys", names=cross_names),
+    )
+
+
+def cross_step(cross: AttentionTrace, layer: int, head: int, target_pos: int) -> RealQueryStep:
+    """One target token's query against every source key, recomputed and beside the captured row."""
+    return real_query_step(cross, layer, head, target_pos)
+
+
+def largest_gaps(cross: AttentionTrace) -> tuple[float, float]:
+    """Over every layer, head and target token: largest score gap and largest weight gap."""
+    scale = np.sqrt(cross.queries.shape[-1])
+    scores = np.einsum("lhqd,lhkd->lhqk", cross.queries.astype(np.float64), cross.keys.astype(np.float64))
+    scores = scores / scale
+    shifted = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = shifted / shifted.sum(axis=-1, keepdims=True)
+    return float(np.abs(scores - cross.scores).max()), float(np.abs(weights - cross.weights).max())
