@@ -109,7 +109,10 @@ if one.open:
         step = opened.step(step_name)
         st.code(step.code, language=None)
         memory = run.stack("encoder").tokens if stack == "decoder" and len(stack_names) > 1 else None
-        ui.show_figure(figures.step_figure(step, data.tokens, head, memory, n_heads), key="step")
+        ui.show_figure(
+            figures.step_figure(step, data.tokens, head, memory, n_heads, presenting=ui.presenting()),
+            key="step",
+        )
         st.dataframe(
             {
                 "step": names,
@@ -135,7 +138,9 @@ if stream.open:
         matrix = maps[what]
         title = f"L2 norm of {what}, per layer and token"
         ui.show_figure(
-            figures.residual_heatmap(matrix, data.tokens, title, stream=what == "the stream"),
+            figures.residual_heatmap(
+                matrix, data.tokens, title, stream=what == "the stream", presenting=ui.presenting()
+            ),
             key="residual_map",
         )
         ui.show_figure(figures.residual_bars(sizes.per_layer()), key="residual_bars")
@@ -205,7 +210,7 @@ if reading.open:
             result = cached_lens(loaded, name, device, text)
         if len(run.stack("decoder").tokens) > LENS_POSITIONS:
             st.caption(f"The grid shows the last {LENS_POSITIONS} positions.")
-        ui.show_figure(figures.lens_grid(result, ui.color_scale()), key="lens_grid")
+        ui.show_figure(figures.lens_grid(result, presenting=ui.presenting()), key="lens_grid")
         options = list(range(len(result.tokens)))
         position = st.selectbox(
             "Position", options, index=len(options) - 1, key="block_lens_position",

@@ -239,3 +239,23 @@ def test_cli_lens_npz_and_json(tmp_path, capsys, smollm2):
     assert np.asarray(json.loads((tmp_path / "lens.json").read_text())["top_probs"]).shape == (31, 5)
     assert main(["lens", "--model", "minilm", "--text", "hi", "--device", "cpu"]) == 2
     assert "encoder" in capsys.readouterr().err
+
+
+def test_figures_take_the_mode_for_sequential_scales_only(smollm2, smollm2_run):
+    from txviz.block import figures
+    from txviz.block.ops import Step
+    from txviz.figures import colors
+
+    result = logit_lens(smollm2, smollm2_run, slice(-3, None))
+    attention = Step("A", "A = softmax(S)", np.full((1, 2, 2), 0.5, np.float32), ("head", "query", "key"))
+    signed = Step("X", "X", np.eye(2, dtype=np.float32) - 0.5, ("token", "feature"))
+    for presenting, sequential in ((False, "viridis"), (True, "cividis")):
+        shown = [
+            figures.lens_grid(result, presenting=presenting),
+            figures.residual_heatmap(np.ones((2, 2)), ("a", "b"), "t", presenting=presenting),
+            figures.step_figure(attention, ("a", "b"), n_heads=1, presenting=presenting),
+        ]
+        for figure in shown:
+            assert [c for _, c in figure.data[0].colorscale] == colors.SCALES[sequential]
+        diverging = figures.step_figure(signed, ("a", "b"), presenting=presenting).data[0]
+        assert [c for _, c in diverging.colorscale] == colors.SCALES["rdbu"] and diverging.zmid == 0

@@ -10,20 +10,12 @@ from txviz.block.lens import Lens
 from txviz.block.norms import Dependence
 from txviz.block.ops import Step
 from txviz.figures.attention import pool
-from txviz.figures.colors import plotly_colorscale
-from txviz.figures.text import plain, plain_all
+from txviz.figures.axes import margin, ticks
+from txviz.figures.colors import scale
+from txviz.figures.text import in_template, plain, plain_all
 
-DIVERGING = "RdBu_r"  # activations: blue negative, red positive, white zero
+DIVERGING = scale("diverging")  # activations: red negative, near-white zero, blue positive (any mode)
 MAX_FEATURES = 384  # heatmap columns; wider matrices are shown in full but may be pooled by the browser
-
-
-def _ticks(labels, n: int) -> dict:
-    step = max(1, n // 40)
-    return dict(
-        tickmode="array",
-        tickvals=list(range(0, n, step)),
-        ticktext=[plain(labels[i]) for i in range(0, n, step)],
-    )
 
 
 def data_flow(boxes: tuple[Stage, ...], selected: str, title: str = "") -> go.Figure:
@@ -45,7 +37,7 @@ def data_flow(boxes: tuple[Stage, ...], selected: str, title: str = "") -> go.Fi
         figure.add_annotation(
             x=x0 + width / 2,
             y=0.5,
-            text=box.label.replace("\n", "<br>"),
+            text=plain(box.label).replace("\n", "<br>"),  # the line breaks are ours
             showarrow=False,
             font=dict(color="white" if chosen else "#1f2d3d", size=13),
         )
@@ -67,9 +59,9 @@ def data_flow(boxes: tuple[Stage, ...], selected: str, title: str = "") -> go.Fi
             )
     total = len(boxes) * (width + gap) - gap
     figure.update_layout(
-        title=title,
+        title=plain(title),
         height=190,
-        margin=dict(l=10, r=10, t=40, b=10),
+        margin=margin(top=40),
         plot_bgcolor="white",
         xaxis=dict(visible=False, range=[-0.05, total + 0.05]),
         yaxis=dict(visible=False, range=[-0.1, 1.1]),
@@ -90,21 +82,22 @@ def matrix(values: np.ndarray, rows, title: str, axes=("token", "feature"), cols
             zmid=0,
             zmin=-limit,
             zmax=limit,
-            hovertemplate=f"{axes[0]} %{{y}}, {axes[1]} %{{x}}<br>%{{z:.4g}}<extra></extra>",
+            hovertemplate=f"{in_template(axes[0])} %{{y}}, {in_template(axes[1])} %{{x}}<br>"
+            "%{z:.4g}<extra></extra>",
         )
     )
-    yaxis = dict(title=axes[0], autorange="reversed")
+    yaxis = dict(title=plain(axes[0]), autorange="reversed")
     if rows is not None and len(rows) == values.shape[0]:
-        yaxis |= _ticks(rows, len(rows))
-    xaxis = dict(title=axes[1])
+        yaxis |= ticks(rows)
+    xaxis = dict(title=plain(axes[1]))
     if cols is not None and len(cols) == values.shape[1]:
-        xaxis |= _ticks(cols, len(cols))
+        xaxis |= ticks(cols)
     figure.update_layout(
-        title=title if "shape" in title else f"{title}  {values.shape[0]} × {values.shape[1]}",
+        title=plain(title if "shape" in title else f"{title}  {values.shape[0]} × {values.shape[1]}"),
         height=min(700, max(260, 18 * values.shape[0] + 140)),
         yaxis=yaxis,
         xaxis=xaxis,
-        margin=dict(l=10, r=10, t=50, b=10),
+        margin=margin(),
     )
     return figure
 
@@ -119,7 +112,7 @@ def stage_figure(values: StageValues, tokens: tuple[str, ...]) -> go.Figure:
             )
         )
         figure.update_layout(
-            title=values.title, height=min(600, 60 + 28 * len(values.ids)), margin=dict(t=40, b=10)
+            title=plain(values.title), height=min(600, 60 + 28 * len(values.ids)), margin=margin(top=40)
         )
         return figure
     if values.top_probs is not None:
@@ -134,9 +127,9 @@ def stage_figure(values: StageValues, tokens: tuple[str, ...]) -> go.Figure:
             )
         )
         figure.update_layout(
-            title=values.title,
+            title=plain(values.title),
             yaxis=dict(title="probability", range=[0, 1.1]),
-            xaxis=dict(title="position (input token)") | _ticks(tokens, len(tokens)),
+            xaxis=dict(title="position (input token)") | ticks(tokens),
             height=420,
         )
         return figure
@@ -150,7 +143,12 @@ def head_of(step: Step, head: int, n_heads: int) -> int:
 
 
 def step_figure(
-    step: Step, tokens: tuple[str, ...], head: int = 0, memory_tokens=None, n_heads: int = 0
+    step: Step,
+    tokens: tuple[str, ...],
+    head: int = 0,
+    memory_tokens=None,
+    n_heads: int = 0,
+    presenting: bool = False,
 ) -> go.Figure:
     """One intermediate of the block: per-head arrays show the chosen head (its KV head under GQA)."""
     value, axes, title = step.value, step.axes, f"{step.name}: shape {step.shape}"
@@ -167,17 +165,17 @@ def step_figure(
         figure = go.Figure(
             go.Heatmap(
                 z=value,
-                colorscale=plotly_colorscale("viridis"),
+                colorscale=scale("sequential", presenting),
                 zmin=0,
                 zmax=float(value.max()),
                 hovertemplate="query %{y}, key %{x}<br>weight %{z:.4f}<extra></extra>",
             )
         )
         figure.update_layout(
-            title=title,
+            title=plain(title),
             height=min(700, max(300, 18 * len(value) + 160)),
-            yaxis=dict(title="query", autorange="reversed") | _ticks(tokens, value.shape[0]),
-            xaxis=dict(title="key", side="top") | _ticks(keys, value.shape[1]),
+            yaxis=dict(title="query", autorange="reversed") | ticks(tokens[: value.shape[0]]),
+            xaxis=dict(title="key", side="top") | ticks(keys[: value.shape[1]]),
         )
         return figure
     rows = None
@@ -187,32 +185,34 @@ def step_figure(
 
 
 def residual_heatmap(
-    values: np.ndarray, tokens: tuple[str, ...], title: str, stream: bool = False
+    values: np.ndarray, tokens: tuple[str, ...], title: str, stream: bool = False, presenting: bool = False
 ) -> go.Figure:
     """Layer x token norms; the stream's rows are the embeddings, then the output of each block."""
     rows = ["embeddings"] * stream + [f"{'after ' * stream}block {i}" for i in range(len(values) - stream)]
     figure = go.Figure(
         go.Heatmap(
             z=values,
-            colorscale=plotly_colorscale("viridis"),
+            colorscale=scale("sequential", presenting),
             y=rows,
             hovertemplate="%{y}, token %{x}<br>norm %{z:.3g}<extra></extra>",
             colorbar=dict(title="L2 norm"),
         )
     )
     figure.update_layout(
-        title=title,
+        title=plain(title),
         height=max(300, min(700, 16 * len(values) + 150)),
-        xaxis=dict(side="top", tickangle=-60) | _ticks(tokens, len(tokens)),
+        xaxis=dict(side="top", tickangle=-60) | ticks(tokens),
         yaxis=dict(title="", autorange="reversed", type="category"),
-        margin=dict(l=10, r=10, t=110, b=10),
+        margin=margin(top=110),
     )
     return figure
 
 
 def residual_bars(per_layer: dict[str, np.ndarray]) -> go.Figure:
     """Mean norm per block of what each sub-block added, and of the stream after it."""
-    figure = go.Figure([go.Bar(name=name, x=list(range(len(v))), y=v) for name, v in per_layer.items()])
+    figure = go.Figure(
+        [go.Bar(name=plain(name), x=list(range(len(v))), y=v) for name, v in per_layer.items()]
+    )
     figure.update_layout(
         title="Per layer: mean L2 norm over tokens",
         barmode="group",
@@ -223,7 +223,7 @@ def residual_bars(per_layer: dict[str, np.ndarray]) -> go.Figure:
     return figure
 
 
-def lens_grid(lens: Lens, scale: str = "viridis") -> go.Figure:
+def lens_grid(lens: Lens, presenting: bool = False) -> go.Figure:
     """Layer x position: the top token as text, its probability as colour."""
     n = len(lens.top_ids)
     text = [[plain(t) for t in row] for row in lens.top_tokens]
@@ -235,7 +235,7 @@ def lens_grid(lens: Lens, scale: str = "viridis") -> go.Figure:
             textfont=dict(size=10),
             zmin=0,
             zmax=1,
-            colorscale=plotly_colorscale(scale),
+            colorscale=scale("sequential", presenting),
             colorbar=dict(title="p(top)"),
             y=[f"{i}" for i in range(n)],
             hovertemplate="after layer %{y}, position %{x}<br>top: %{text} (p = %{z:.3f})<extra></extra>",
@@ -245,8 +245,8 @@ def lens_grid(lens: Lens, scale: str = "viridis") -> go.Figure:
         title="Logit lens: the top next token if the model stopped after each layer (row 0: embeddings)",
         height=max(400, 20 * n + 160),
         yaxis=dict(title="after layer", autorange="reversed", type="category"),
-        xaxis=dict(side="top", tickangle=-60) | _ticks(lens.tokens, len(lens.tokens)),
-        margin=dict(l=10, r=10, t=120, b=10),
+        xaxis=dict(side="top", tickangle=-60) | ticks(lens.tokens),
+        margin=margin(top=120),
     )
     return figure
 
@@ -318,10 +318,10 @@ def dependence_bars(dep: Dependence, tokens: tuple[str, ...], what: str) -> go.F
         ]
     )
     figure.update_layout(
-        title=f"Sentence 1's outputs after {what}: max |change| per token",
+        title=f"Sentence 1's outputs after {plain(what)}: max |change| per token",
         barmode="group",
         height=380,
-        xaxis=dict(title="token of sentence 1") | _ticks(tokens, len(tokens)),
+        xaxis=dict(title="token of sentence 1") | ticks(tokens),
         yaxis=dict(title="max |change|"),
     )
     return figure
@@ -333,7 +333,7 @@ def steps_overview(steps: tuple[Step, ...], head: int = 0, columns: int = 5) -> 
 
     rows = -(-len(steps) // columns)
     n_heads = max((len(s.value) for s in steps if s.axes[0] == "head"), default=1)
-    titles = [f"{s.name} {s.shape}" for s in steps]
+    titles = [plain(f"{s.name} {s.shape}") for s in steps]
     figure = make_subplots(rows=rows, cols=columns, subplot_titles=titles, vertical_spacing=0.06)
     for i, step in enumerate(steps):
         value = step.value[head_of(step, head, n_heads)] if step.axes[0] == "head" else step.value
@@ -348,7 +348,7 @@ def steps_overview(steps: tuple[Step, ...], head: int = 0, columns: int = 5) -> 
                 zmid=0,
                 colorscale=DIVERGING,
                 showscale=False,
-                hovertemplate=f"{plain(step.name)}: %{{z:.3f}} × {limit:.3g}<extra></extra>",
+                hovertemplate=f"{in_template(step.name)}: %{{z:.3f}} × {limit:.3g}<extra></extra>",
             ),
             row=i // columns + 1,
             col=i % columns + 1,
@@ -359,6 +359,6 @@ def steps_overview(steps: tuple[Step, ...], head: int = 0, columns: int = 5) -> 
     figure.update_layout(
         title=f"Every intermediate, in the order the code computes it (per-head arrays: head {head})",
         height=170 * rows + 80,
-        margin=dict(l=10, r=10, t=70, b=10),
+        margin=margin(top=70),
     )
     return figure
