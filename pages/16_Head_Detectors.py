@@ -286,7 +286,7 @@ def compare_view(texts, repeats, offset) -> None:
                     trace.query_tokens,
                     trace.key_tokens,
                     f"{result.model_name}: layer {layer}, head {int(head)}",
-                    scale=ui.color_scale(),
+                    presenting=ui.presenting(),
                 ),
                 key=f"cmp_head_fig_{side}",
             )

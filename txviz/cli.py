@@ -1,4 +1,4 @@
-"""Command line: `python -m txviz trace|bench|train|models ...` for scripts, exports and benchmarks."""
+"""Command line: `python -m txviz trace|lens|bench|train|models ...` for scripts, exports and benchmarks."""
 
 from __future__ import annotations
 
@@ -81,6 +81,23 @@ def export_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def lens_command(args: argparse.Namespace) -> int:
+    """Write the logit lens of a text (top_ids, top_probs, tokens) as .npz or JSON."""
+    from txviz import models
+    from txviz.block.lens import lens_bytes, lens_of_text
+
+    try:
+        lens, notice = lens_of_text(models.load(args.model, args.device), args.text, args.max_tokens)
+    except ValueError as error:  # UserError and ModelLoadError
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if notice:
+        print(notice, file=sys.stderr)
+    Path(args.out).write_bytes(lens_bytes(lens, args.format))
+    print(f"{args.out}: {lens.top_ids.shape[0]} rows (embeddings + layers) x {lens.top_ids.shape[1]} tokens")
+    return 0
+
+
 def models_command(args: argparse.Namespace) -> int:
     """List every model with whether it can load now."""
     from txviz import models
@@ -120,6 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     figure.add_argument("--view", choices=["head", "grid"], default="head")
     figure.add_argument("--layer", type=int, default=0)
     figure.add_argument("--head", type=int, default=0)
+    lens = sub.add_parser("lens", help="the logit lens of a text as .npz or JSON")
+    for flag, default in (("--model", "smollm2"), ("--out", "lens.npz"), ("--device", "auto")):
+        lens.add_argument(flag, default=default)
+    lens.add_argument("--text", required=True)
+    lens.add_argument("--format", choices=["npz", "json"], default="npz")
+    lens.add_argument("--max-tokens", type=int, default=256)
     sub.add_parser("models", help="list the models")
     heads_command.add_arguments(sub.add_parser("heads", help="every head's detector scores as .npz"))
     for command, package in (("bench", txviz.bench), ("train", txviz.training)):
@@ -131,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         return trace_command(args)
     if args.command == "export":
         return export_command(args)
+    if args.command == "lens":
+        return lens_command(args)
     if args.command == "models":
         return models_command(args)
     if args.command == "heads":

@@ -624,6 +624,117 @@ def _():
     return depth_profiles(head_scores(BOLD), head_scores(LINK + ENTITY), "entropy (nats)"), HOSTILE
 
 
+# --- transformer block ----------------------------------------------------------------------------
+def block_figures():
+    from txviz.block import figures
+
+    return figures
+
+
+def block_steps():
+    from txviz.block.ops import Step
+
+    n = len(TOKENS)
+    return (
+        Step(BOLD, "code", weights(2, n, n), ("head", "query", "key")),
+        Step(LINK, "code", RNG.standard_normal((n, 3)).astype(np.float32), ("token", "feature")),
+        Step(ENTITY, "code", RNG.standard_normal(3).astype(np.float32), ("feature",)),
+    )
+
+
+def block_lens():
+    from txviz.block.lens import Lens
+
+    n = len(TOKENS)
+    return Lens(
+        TOKENS, np.zeros((2, n), np.int64), RNG.random((2, n)).astype(np.float32), (TOKENS, TOKENS),
+        np.array([[3, 0, 1, 2], [0, 0, 0, 0]]), RNG.random((2, n)).astype(np.float32),
+    )  # fmt: skip
+
+
+@case("block.figures.data_flow")
+def _():
+    from txviz.block.dataflow import Stage
+
+    boxes = (Stage("a", BOLD + "\n" + LINK, "d"), Stage("b", ENTITY, "d"))
+    return block_figures().data_flow(boxes, "a", title=LINK + ENTITY), HOSTILE
+
+
+@case("block.figures.matrix")
+def _():
+    values = RNG.standard_normal((4, 4))
+    return block_figures().matrix(values, TOKENS, BOLD, (LINK, ENTITY), cols=TOKENS), HOSTILE
+
+
+@case("block.figures.stage_figure")
+def _():
+    from txviz.block.dataflow import StageValues
+
+    n, figures = len(TOKENS), block_figures()
+    return [
+        figures.stage_figure(StageValues(BOLD, ids=tuple(range(n))), TOKENS),
+        figures.stage_figure(StageValues(LINK, top_tokens=HOSTILE + ("x",), top_probs=RNG.random(n)), TOKENS),
+        figures.stage_figure(StageValues(ENTITY, RNG.standard_normal((n, 3))), TOKENS),
+    ], HOSTILE
+
+
+@case("block.figures.step_figure")
+def _():
+    figures, memory = block_figures(), ("m", *HOSTILE, "k")
+    attention, rows, vector = block_steps()
+    cross = attention.__class__(LINK, "code", weights(1, len(TOKENS), len(memory)), attention.axes)
+    return [
+        figures.step_figure(attention, TOKENS, head=1, n_heads=4),
+        figures.step_figure(cross, TOKENS, memory_tokens=memory, n_heads=2),
+        figures.step_figure(rows, TOKENS),
+        figures.step_figure(vector, TOKENS),
+    ], HOSTILE
+
+
+@case("block.figures.steps_overview")
+def _():
+    return block_figures().steps_overview(block_steps(), head=1, columns=2), HOSTILE
+
+
+@case("block.figures.residual_heatmap")
+def _():
+    values = RNG.random((3, len(TOKENS)))
+    return [
+        block_figures().residual_heatmap(values, TOKENS, BOLD + LINK + ENTITY, stream=stream)
+        for stream in (False, True)
+    ], HOSTILE
+
+
+@case("block.figures.residual_bars")
+def _():
+    return block_figures().residual_bars({t: RNG.random(3) + 0.1 for t in HOSTILE}), HOSTILE
+
+
+@case("block.figures.lens_grid")
+def _():
+    return block_figures().lens_grid(block_lens()), HOSTILE
+
+
+@case("block.figures.lens_position")
+def _():
+    return [block_figures().lens_position(block_lens(), p, t) for p, t in enumerate(HOSTILE)], HOSTILE
+
+
+@case("block.figures.norm_statistics")
+def _():
+    labels = [f"s1: {t}" for t in TOKENS]
+    n = len(labels)
+    return block_figures().norm_statistics(*RNG.random((2, n)), *RNG.random((2, 5)), labels), HOSTILE
+
+
+@case("block.figures.dependence_bars")
+def _():
+    from txviz.block.norms import Dependence
+
+    dep = Dependence(RNG.random(len(TOKENS)), RNG.random(len(TOKENS)))
+    return block_figures().dependence_bars(dep, TOKENS, BOLD + LINK + ENTITY), HOSTILE
+
+
 def test_every_figure_builder_is_checked_or_listed_as_showing_no_text():
     found = set(builders())
     assert len(found) > 40, "discovery found too few builders: is the module walk broken?"

@@ -20,6 +20,7 @@ ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
     "Live_Generation": ":material/edit_note:",
     "Encoder_Decoder": ":material/swap_horiz:",
     "Vision_Transformer": ":material/image:",
+    "Transformer_Block": ":material/account_tree:",
     "Image_GPT": ":material/draw:",
     "Image_Captioning": ":material/closed_caption:",
     "Head_Detectors": ":material/biotech:",

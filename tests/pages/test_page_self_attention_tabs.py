@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "1_Self_Attention.py")
+PAGE = str(ROOT / "pages" / "1_Self_Attention.py")
 
 
 def run_page(view: str, **state) -> AppTest:

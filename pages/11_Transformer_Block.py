@@ -1,0 +1,223 @@
+"""The transformer block on a real model: data flow, one block as code, residual stream, norms, logit lens."""
+
+import streamlit as st
+
+from txviz.app import ui
+from txviz.block import dataflow, figures, lens, norms, residual
+from txviz.block.opened import FORM_NOTES, open_block
+from txviz.block.recording import STAGES, read_only, run_text
+
+VIEWS = ["Data flow", "One block", "Residual stream", "LayerNorm vs BatchNorm", "Logit lens"]
+KINDS = ("encoder", "decoder", "encoder-decoder")
+DEFAULT_TEXT = "The cat sat on the mat because it was warm."
+DEFAULT_SENTENCES = (
+    "The cat sat on the mat.\nA dog barked.\nRain fell all night over the quiet old town.\nHi."
+)
+LENS_POSITIONS = 40  # the lens grid shows the last positions: every cell is a full vocabulary softmax
+
+ui.setup_page(
+    "Transformer Block",
+    "Token ids become vectors, N identical blocks each add what attention and the feed-forward network "
+    "compute to a residual stream, and a head turns the stream into the output. Every number below is "
+    "computed live on the chosen model and checked against the model's own output.",
+    share=("model", "text", "block_stack", "block_layer", "block_stage"),
+)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Running the model...")
+def cached_run(_loaded, name: str, device: str, text: str, stages: tuple[str, ...]):
+    # Shared by every session: arrays locked read-only. The first view asks for no stages.
+    return read_only(run_text(_loaded, text, frozenset(stages)))
+
+
+@st.cache_resource(max_entries=8, show_spinner="Running the block as code...")
+def cached_block(_loaded, name: str, device: str, text: str, stack: str, layer: int):
+    return open_block(_loaded, cached_run(_loaded, name, device, text, ()), stack, layer)
+
+
+@st.cache_resource(max_entries=4, show_spinner="Reading every layer with the output head...")
+def cached_lens(_loaded, name: str, device: str, text: str):
+    run = cached_run(_loaded, name, device, text, ())
+    return lens.logit_lens(_loaded, run, slice(-LENS_POSITIONS, None))
+
+
+left, right = st.columns([1, 2])
+with left:
+    name = ui.model_picker(kinds=KINDS)
+with right:
+    text = ui.text_input("Text", DEFAULT_TEXT)
+loaded = ui.load_model(name, kinds=KINDS)
+device = ui.current_device()
+with ui.user_errors():
+    run = cached_run(loaded, name, device, text, ())
+if run.notice:
+    st.warning(run.notice)
+
+stack_names = [s.name for s in run.stacks]
+stack_col, layer_col = st.columns(2)
+stack = stack_col.selectbox(
+    "Stack",
+    stack_names,
+    index=stack_names.index(ui.link_value("block_stack", stack_names[0], stack_names)),
+    key="block_stack",
+    disabled=len(stack_names) == 1,
+)
+data = run.stack(stack)
+n_layers = data.n_layers
+layer = layer_col.slider(
+    "Layer", 0, n_layers - 1, ui.link_value("block_layer", 0, range(n_layers)), key="block_layer"
+)
+st.caption(
+    f"{name}: {run.layout.family} layout, {run.layout.form} blocks, {len(data.tokens)} {stack} tokens."
+)
+flow, one, stream, batch, reading = st.tabs(VIEWS, key="block_view", on_change="rerun")
+
+if flow.open:
+    with flow:
+        boxes = dataflow.stages(run, stack)
+        labels = {box.key: box.label.replace("\n", " ") for box in boxes}
+        keys = list(labels)
+        chosen = st.selectbox(
+            "Stage (a box of the diagram)",
+            keys,
+            index=keys.index(ui.link_value("block_stage", "embedding", keys)),
+            format_func=labels.get,
+            key="block_stage",
+        )
+        ui.show_figure(figures.data_flow(boxes, chosen, f"{name}: one forward pass"), key="flow")
+        st.caption(next(box.detail for box in boxes if box.key == chosen))
+        values = dataflow.stage_values(loaded, run, stack, chosen, layer)
+        ui.show_figure(figures.stage_figure(values, data.tokens), key="stage")
+
+if one.open:
+    with one:
+        with ui.user_errors():
+            opened = cached_block(loaded, name, device, text, stack, layer)
+        st.code("\n".join(opened.lines), language=None)
+        st.caption(FORM_NOTES[opened.form])
+        a, b = st.columns(2)
+        a.metric("max |E − model's own layer output|", f"{opened.max_difference:.2e}")
+        b.metric("largest |value| of that output", f"{opened.scale:.3g}")
+        n_heads = max(s.value.shape[0] for s in opened.steps if s.axes[0] == "head")
+        head = st.slider("Head (for the per-head arrays)", 0, n_heads - 1, 0, key="block_head")
+        ui.show_figure(figures.steps_overview(opened.steps, head), key="steps")
+        names = [s.name for s in opened.steps]
+        step_name = st.selectbox(
+            "Open one intermediate", names, index=len(names) - 1, key="block_step",
+            format_func=lambda n: f"{n}  {opened.step(n).shape}",
+        )  # fmt: skip
+        step = opened.step(step_name)
+        st.code(step.code, language=None)
+        memory = run.stack("encoder").tokens if stack == "decoder" and len(stack_names) > 1 else None
+        ui.show_figure(
+            figures.step_figure(step, data.tokens, head, memory, n_heads, presenting=ui.presenting()),
+            key="step",
+        )
+        st.dataframe(
+            {
+                "step": names,
+                "code": [s.code for s in opened.steps],
+                "shape": [str(s.shape) for s in opened.steps],
+            },
+            hide_index=True,
+        )
+
+if stream.open:
+    with stream:
+        full = cached_run(loaded, name, device, text, tuple(sorted(STAGES)))
+        with ui.user_errors():
+            sizes = residual.residual_norms(full.stack(stack))
+        maps = {
+            "the stream": sizes.stream,
+            "what attention added": sizes.attn,
+            "what the FFN added": sizes.ffn,
+        }
+        if sizes.cross is not None:
+            maps["what cross-attention added"] = sizes.cross
+        what = st.radio("Heatmap of", list(maps), horizontal=True, key="block_residual")
+        matrix = maps[what]
+        title = f"L2 norm of {what}, per layer and token"
+        ui.show_figure(
+            figures.residual_heatmap(
+                matrix, data.tokens, title, stream=what == "the stream", presenting=ui.presenting()
+            ),
+            key="residual_map",
+        )
+        ui.show_figure(figures.residual_bars(sizes.per_layer()), key="residual_bars")
+        st.caption(
+            "Each block reads the stream and adds to it: x ← x + MHA(...), then x ← x + FFN(...). "
+            + (
+                "Post-LN blocks renormalise the sum, so the stream's norm stays near the LayerNorm scale."
+                if run.layout.form == "post-LN"
+                else "In a pre-norm model nothing rescales the stream, so its norm grows with depth."
+            )
+        )
+
+if batch.open:
+    with batch:
+        sentence_text = st.text_area(
+            "Sentences of the batch, one per line", DEFAULT_SENTENCES, key="block_sentences"
+        )
+        with ui.user_errors():
+            sentences = norms.sentences_of(sentence_text)
+        c1, c2, c3 = st.columns(3)
+        other = c1.selectbox(
+            "Change sentence",
+            range(2, len(sentences) + 1),
+            key="block_other",
+            format_func=lambda i: f"sentence {i}",
+        )
+        replacement = c2.text_input(
+            "to", "Completely different words here, and many more of them.", key="block_swap"
+        )
+        padding = c3.slider("and add padding tokens", 0, 16, 4, key="block_padding")
+        exclude = st.toggle("BatchNorm statistics over real tokens only (padding left out)", key="block_mask")
+        changed = list(sentences)
+        changed[other - 1] = replacement.strip() or sentences[other - 1]
+        with ui.user_errors():
+            first = norms.batch_activations(loaded, sentences, layer, stack=stack)
+            second = norms.batch_activations(loaded, changed, layer, padding, stack=stack)
+        st.caption(
+            f"Activations: {first.where}, shape {first.x.shape} (sentences × padded tokens × features)."
+        )
+        st.markdown(
+            "**LayerNorm** normalises each token over its **features** (the last axis): one mean and std per "
+            "token. **BatchNorm** normalises each feature over the **sentences and positions** of the batch "
+            "(the first two axes): one mean and std per feature, shared by every sentence, padding included "
+            "unless left out. Both are shown without their learned scale and shift."
+        )
+        _, ln_mean, ln_std = norms.layer_norm(first.x)
+        _, bn_mean, bn_std = norms.batch_norm(first.x, first.mask if exclude else None)
+        labels = [f"s{b + 1}: {t}" for b, toks in enumerate(first.tokens) for t in toks]
+        real = first.mask
+        ui.show_figure(
+            figures.norm_statistics(ln_mean[real], ln_std[real], bn_mean, bn_std, labels), key="norm_stats"
+        )
+        effect = norms.dependence(first, second, 0, exclude)
+        ui.show_figure(
+            figures.dependence_bars(effect, first.tokens[0], f"changing sentence {other} and the padding"),
+            key="norm_effect",
+        )
+        st.caption(
+            f"Largest change of sentence 1: LayerNorm {effect.layer_norm.max():.1e} (float rounding), "
+            f"BatchNorm {effect.batch_norm.max():.3f}. Sentence 1 itself did not change."
+        )
+
+if reading.open:
+    with reading:
+        with ui.user_errors():
+            lens.check_lens(loaded)
+            result = cached_lens(loaded, name, device, text)
+        if len(run.stack("decoder").tokens) > LENS_POSITIONS:
+            st.caption(f"The grid shows the last {LENS_POSITIONS} positions.")
+        ui.show_figure(figures.lens_grid(result, presenting=ui.presenting()), key="lens_grid")
+        options = list(range(len(result.tokens)))
+        position = st.selectbox(
+            "Position", options, index=len(options) - 1, key="block_lens_position",
+            format_func=lambda i: f"{i}: {result.tokens[i]}",
+        )  # fmt: skip
+        final_token = result.top_tokens[-1][position]
+        ui.show_figure(figures.lens_position(result, position, final_token), key="lens_position")
+        st.caption(
+            "The last row equals the model's own prediction: the same final norm and head, the same input."
+        )

@@ -1,0 +1,131 @@
+"""The Transformer Block page under AppTest: every widget moved, bad input, no exception."""
+
+import pytest
+from conftest import ROOT
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(ROOT / "pages/11_Transformer_Block.py")
+
+
+@pytest.fixture
+def app():
+    return AppTest.from_file(PAGE, default_timeout=180).run()
+
+
+def _ok(app) -> None:
+    assert not app.exception, app.exception
+    assert not app.error, [e.value for e in app.error]
+
+
+def test_every_widget_moves_on_minilm(app):
+    _ok(app)
+    assert len(app.get("plotly_chart")) == 2  # the diagram and the chosen stage: nothing else is run
+    for stage in ("ids", "embedding", "positions", "stream", "blocks", "output"):
+        app.selectbox(key="block_stage").set_value(stage).run()
+        _ok(app)
+    app.slider(key="block_layer").set_value(5).run()
+    app.session_state["block_view"] = "One block"
+    app.run()
+    _ok(app)
+    assert "E = LayerNorm(FeedForward(Z) + Z)" in app.code[0].value
+    for step in ("Q", "A", "mean of S", "W_o", "H", "E"):
+        app.selectbox(key="block_step").set_value(step).run()
+        _ok(app)
+    app.selectbox(key="block_step").set_value("A").run()
+    app.slider(key="block_head").set_value(11).run()
+    _ok(app)
+    app.session_state["block_view"] = "Residual stream"
+    app.run()
+    for what in ("what attention added", "what the FFN added"):
+        app.radio(key="block_residual").set_value(what).run()
+        _ok(app)
+    app.session_state["block_view"] = "LayerNorm vs BatchNorm"
+    app.run()
+    _ok(app)
+    assert any("**BatchNorm** normalises each feature" in m.value for m in app.markdown)
+    assert len(app.get("plotly_chart")) == 2  # statistics and the dependence bars
+    app.selectbox(key="block_other").set_value(3).run()
+    app.text_input(key="block_swap").set_value("Something else entirely.").run()
+    app.slider(key="block_padding").set_value(0).run()
+    app.toggle(key="block_mask").set_value(True).run()
+    _ok(app)
+    app.text_area(key="block_sentences").set_value("only one").run()
+    assert not app.exception and "at least two sentences" in app.error[0].value
+
+
+def test_an_encoder_asked_for_a_lens_gets_a_message(app):
+    app.session_state["block_view"] = "Logit lens"
+    app.run()
+    assert not app.exception
+    assert "encoder" in app.error[0].value and "smollm2" in app.error[0].value
+
+
+def test_smollm2_lens_and_pre_norm_block(app):
+    app.selectbox(key="model").set_value("smollm2").run()
+    _ok(app)
+    for stage in ("positions", "blocks", "final_norm", "output"):  # rotary angles, final norm, logits
+        app.selectbox(key="block_stage").set_value(stage).run()
+        _ok(app)
+    app.session_state["block_view"] = "Logit lens"
+    app.run()
+    _ok(app)
+    app.selectbox(key="block_lens_position").set_value(0).run()
+    _ok(app)
+    app.session_state["block_view"] = "One block"
+    app.run()
+    _ok(app)
+    assert "Z = X + MultiHeadAttn(Norm(X))" in app.code[0].value
+    assert any("pre-norm" in c.value for c in app.caption)
+    app.slider(key="block_head").set_value(8).run()
+    for step in ("K", "V", "A", "rms of Z"):  # GQA: query head 8 reads KV head 2
+        app.selectbox(key="block_step").set_value(step).run()
+        _ok(app)
+
+
+def test_date_bart_decoder_stack(app):
+    app.selectbox(key="model").set_value("date-bart").run()
+    app.text_area(key="text").set_value("the fifth of may nineteen ninety").run()
+    _ok(app)
+    app.selectbox(key="block_stack").set_value("decoder").run()
+    for stage in ("embedding", "positions", "output"):
+        app.selectbox(key="block_stage").set_value(stage).run()
+        _ok(app)
+    app.session_state["block_view"] = "One block"
+    app.run()
+    _ok(app)
+    app.selectbox(key="block_step").set_value("A (cross)").run()
+    _ok(app)
+    app.session_state["block_view"] = "Residual stream"
+    app.run()
+    app.radio(key="block_residual").set_value("what cross-attention added").run()
+    _ok(app)
+    app.session_state["block_view"] = "LayerNorm vs BatchNorm"
+    app.run()
+    assert not app.exception and "encoder or a decoder" in app.error[0].value
+
+
+@pytest.mark.parametrize("text, expected", [("   ", "empty"), ("word " * 10_000, "only the first 256")])
+def test_bad_text_gives_a_message(app, text, expected):
+    app.text_area(key="text").set_value(text).run()
+    assert not app.exception
+    messages = [m.value for m in (*app.warning, *app.error)]
+    assert any(expected in m for m in messages), messages
+
+
+def test_script_text_is_shown_as_text(app):
+    app.text_area(key="text").set_value("<b>bold</b> <script>alert(1)</script>").run()
+    _ok(app)
+
+
+def test_unknown_block_layout_gets_a_message(app, tmp_path, minilm):
+    import transformers as tf
+
+    config = tf.DistilBertConfig(
+        dim=32, n_layers=1, n_heads=2, hidden_dim=64, vocab_size=minilm.tokenizer.vocab_size
+    )
+    tf.DistilBertModel(config).save_pretrained(tmp_path)
+    minilm.tokenizer.save_pretrained(tmp_path)
+    app.selectbox(key="model").set_value("Other: a Hugging Face id or local folder...").run()
+    app.text_input(key="model_custom").set_value(str(tmp_path)).run()
+    assert not app.exception
+    assert "cannot write out the block of a 'distilbert' model" in app.error[0].value

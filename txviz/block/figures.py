@@ -1,0 +1,364 @@
+"""Figures of the transformer block page: the data flow, block steps, residual norms, norms, logit lens."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from txviz.block.dataflow import Stage, StageValues
+from txviz.block.lens import Lens
+from txviz.block.norms import Dependence
+from txviz.block.ops import Step
+from txviz.figures.attention import pool
+from txviz.figures.axes import margin, ticks
+from txviz.figures.colors import scale
+from txviz.figures.text import in_template, plain, plain_all
+
+DIVERGING = scale("diverging")  # activations: red negative, near-white zero, blue positive (any mode)
+MAX_FEATURES = 384  # heatmap columns; wider matrices are shown in full but may be pooled by the browser
+
+
+def data_flow(boxes: tuple[Stage, ...], selected: str, title: str = "") -> go.Figure:
+    """A left-to-right chain of boxes; the selected one is filled."""
+    figure = go.Figure()
+    width, gap = 1.0, 0.35
+    for i, box in enumerate(boxes):
+        x0 = i * (width + gap)
+        chosen = box.key == selected
+        figure.add_shape(
+            type="rect",
+            x0=x0,
+            x1=x0 + width,
+            y0=0,
+            y1=1,
+            line=dict(color="#1f4e79", width=3 if chosen else 1),
+            fillcolor="#1f4e79" if chosen else "#e8f0f8",
+        )
+        figure.add_annotation(
+            x=x0 + width / 2,
+            y=0.5,
+            text=plain(box.label).replace("\n", "<br>"),  # the line breaks are ours
+            showarrow=False,
+            font=dict(color="white" if chosen else "#1f2d3d", size=13),
+        )
+        if i:
+            figure.add_annotation(
+                x=x0 - 0.02,
+                y=0.5,
+                ax=x0 - gap + 0.02,
+                ay=0.5,
+                xref="x",
+                yref="y",
+                axref="x",
+                ayref="y",
+                showarrow=True,
+                arrowhead=2,
+                arrowwidth=2,
+                arrowcolor="#555",
+                text="",
+            )
+    total = len(boxes) * (width + gap) - gap
+    figure.update_layout(
+        title=plain(title),
+        height=190,
+        margin=margin(top=40),
+        plot_bgcolor="white",
+        xaxis=dict(visible=False, range=[-0.05, total + 0.05]),
+        yaxis=dict(visible=False, range=[-0.1, 1.1]),
+    )
+    return figure
+
+
+def matrix(values: np.ndarray, rows, title: str, axes=("token", "feature"), cols=None) -> go.Figure:
+    """A 2-D array as a heatmap, diverging around zero; rows labelled (tokens), columns numbered."""
+    values = np.asarray(values, dtype=np.float32)
+    if values.ndim == 1:
+        values = values[:, None]
+    limit = float(np.abs(values[np.isfinite(values)]).max()) if np.isfinite(values).any() else 1.0
+    figure = go.Figure(
+        go.Heatmap(
+            z=values,
+            colorscale=DIVERGING,
+            zmid=0,
+            zmin=-limit,
+            zmax=limit,
+            hovertemplate=f"{in_template(axes[0])} %{{y}}, {in_template(axes[1])} %{{x}}<br>"
+            "%{z:.4g}<extra></extra>",
+        )
+    )
+    yaxis = dict(title=plain(axes[0]), autorange="reversed")
+    if rows is not None and len(rows) == values.shape[0]:
+        yaxis |= ticks(rows)
+    xaxis = dict(title=plain(axes[1]))
+    if cols is not None and len(cols) == values.shape[1]:
+        xaxis |= ticks(cols)
+    figure.update_layout(
+        title=plain(title if "shape" in title else f"{title}  {values.shape[0]} × {values.shape[1]}"),
+        height=min(700, max(260, 18 * values.shape[0] + 140)),
+        yaxis=yaxis,
+        xaxis=xaxis,
+        margin=margin(),
+    )
+    return figure
+
+
+def stage_figure(values: StageValues, tokens: tuple[str, ...]) -> go.Figure:
+    """The numbers of one data-flow stage."""
+    if values.ids:
+        figure = go.Figure(
+            go.Table(
+                header=dict(values=["position", "token", "id"]),
+                cells=dict(values=[list(range(len(values.ids))), plain_all(tokens), list(values.ids)]),
+            )
+        )
+        figure.update_layout(
+            title=plain(values.title), height=min(600, 60 + 28 * len(values.ids)), margin=margin(top=40)
+        )
+        return figure
+    if values.top_probs is not None:
+        figure = go.Figure(
+            go.Bar(
+                x=list(range(len(tokens))),
+                y=values.top_probs,
+                text=plain_all(values.top_tokens),
+                textposition="outside",
+                hovertemplate="after %{customdata}: %{text} (p = %{y:.3f})<extra></extra>",
+                customdata=plain_all(tokens),
+            )
+        )
+        figure.update_layout(
+            title=plain(values.title),
+            yaxis=dict(title="probability", range=[0, 1.1]),
+            xaxis=dict(title="position (input token)") | ticks(tokens),
+            height=420,
+        )
+        return figure
+    axes = ("position", "frequency") if "Position" in values.title and values.matrix.shape[1] < 64 else None
+    return matrix(values.matrix, tokens, values.title, axes or ("token", "feature"))
+
+
+def head_of(step: Step, head: int, n_heads: int) -> int:
+    """The row of a per-head array for query head ``head``: under GQA, K and V have fewer heads."""
+    return head * len(step.value) // n_heads
+
+
+def step_figure(
+    step: Step,
+    tokens: tuple[str, ...],
+    head: int = 0,
+    memory_tokens=None,
+    n_heads: int = 0,
+    presenting: bool = False,
+) -> go.Figure:
+    """One intermediate of the block: per-head arrays show the chosen head (its KV head under GQA)."""
+    value, axes, title = step.value, step.axes, f"{step.name}: shape {step.shape}"
+    if axes[0] == "head":
+        row = head_of(step, head, n_heads or len(value))
+        shared = (
+            f" (KV head {row}, shared by {n_heads // len(value)} query heads)"
+            if row != head or len(value) < n_heads
+            else ""
+        )
+        value, axes, title = value[row], axes[1:], f"{step.name}, head {head}{shared}: shape {step.shape}"
+    if axes == ("query", "key"):
+        keys = memory_tokens if memory_tokens is not None and value.shape[1] != len(tokens) else tokens
+        figure = go.Figure(
+            go.Heatmap(
+                z=value,
+                colorscale=scale("sequential", presenting),
+                zmin=0,
+                zmax=float(value.max()),
+                hovertemplate="query %{y}, key %{x}<br>weight %{z:.4f}<extra></extra>",
+            )
+        )
+        figure.update_layout(
+            title=plain(title),
+            height=min(700, max(300, 18 * len(value) + 160)),
+            yaxis=dict(title="query", autorange="reversed") | ticks(tokens[: value.shape[0]]),
+            xaxis=dict(title="key", side="top") | ticks(keys[: value.shape[1]]),
+        )
+        return figure
+    rows = None
+    if axes[0] == "token":
+        rows = tokens if value.shape[0] == len(tokens) else memory_tokens
+    return matrix(value, rows, title, axes if len(axes) == 2 else (axes[0], ""))
+
+
+def residual_heatmap(
+    values: np.ndarray, tokens: tuple[str, ...], title: str, stream: bool = False, presenting: bool = False
+) -> go.Figure:
+    """Layer x token norms; the stream's rows are the embeddings, then the output of each block."""
+    rows = ["embeddings"] * stream + [f"{'after ' * stream}block {i}" for i in range(len(values) - stream)]
+    figure = go.Figure(
+        go.Heatmap(
+            z=values,
+            colorscale=scale("sequential", presenting),
+            y=rows,
+            hovertemplate="%{y}, token %{x}<br>norm %{z:.3g}<extra></extra>",
+            colorbar=dict(title="L2 norm"),
+        )
+    )
+    figure.update_layout(
+        title=plain(title),
+        height=max(300, min(700, 16 * len(values) + 150)),
+        xaxis=dict(side="top", tickangle=-60) | ticks(tokens),
+        yaxis=dict(title="", autorange="reversed", type="category"),
+        margin=margin(top=110),
+    )
+    return figure
+
+
+def residual_bars(per_layer: dict[str, np.ndarray]) -> go.Figure:
+    """Mean norm per block of what each sub-block added, and of the stream after it."""
+    figure = go.Figure(
+        [go.Bar(name=plain(name), x=list(range(len(v))), y=v) for name, v in per_layer.items()]
+    )
+    figure.update_layout(
+        title="Per layer: mean L2 norm over tokens",
+        barmode="group",
+        height=380,
+        xaxis=dict(title="layer"),
+        yaxis=dict(title="mean L2 norm", type="log"),
+    )
+    return figure
+
+
+def lens_grid(lens: Lens, presenting: bool = False) -> go.Figure:
+    """Layer x position: the top token as text, its probability as colour."""
+    n = len(lens.top_ids)
+    text = [[plain(t) for t in row] for row in lens.top_tokens]
+    figure = go.Figure(
+        go.Heatmap(
+            z=lens.top_probs,
+            text=text,
+            texttemplate="%{text}",
+            textfont=dict(size=10),
+            zmin=0,
+            zmax=1,
+            colorscale=scale("sequential", presenting),
+            colorbar=dict(title="p(top)"),
+            y=[f"{i}" for i in range(n)],
+            hovertemplate="after layer %{y}, position %{x}<br>top: %{text} (p = %{z:.3f})<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        title="Logit lens: the top next token if the model stopped after each layer (row 0: embeddings)",
+        height=max(400, 20 * n + 160),
+        yaxis=dict(title="after layer", autorange="reversed", type="category"),
+        xaxis=dict(side="top", tickangle=-60) | ticks(lens.tokens),
+        margin=margin(top=120),
+    )
+    return figure
+
+
+def lens_position(lens: Lens, position: int, final_token: str) -> go.Figure:
+    """Rank and probability of the model's final prediction at one position, across layers."""
+    layers = list(range(len(lens.final_rank)))
+    figure = go.Figure(
+        [
+            go.Scatter(x=layers, y=lens.final_prob[:, position], name="probability", mode="lines+markers"),
+            go.Scatter(
+                x=layers,
+                y=lens.final_rank[:, position] + 1,
+                name="rank (1 = top)",
+                mode="lines+markers",
+                yaxis="y2",
+            ),
+        ]
+    )
+    figure.update_layout(
+        title=f"The final prediction '{plain(final_token)}' after '{plain(lens.tokens[position])}', by layer",
+        xaxis=dict(title="after layer (0 = embeddings)"),
+        yaxis=dict(title="probability", range=[0, 1]),
+        yaxis2=dict(
+            title="rank",
+            overlaying="y",
+            side="right",
+            autorange="reversed",
+            rangemode="tozero",
+            type="log" if lens.final_rank[:, position].max() >= 20 else "linear",
+        ),
+        height=380,
+        legend=dict(orientation="h", y=-0.2),
+    )
+    return figure
+
+
+def norm_statistics(ln_mean, ln_std, bn_mean, bn_std, token_labels) -> go.Figure:
+    """LayerNorm's statistics are per token, BatchNorm's per feature."""
+    from plotly.subplots import make_subplots
+
+    figure = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=(
+            "LayerNorm: a mean and std per token",
+            "BatchNorm: a mean and std per feature",
+        ),
+    )
+    x = list(range(len(ln_mean)))
+    figure.add_trace(go.Bar(x=x, y=ln_mean, name="LN mean", hovertext=plain_all(token_labels)), 1, 1)
+    figure.add_trace(go.Bar(x=x, y=ln_std, name="LN std", hovertext=plain_all(token_labels)), 1, 1)
+    f = list(range(len(bn_mean)))
+    figure.add_trace(go.Scatter(x=f, y=bn_mean, name="BN mean", mode="lines"), 1, 2)
+    figure.add_trace(go.Scatter(x=f, y=bn_std, name="BN std", mode="lines"), 1, 2)
+    figure.update_xaxes(title_text="token of the batch (sentence by sentence)", row=1, col=1)
+    figure.update_xaxes(title_text="feature", row=1, col=2)
+    figure.update_layout(height=400, barmode="group", legend=dict(orientation="h", y=-0.25))
+    return figure
+
+
+def dependence_bars(dep: Dependence, tokens: tuple[str, ...], what: str) -> go.Figure:
+    """Max change of each token's normalised output when the rest of the batch changed."""
+    x = list(range(len(tokens)))
+    figure = go.Figure(
+        [
+            go.Bar(x=x, y=dep.layer_norm, name="LayerNorm"),
+            go.Bar(x=x, y=dep.batch_norm, name="BatchNorm"),
+        ]
+    )
+    figure.update_layout(
+        title=f"Sentence 1's outputs after {plain(what)}: max |change| per token",
+        barmode="group",
+        height=380,
+        xaxis=dict(title="token of sentence 1") | ticks(tokens),
+        yaxis=dict(title="max |change|"),
+    )
+    return figure
+
+
+def steps_overview(steps: tuple[Step, ...], head: int = 0, columns: int = 5) -> go.Figure:
+    """A small heatmap of every intermediate in code order, each scaled to its own largest |value|."""
+    from plotly.subplots import make_subplots
+
+    rows = -(-len(steps) // columns)
+    n_heads = max((len(s.value) for s in steps if s.axes[0] == "head"), default=1)
+    titles = [plain(f"{s.name} {s.shape}") for s in steps]
+    figure = make_subplots(rows=rows, cols=columns, subplot_titles=titles, vertical_spacing=0.06)
+    for i, step in enumerate(steps):
+        value = step.value[head_of(step, head, n_heads)] if step.axes[0] == "head" else step.value
+        value = value[:, None] if value.ndim == 1 else value
+        value = pool(np.nan_to_num(value.astype(np.float32)), 48)
+        limit = float(np.abs(value).max()) or 1.0
+        figure.add_trace(
+            go.Heatmap(
+                z=value / limit,
+                zmin=-1,
+                zmax=1,
+                zmid=0,
+                colorscale=DIVERGING,
+                showscale=False,
+                hovertemplate=f"{in_template(step.name)}: %{{z:.3f}} × {limit:.3g}<extra></extra>",
+            ),
+            row=i // columns + 1,
+            col=i % columns + 1,
+        )
+    figure.update_xaxes(showticklabels=False)
+    figure.update_yaxes(showticklabels=False, autorange="reversed")
+    figure.update_annotations(font_size=11)
+    figure.update_layout(
+        title=f"Every intermediate, in the order the code computes it (per-head arrays: head {head})",
+        height=170 * rows + 80,
+        margin=margin(top=70),
+    )
+    return figure

@@ -1,0 +1,72 @@
+"""One block opened: its code run on the chosen layer's real weights, checked against the model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from txviz.block import postln, prenorm
+from txviz.block.ops import Step
+from txviz.block.recording import BlockRun
+from txviz.block.weights import block_weights
+from txviz.models import LoadedModel
+
+FORM_NOTES = {
+    "post-LN": "This is the textbook's block (Vaswani et al. 2017): each sub-block's output is added to the "
+    "stream and the sum is normalised (post-LN). Every block rescales the whole stream, so the stream's "
+    "norm stays fixed from layer to layer.",
+    "pre-norm": "This model uses the pre-norm block: the norm sits on the branch (X + MHA(Norm(X))), not on "
+    "the stream. The residual stream is a plain running sum that no norm rescales, so the gradient reaches "
+    "early layers unchanged; deep decoders train stably without careful warm-up (Xiong et al. 2020), which "
+    "is why GPT-2 and Llama moved there. The stream grows with depth, so a final norm comes before the "
+    "output head.",
+}
+
+
+@dataclass(frozen=True, eq=False)
+class OpenedBlock:
+    """The steps of one block and how far its output E is from the model's own layer output."""
+
+    stack: str
+    layer: int
+    form: str  # "post-LN" or "pre-norm"
+    lines: tuple[str, ...]  # the block's two lines of pseudo-code
+    steps: tuple[Step, ...]
+    max_difference: float  # max |E - model's output of this layer|
+    scale: float  # max |model's output|, to read the difference against
+
+    def step(self, name: str) -> Step:
+        return next(s for s in self.steps if s.name == name)
+
+
+def _rotary(model, layout, n_tokens: int):
+    """The model's own (cos, sin) for positions 0..T-1, from its rotary_emb module."""
+    base = model.get_submodule(layout.base)
+    x = torch.zeros(1, n_tokens, 1, dtype=torch.float32, device=model.device)
+    return base.rotary_emb(x, torch.arange(n_tokens, device=model.device)[None])
+
+
+@torch.no_grad()
+def open_block(loaded: LoadedModel, run: BlockRun, stack: str, layer: int) -> OpenedBlock:
+    """Run block ``layer`` of ``stack`` as code on X = the model's stream entering that block."""
+    layout, model = run.layout, loaded.model
+    stream = run.stack(stack)
+    weights = block_weights(layout, model, stack, layer)
+    x = torch.tensor(stream.hidden[layer], device=model.device)
+    if weights.form == "post-LN":
+        memory = None
+        if weights.cross is not None:
+            memory = torch.tensor(run.stack("encoder").hidden[-1], device=model.device)
+        e, steps = postln.post_ln_block(x, weights, memory)
+        lines = postln.LINES
+    else:
+        rotary = _rotary(model, layout, x.shape[0]) if weights.attention.rotary else None
+        e, steps = prenorm.pre_norm_block(x, weights, rotary)
+        lines = prenorm.LINES
+    expected = stream.hidden[layer + 1]
+    difference = float(np.abs(e.float().cpu().numpy() - expected).max())
+    return OpenedBlock(
+        stack, layer, weights.form, lines, tuple(steps.items), difference, float(np.abs(expected).max())
+    )
