@@ -56,8 +56,8 @@ def dependence_grids(grids: dict[str, np.ndarray], depths: dict[str, int]) -> go
         figure.update_yaxes(autorange="reversed", scaleanchor=f"x{col if col > 1 else ''}", row=1, col=col)
     figure.update_yaxes(title_text="output y_i", row=1, col=1)
     figure.update_layout(
-        height=380,
-        margin=dict(t=80, l=50, r=10, b=40),
+        height=430,
+        margin=dict(t=120, l=50, r=10, b=40),
         title="Which inputs each output depends on (autograd Jacobian ≠ 0)",
     )
     return figure
