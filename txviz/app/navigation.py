@@ -21,6 +21,7 @@ ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
     "Encoder_Decoder": ":material/swap_horiz:",
     "Vision_Transformer": ":material/image:",
     "Why_Attention": ":material/compare_arrows:",
+    "Entailment": ":material/rule:",
 }
 
 
