@@ -1,5 +1,6 @@
 """Why attention: a CNN, an RNN and self-attention compared by path length and cost, measured here (Table 15.1)."""
 
+import pandas as pd
 import streamlit as st
 
 from txviz.app import ui
@@ -129,14 +130,17 @@ if cost_tab.open:
     st.markdown(f"**Complexity per layer.** {COLUMNS['Complexity per layer']}")
     ui.show_figure(figs.thread_bars(threads), key="threads")
     st.caption(
-        "torch.set_num_threads(1), then (2), interleaved per layer; the previous setting is restored. "
-        "This machine is shared, so times are noisy: press 'Measure again' to repeat."
+        "torch.set_num_threads(1), then (2), per layer; the previous setting is restored. On an idle "
+        "machine the convolution and self-attention gain from the second thread and the RNN barely does; on "
+        "a busy one a second thread waits for a free core and can be slower for all three. Times are noisy: "
+        "press 'Measure again' to repeat."
     )
     st.markdown(f"**Sequential operations.** {COLUMNS['Sequential operations']}")
 
 if table_tab.open:
     depth_at_n = {kind: values[0] for kind, values in cached_depths(k, (n,)).items()}
-    st.dataframe(table.rebuilt_table(by_n, by_d, threads, depth_at_n, n, k), hide_index=True)
+    rows = pd.DataFrame(table.rebuilt_table(by_n, by_d, threads, depth_at_n, n, k)).set_index("layer")
+    st.dataframe(rows.T)  # one column per layer type: each measured cell under the book's entry
     st.caption(
         f"FLOP exponents fitted on log-log axes over n = {N_SIZES[0]}..{N_SIZES[-1]} (d = {d}) and "
         f"d = {D_SIZES[0]}..{D_SIZES[-1]} (n = {n_fixed}); the time exponent over n on one thread; the "

@@ -36,8 +36,14 @@ def test_cost_and_table_tabs():
     at.run()
     assert not at.exception and not at.error
     rows = at.dataframe[0].value
-    assert list(rows["measured at n = 6, k = 3"]) == ["3 layers", "2 layers", "6 recurrent steps", "1 layer"]
-    assert list(rows["complexity per layer (book)"]) == ["O(k n d²)", "O(k n d²)", "O(n d²)", "O(n² d)"]
+    assert list(rows.loc["measured at n = 6, k = 3"]) == [
+        "3 layers",
+        "2 layers",
+        "6 recurrent steps",
+        "1 layer",
+    ]
+    assert list(rows.loc["complexity per layer (book)"]) == ["O(k n d²)", "O(k n d²)", "O(n d²)", "O(n² d)"]
+    assert list(rows.loc["FLOPs measured: grow as"])[-1] == "n^2.00 · d^1.00"
 
 
 def test_bad_sizes_get_a_message():

@@ -95,14 +95,15 @@ def cost_lines(result: Sweep, metric: str = "flops") -> go.Figure:
             figure.add_trace(go.Scatter(x=result.sizes, y=result.formula(kind), mode="lines", showlegend=False,
                                         line=dict(color=color, dash="dot", width=1), hoverinfo="skip"))  # fmt: skip
     other = "d" if result.axis == "n" else "n"
-    what = "FLOPs counted by FlopCounterMode (dotted: the formula)" if metric == "flops" else "median seconds"
+    what = "FLOPs counted by FlopCounterMode (dotted: formula)" if metric == "flops" else "median seconds"
     figure.update_layout(
-        title=f"{what} per layer as {result.axis} grows ({other} = {result.fixed}, k = {result.k}, "
+        title=f"{what}<br>as {result.axis} grows ({other} = {result.fixed}, k = {result.k}, "
         f"{result.threads} thread{'s' * (result.threads > 1)})",
         xaxis=dict(type="log", title=result.axis),
         yaxis=dict(type="log", title="FLOPs" if metric == "flops" else "seconds"),
-        height=420,
-        margin=dict(t=50, l=60, r=10, b=50),
+        legend=dict(orientation="h", y=-0.2, x=0),
+        height=560,
+        margin=dict(t=70, l=60, r=10, b=50),
     )
     return figure
 
