@@ -130,7 +130,7 @@ if cost_tab.open:
     st.markdown(f"**Complexity per layer.** {COLUMNS['Complexity per layer']}")
     ui.show_figure(figs.thread_bars(threads), key="threads")
     st.caption(
-        "torch.set_num_threads(1), then (2), per layer; the previous setting is restored. On an idle "
+        "torch.set_num_threads(1) and (2) in alternation, per layer; the previous setting is restored. On an idle "
         "machine the convolution and self-attention gain from the second thread and the RNN barely does; on "
         "a busy one a second thread waits for a free core and can be slower for all three. Times are noisy: "
         "press 'Measure again' to repeat."

@@ -159,15 +159,27 @@ class ThreadTimes:
 
 
 def thread_times(
-    n: int, d: int, k: int = 3, kinds=("conv", "rnn", "attention"), budget_s: float = 3.0
+    n: int, d: int, k: int = 3, kinds=("conv", "rnn", "attention"), budget_s: float = 3.0, rounds: int = 15
 ) -> ThreadTimes:
-    """The same layers timed with torch.set_num_threads(1) and (2), interleaved; the setting is restored."""
-    per_point = budget_s / (2 * len(kinds))
+    """Each layer timed with torch.set_num_threads(1) and (2) in alternation, so both see the same load.
+
+    Medians over blocks of 3 runs, at least 3 blocks (more while the budget lasts); the setting is restored.
+    """
+    per_kind = budget_s / len(kinds)
     one: dict[str, float] = {}
     two: dict[str, float] = {}
     for kind in kinds:
-        with torch_threads(1):
-            one[kind] = time_layer(kind, n, d, k, budget_s=per_point)
-        with torch_threads(2):
-            two[kind] = time_layer(kind, n, d, k, budget_s=per_point)
+        layer, x = make_layer(kind, d, k), torch.randn(1, n, d)
+        times: dict[int, list[float]] = {1: [], 2: []}
+        start = time.perf_counter()
+        with torch.inference_mode():
+            while len(times[1]) < 3 or (len(times[1]) < rounds and time.perf_counter() - start < per_kind):
+                for count in (1, 2):
+                    with torch_threads(count):
+                        layer(x)  # a warm-up: the first call after a change starts the thread pool
+                        for _ in range(3):  # a short block, so switching costs stay out of the times
+                            t0 = time.perf_counter()
+                            layer(x)
+                            times[count].append(time.perf_counter() - t0)
+        one[kind], two[kind] = statistics.median(times[1]), statistics.median(times[2])
     return ThreadTimes(n, d, one, two)
