@@ -68,5 +68,5 @@ def take_over_legacy_run() -> None:
     run, so the first thing a user types would be lost: declare our pages and run again at once.
     """
     if _legacy_run():
-        st.navigation(all_pages())
+        st.navigation(all_pages(), expanded=True)
         st.rerun()
