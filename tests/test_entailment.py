@@ -86,6 +86,9 @@ def test_corpus_is_reproducible_balanced_and_disjoint():
         if pair.rule == "place class":
             assert pair.hypothesis.endswith(("inside", "outside")) and pair.label == "entailment"
     assert all(p.label == "neutral" for p in corpus.swapped_roles(10))
+    assert not any(map(corpus.mentions_unseen, first + held))
+    unseen = corpus.unseen_words(30, seed=3)
+    assert all(map(corpus.mentions_unseen, unseen)) and len(set(unseen)) == 30
 
 
 def test_reading_words_and_bad_input():
@@ -119,6 +122,9 @@ def test_shipped_models_reproduce_their_held_out_accuracy_on_a_fixed_subset(vect
     for name, model in models.items():
         assert train.accuracy(model, data) == pytest.approx(meta[name]["heldout_subset_accuracy"], abs=1e-4)
     assert meta["attention"]["heldout_accuracy"] > 1 / 3 + 0.3  # far above chance
+    unseen = train.encode(corpus.unseen_words(seed=config.seed), vectors)
+    for name, model in models.items():
+        assert train.accuracy(model, unseen) == pytest.approx(meta[name]["unseen_words_accuracy"], abs=1e-4)
 
 
 def test_tiny_training_run_writes_and_loads(tmp_path, vectors):

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 LABELS = ("entailment", "neutral", "contradiction")
 SEED = 0
+# Kept out of training and of the ordinary held-out set: pairs with them test whether MiniLM's
+# embeddings carry what was learnt to words never trained on (their hypernyms and classes were).
+UNSEEN = frozenset({"doctor", "physician", "horse", "pony", "jogging", "library"})
 
 # subject -> (hypernym, synonyms)
 SUBJECTS = {
@@ -182,11 +185,21 @@ def make_pair(rng: random.Random, label: str) -> Pair:
     return Pair(premise.sentence(), h.sentence("the", negated), label, rule)
 
 
-def generate(count: int, seed: int = SEED, exclude: set[tuple[str, str]] | None = None) -> list[Pair]:
-    """`count` distinct pairs, the labels in turn (balanced), none of whose texts are in `exclude`."""
+def mentions_unseen(pair: Pair) -> bool:
+    """Whether the pair uses a word kept out of training."""
+    return not UNSEEN.isdisjoint((pair.premise + " " + pair.hypothesis).split())
+
+
+def generate(
+    count: int, seed: int = SEED, exclude: set[tuple[str, str]] | None = None, unseen: bool | None = False
+) -> list[Pair]:
+    """`count` distinct pairs, labels in turn (balanced), none in `exclude`; `unseen` False: no word
+    of UNSEEN, True: at least one, None: either."""
     rng, seen, pairs = random.Random(seed), set(exclude or ()), []
     while len(pairs) < count:
         pair = make_pair(rng, LABELS[len(pairs) % 3])
+        if unseen is not None and mentions_unseen(pair) != unseen:
+            continue
         if (pair.premise, pair.hypothesis) not in seen:
             seen.add((pair.premise, pair.hypothesis))
             pairs.append(pair)
@@ -197,6 +210,11 @@ def split(train: int, held_out: int, seed: int = SEED) -> tuple[list[Pair], list
     """Training pairs and held-out pairs, disjoint: no held-out (premise, hypothesis) is trained on."""
     first = generate(train, seed)
     return first, generate(held_out, seed + 1, {(p.premise, p.hypothesis) for p in first})
+
+
+def unseen_words(count: int = 600, seed: int = SEED) -> list[Pair]:
+    """Pairs that each use at least one word of UNSEEN (never in training)."""
+    return generate(count, seed + 2, unseen=True)
 
 
 def swapped_roles(count: int = 60, seed: int = SEED) -> list[Pair]:

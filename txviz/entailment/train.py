@@ -30,7 +30,7 @@ class TrainConfig:
     hidden: int = 64
     d_word: int = 64
     dropout: float = 0.1
-    steps: int = 1_500
+    steps: int = 4_000
     batch_size: int = 64
     learning_rate: float = 1e-3
 
@@ -122,8 +122,8 @@ def train_all(
     """Train both models on the same pairs and score them on the same held-out pairs: (models, metrics)."""
     train_pairs, held_out = corpus.split(config.train_pairs, config.held_out_pairs, config.seed)
     train_data, test_data = encode(train_pairs, vectors), encode(held_out, vectors)
-    probe = corpus.swapped_roles()
-    probe_data = encode(probe, vectors)
+    probe_data = encode(corpus.swapped_roles(), vectors)
+    unseen_data = encode(corpus.unseen_words(seed=config.seed), vectors)
     models, metrics = make_models(config, vectors.dim), {}
     for name, model in models.items():
         start = time.perf_counter()
@@ -138,6 +138,7 @@ def train_all(
         metrics[name] = {
             "heldout_accuracy": round(accuracy(model, test_data), 4),
             "heldout_subset_accuracy": round(accuracy(model, test_data.take(slice(0, SUBSET))), 4),
+            "unseen_words_accuracy": round(accuracy(model, unseen_data), 4),
             "train_accuracy": round(accuracy(model, train_data), 4),
             "final_loss": round(sum(losses[-50:]) / len(losses[-50:]), 4),
             "train_seconds": round(seconds, 1),
