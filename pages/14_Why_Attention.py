@@ -130,10 +130,11 @@ if cost_tab.open:
     st.markdown(f"**Complexity per layer.** {COLUMNS['Complexity per layer']}")
     ui.show_figure(figs.thread_bars(threads), key="threads")
     st.caption(
-        "torch.set_num_threads(1) and (2) in alternation, per layer; the previous setting is restored. On an idle "
-        "machine the convolution and self-attention gain from the second thread and the RNN barely does; on "
-        "a busy one a second thread waits for a free core and can be slower for all three. Times are noisy: "
-        "press 'Measure again' to repeat."
+        "torch.set_num_threads(1) and (2) in alternating blocks, per layer; the previous setting is restored. "
+        "Each bar is the fastest run: this machine is shared, and a second thread that waits for a busy core "
+        "makes the median tens of times slower, which says nothing about the layer. The convolution and "
+        "self-attention split their work across threads; the RNN's steps are too small to split. Times "
+        "are noisy: press 'Measure again' to repeat."
     )
     st.markdown(f"**Sequential operations.** {COLUMNS['Sequential operations']}")
 

@@ -147,7 +147,7 @@ def crossing(sizes, a, b) -> float | None:
 
 @dataclass(frozen=True)
 class ThreadTimes:
-    """Seconds of one forward pass on 1 and on 2 threads, per layer type at one size."""
+    """Seconds of one forward pass on 1 and on 2 threads (fastest run), per layer type at one size."""
 
     n: int
     d: int
@@ -163,7 +163,8 @@ def thread_times(
 ) -> ThreadTimes:
     """Each layer timed with torch.set_num_threads(1) and (2) in alternation, so both see the same load.
 
-    Medians over blocks of 3 runs, at least 3 blocks (more while the budget lasts); the setting is restored.
+    The fastest of blocks of 3 runs, at least 3 blocks: on a shared machine a second thread often waits
+    for a busy core, which the median shows and the fastest run leaves out. The setting is restored.
     """
     per_kind = budget_s / len(kinds)
     one: dict[str, float] = {}
@@ -181,5 +182,5 @@ def thread_times(
                             t0 = time.perf_counter()
                             layer(x)
                             times[count].append(time.perf_counter() - t0)
-        one[kind], two[kind] = statistics.median(times[1]), statistics.median(times[2])
+        one[kind], two[kind] = min(times[1]), min(times[2])
     return ThreadTimes(n, d, one, two)
