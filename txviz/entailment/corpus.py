@@ -126,6 +126,22 @@ def _entailment(rng: random.Random, p: Scene) -> tuple[Scene, str, bool]:
     return Scene(p.subject, other, h.adjective), rule, True
 
 
+def _generalise(rng: random.Random, p: Scene, h: Scene, negated: bool) -> Scene:
+    """Compose: also widen what the entailed hypothesis names, which keeps it entailed.
+
+    The subject may become its hypernym, the place its class; the activity its more general one
+    unless negated ('not running' does not give 'not moving').
+    """
+    subject, activity, place = h.subject, h.activity, h.place
+    if subject == p.subject and subject in HYPERNYMS and rng.random() < 0.3:
+        subject = HYPERNYMS[subject]
+    if not negated and activity == p.activity and ACTIVITIES[activity][0] and rng.random() < 0.3:
+        activity = ACTIVITIES[activity][0]
+    if place in PLACES and rng.random() < 0.3:
+        place = PLACES[place]
+    return Scene(subject, activity, h.adjective, place)
+
+
 def _neutral(rng: random.Random, p: Scene) -> tuple[Scene, str, str | None]:
     """(hypothesis scene, rule, detail): something the premise neither guarantees nor rules out."""
     rules = ["add detail"] + (["hyponym subject"] if p.subject in GENERAL else [])
@@ -177,6 +193,7 @@ def make_pair(rng: random.Random, label: str) -> Pair:
         premise = Scene(HYPERNYMS[premise.subject], premise.activity, premise.adjective, premise.place)
     if label == "entailment":
         h, rule, negated = _entailment(rng, premise)
+        h = _generalise(rng, premise, h, negated)
         return Pair(premise.sentence(), h.sentence("the", negated), label, rule)
     if label == "neutral":
         h, rule, detail = _neutral(rng, premise)
