@@ -117,8 +117,9 @@ with right:
         key="to_a",
     )
 st.caption(
-    "a_i and b_j are word vectors: MiniLM's input embeddings (before any attention layer), frozen, averaged "
-    "over a word's pieces. f is a two-layer ReLU network trained here."
+    "a_i and b_j are word vectors: MiniLM's input embedding of the word (before any attention layer, frozen, "
+    "averaged over its pieces) times one learnt 384 x 64 matrix, as Parikh et al. project GloVe. f is a "
+    "two-layer ReLU network trained here."
 )
 
 st.subheader("Beside it: MiniLM's contextual vectors, untrained for this task")
