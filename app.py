@@ -4,4 +4,4 @@ import streamlit as st
 
 from txviz.app import navigation
 
-st.navigation(navigation.all_pages()).run()
+st.navigation(navigation.all_pages(), expanded=True).run()  # every page listed, no "View more"

@@ -23,6 +23,8 @@ ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
     "Transformer_Block": ":material/account_tree:",
     "Head_Detectors": ":material/biotech:",
     "Query_Key_Space": ":material/scatter_plot:",
+    "Why_Attention": ":material/compare_arrows:",
+    "Entailment": ":material/rule:",
 }
 
 
