@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import serving, ui
 from txviz.vision import figures
 from txviz.vision.images import load_image
 from txviz.vision.runs import trace_image
@@ -36,7 +36,7 @@ else:
         st.info("Choose an image file to upload.")
         st.stop()
     with ui.user_errors():
-        loaded_image = load_image(upload.getvalue())
+        loaded_image = load_image(ui.checked_upload(upload), serving.config().max_image_pixels)
     for note in loaded_image.notes:
         st.info(note)
     image = loaded_image.image

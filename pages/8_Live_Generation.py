@@ -1,16 +1,17 @@
 """Live generation: tokens appear one by one, with what each step considered and attended to."""
 
 import time
+from dataclasses import replace
 
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import serving, ui
 from txviz.generation import figures
+from txviz.generation.batching import Waiting
 from txviz.generation.loop import (
     MAX_NEW_TOKENS,
     GenerationRequest,
     check_model,
-    generate,
     has_chat_template,
     prepare,
     sequence_tokens,
@@ -58,10 +59,13 @@ with right:
 if temperature == 0 and (top_k or top_p < 1):
     st.caption("Temperature 0 is greedy: top-k and top-p change nothing until it is above 0.")
 
+engine = serving.engine(loaded)
 sampling = SamplingSettings(float(temperature), int(top_k), float(top_p), int(seed))
 request = GenerationRequest(prompt_text, int(max_new), sampling, chat)
 
 try:
+    if max_new > serving.config().max_new_tokens:
+        raise ui.UserError(f"This server makes at most {serving.config().max_new_tokens} new tokens a run.")
     prompt, problem = prepare(loaded, request), ""
 except ui.UserError as error:  # GenerationError, WrongModelKind
     prompt, problem = None, str(error)
@@ -114,7 +118,13 @@ if start and prompt is not None:
         st.session_state.pop(key, None)
     drawn = 0.0
     with ui.user_errors():
-        for step in generate(loaded, request, prompt):
+        # Every session's run goes through the model's one engine: sessions share batched forwards.
+        for event in engine.submit(request, owner=serving.session_id()).events():
+            if isinstance(event, Waiting):
+                ahead = f"{event.ahead} request{'s' if event.ahead != 1 else ''} ahead of you"
+                stats_slot.info(f"The server is busy: {ahead}. Your run starts when a place is free.")
+                continue
+            step = event
             run["steps"].append(step)  # kept even if a click interrupts the loop
             show_text(prompt, run["steps"])
             show_stats(run["steps"], loaded.device, f"Generating with {sampling.describe()}...")
@@ -128,7 +138,7 @@ if not run or not run["steps"]:
     if prompt is None:
         st.stop()
     st.info("Press Generate. Before it starts, the model's candidates for the first new token:")
-    first = generate(loaded, request, prompt)
+    first = engine.submit(replace(request, max_new_tokens=1), owner=serving.session_id()).steps()
     with ui.user_errors():
         show_live(next(first), prompt.tokens)
     first.close()

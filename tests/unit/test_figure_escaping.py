@@ -53,6 +53,12 @@ NO_TEXT = {  # builders that take no token or user text at all (numbers and fixe
     "generation.figures.kv_cache_growth",
     "generation.figures.kv_cache_per_layer",
     "masks.figures.swin_figure",
+    "entailment.figures.probabilities",  # the three labels and two fixed model names
+    "entailment.figures.sums",
+    "why.figures.cost_lines",  # CNN / RNN / attention: fixed names and numbers
+    "why.figures.dependence_grids",
+    "why.figures.depth_against_n",
+    "why.figures.thread_bars",
     "heads.figures.all_detectors",  # detector names and numbers only
     "heads.figures.correlation_heatmap",  # measure names only
     "masks.figures.merge_stages_figure",
@@ -733,6 +739,22 @@ def _():
 
     dep = Dependence(RNG.random(len(TOKENS)), RNG.random(len(TOKENS)))
     return block_figures().dependence_bars(dep, TOKENS, BOLD + LINK + ENTITY), HOSTILE
+
+
+# --- entailment ------------------------------------------------------------------------------------
+@case("entailment.figures.word_heatmap")
+def _():
+    from txviz.entailment.figures import word_heatmap
+
+    n = len(TOKENS)
+    return word_heatmap(RNG.random((n, n)), TOKENS, TOKENS, BOLD, "e_ij"), HOSTILE
+
+
+@case("entailment.figures.vectors_heatmap")
+def _():
+    from txviz.entailment.figures import vectors_heatmap
+
+    return vectors_heatmap(RNG.random((len(TOKENS), 4)), TOKENS, BOLD, "v"), HOSTILE
 
 
 def test_every_figure_builder_is_checked_or_listed_as_showing_no_text():

@@ -25,6 +25,8 @@ ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
     "Image_Captioning": ":material/closed_caption:",
     "Head_Detectors": ":material/biotech:",
     "Query_Key_Space": ":material/scatter_plot:",
+    "Why_Attention": ":material/compare_arrows:",
+    "Entailment": ":material/rule:",
 }
 
 

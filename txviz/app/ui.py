@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import streamlit as st
 
 from txviz import models
-from txviz.app import legacy_pages
+from txviz.app import legacy_pages, serving
 from txviz.core.errors import UserError, require_kind
 from txviz.core.trace import lock_arrays
 from txviz.figures import export
@@ -139,8 +139,8 @@ def model_picker(
     label: str = "Model",
 ) -> str:
     """A model name from the registry (of the given kinds), or one the user types."""
-    names = models.names(kinds)
-    options = names + [OTHER_MODEL]
+    names = serving.offered_models(models.names(kinds))
+    options = names if serving.config().public else names + [OTHER_MODEL]
     default = link_value(key, default, options)
     index = options.index(default) if default in options else 0
     choice = st.selectbox(label, options, index=index, key=key)
@@ -167,6 +167,8 @@ def _cached_model(name: str, device: str) -> LoadedModel:
 def load_model(name: str, kinds: tuple[str, ...] | None = None) -> LoadedModel:
     """The cached model, loaded with a progress note; a clear error and a stop on failure."""
     device = current_device()
+    with user_errors():
+        serving.check_allowed(name, models.names())
     try:
         with st.status(f"Loading {name} on {device}...", expanded=False) as status:
             if name == "smollm2":
@@ -206,6 +208,15 @@ def decode_upload(data: bytes, name: str = "file") -> str:
         ) from error
 
 
+def checked_upload(upload) -> bytes:
+    """An uploaded file's bytes, refused with a message past the server's upload limit."""
+    limit = serving.config().max_upload_mb
+    if upload.size > limit * 1024 * 1024:
+        st.error(f"{upload.name} is {upload.size / 1e6:.1f} MB; this server takes files up to {limit} MB.")
+        st.stop()
+    return upload.getvalue()
+
+
 def text_input(label: str, default: str, key: str = "text", height: int = 120) -> str:
     """Text typed or pasted, or read from an uploaded .txt file; never rendered as HTML."""
     source = st.radio(
@@ -213,7 +224,11 @@ def text_input(label: str, default: str, key: str = "text", height: int = 120) -
     )
     if source == "Type or paste":
         text = st.text_area(
-            label, value=link_value(key, default), height=height, key=key, max_chars=MAX_TEXT_CHARS
+            label,
+            value=link_value(key, default),
+            height=height,
+            key=key,
+            max_chars=serving.config().max_text_chars,
         )
     else:
         upload = st.file_uploader("A UTF-8 .txt file", type=["txt"], key=f"{key}_upload")
@@ -221,10 +236,11 @@ def text_input(label: str, default: str, key: str = "text", height: int = 120) -
             st.info("Choose a .txt file to read.")
             st.stop()
         with user_errors():
-            text = decode_upload(upload.getvalue(), upload.name)
-        if len(text) > MAX_TEXT_CHARS:
-            st.warning(f"The file has {len(text):,} characters; the first {MAX_TEXT_CHARS:,} are used.")
-            text = text[:MAX_TEXT_CHARS]
+            text = decode_upload(checked_upload(upload), upload.name)
+        limit = serving.config().max_text_chars
+        if len(text) > limit:
+            st.warning(f"The file has {len(text):,} characters; the first {limit:,} are used.")
+            text = text[:limit]
     if not text.strip():
         st.warning("The text is empty: type or upload some text first.")
         st.stop()

@@ -316,11 +316,27 @@ def summary_row(name: str, sessions: int, seconds: float, report: Report, peak: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m txviz bench load", description=__doc__)
-    parser.add_argument("--sessions", type=int, default=8, help=f"at most {len(WORDS)}")
+    parser.add_argument(
+        "--sessions", type=int, default=8, help=f"browser: at most {len(WORDS)}; inprocess: at most 30"
+    )
+    parser.add_argument(
+        "--clients",
+        choices=("browser", "inprocess"),
+        default="browser",
+        help="Chromium sessions against a served app, or threads through the app's generation engine",
+    )
+    parser.add_argument("--model", default="smollm2", help="inprocess: the decoder to generate with")
     parser.add_argument("--seconds", type=float, default=120, help="length of each loaded run")
     parser.add_argument("--tokens", type=int, default=4, help="new tokens per generation")
     parser.add_argument("--no-upload-run", action="store_true", help="skip the run with a huge upload")
     args = parser.parse_args(argv)
+    if args.clients == "inprocess":
+        from txviz.bench.engine_clients import SUBJECTS, main_inprocess
+        from txviz.core.config import ServerConfig
+
+        if not 1 <= args.sessions <= len(SUBJECTS):
+            parser.error(f"--sessions must be 1 to {len(SUBJECTS)}")
+        return main_inprocess(args.model, args.sessions, max(args.tokens, 16), ServerConfig().max_batch)
     if not 1 <= args.sessions <= len(WORDS):
         parser.error(f"--sessions must be 1 to {len(WORDS)}")
     try:
@@ -377,5 +393,11 @@ def main(argv: list[str] | None = None) -> int:
     print(
         "Response = from the click or key press until the page shows the session's own result and "
         "the script is idle; memory = resident set of the server and its children."
+    )
+    loaded_gen = max(runs[2][3].times.get("generate", [0.0]))
+    lone_gen = max(runs[1][3].times.get("generate", [0.0])) or float("nan")
+    print(
+        f"slowest generation under load / lone generation = {loaded_gen / lone_gen:.2f}x "
+        f"({args.sessions} sessions)"
     )
     return 1 if failed else 0

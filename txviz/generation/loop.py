@@ -166,32 +166,72 @@ def _accepts(model, argument: str) -> bool:
     return argument in inspect.signature(model.forward).parameters
 
 
+def stop_ids(loaded: LoadedModel, request: GenerationRequest) -> frozenset[int]:
+    """Tokens that end this request's generation (none when it asks not to stop)."""
+    return eos_ids(loaded) if request.stop_at_eos else frozenset()
+
+
+def prefill(loaded: LoadedModel, prompt: Prompt):
+    """A KV cache holding all but the prompt's last token; the first step feeds that one."""
+    from transformers import DynamicCache  # heavy import, only when generating
+
+    model = loaded.model
+    cache = DynamicCache(config=model.config)
+    if len(prompt) > 1:
+        # Through the fast path: a recorded prompt would build every head's full [T, T] scores
+        # only to keep the last row.
+        head_only_last = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
+        with torch.no_grad():
+            ids = torch.tensor([prompt.ids[:-1]], device=loaded.device)  # (1, T - 1)
+            model(input_ids=ids, past_key_values=cache, use_cache=True, **head_only_last)
+    return cache
+
+
+def make_step(
+    loaded: LoadedModel,
+    request: GenerationRequest,
+    prompt: Prompt,
+    generated: list[int],
+    choice,
+    attention: np.ndarray | None,
+    kv: tuple[tuple[int, ...], tuple[int, ...]],
+    elapsed_s: float,
+    finished: bool,
+) -> GenerationStep:
+    """The record of one new token (the last of `generated`), as both decode loops report it."""
+    tokenizer, token_id = loaded.tokenizer, choice.token_id
+    return GenerationStep(
+        index=len(generated) - 1,
+        position=len(prompt) + len(generated) - 1,
+        token_id=token_id,
+        token=readable_token(tokenizer, tokenizer.convert_ids_to_tokens(token_id)),
+        text=tokenizer.decode(generated, skip_special_tokens=False),
+        candidates=top_candidates(tokenizer, choice.stages, request.top_candidates, token_id),
+        attention=attention,
+        kv_tokens=kv[0],
+        kv_bytes=kv[1],
+        elapsed_s=elapsed_s,
+        finished=finished,
+    )
+
+
 def generate(
     loaded: LoadedModel, request: GenerationRequest, prompt: Prompt | None = None
 ) -> Iterator[GenerationStep]:
     """Yield one GenerationStep per new token; stop iterating to stop generating."""
     prompt = prompt or prepare(loaded, request)
-    model, tokenizer = loaded.model, loaded.tokenizer
-    from transformers import DynamicCache  # heavy import, only when generating
-
-    cache = DynamicCache(config=model.config)
+    model = loaded.model
     generator = make_generator(request.sampling.seed)
-    stops = eos_ids(loaded) if request.stop_at_eos else frozenset()
+    stops = stop_ids(loaded, request)
     settings = CaptureSettings(
         record=frozenset({"weights"} if request.record_attention else ()),
         newest_query_only=True,
     )
     generated: list[int] = []
     start = time.perf_counter()
-    if len(prompt) > 1:
-        # All but the last prompt token go through the fast path: a recorded prompt would build
-        # every head's full [T, T] scores only to keep the last row.
-        head_only_last = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
-        with torch.no_grad():
-            ids = torch.tensor([prompt.ids[:-1]], device=loaded.device)  # (1, T - 1)
-            model(input_ids=ids, past_key_values=cache, use_cache=True, **head_only_last)
+    cache = prefill(loaded, prompt)
     next_input = torch.tensor([prompt.ids[-1:]], device=loaded.device)  # (1, 1)
-    for index in range(request.max_new_tokens):
+    for _ in range(request.max_new_tokens):
         # The capture block and no_grad close before each yield: the caller's code between
         # steps must not run inside them.
         step = run(model, settings, ("logits",), input_ids=next_input, past_key_values=cache, use_cache=True)
@@ -200,26 +240,15 @@ def generate(
         attention = None
         if request.record_attention:
             attention = recorder.stack("weights")[:, :, -1, :].astype(ROW_DTYPE)  # (L, H, K)
-        token_id = choice.token_id
-        generated.append(token_id)
-        kv_tokens, kv_bytes = kv_cache_size(cache)
-        finished = token_id in stops
-        yield GenerationStep(
-            index=index,
-            position=len(prompt) + index,
-            token_id=token_id,
-            token=readable_token(tokenizer, tokenizer.convert_ids_to_tokens(token_id)),
-            text=tokenizer.decode(generated, skip_special_tokens=False),
-            candidates=top_candidates(tokenizer, choice.stages, request.top_candidates, token_id),
-            attention=attention,
-            kv_tokens=kv_tokens,
-            kv_bytes=kv_bytes,
-            elapsed_s=time.perf_counter() - start,
-            finished=finished,
+        generated.append(choice.token_id)
+        finished = choice.token_id in stops
+        elapsed = time.perf_counter() - start
+        yield make_step(
+            loaded, request, prompt, generated, choice, attention, kv_cache_size(cache), elapsed, finished
         )
         if finished:
             return
-        next_input = torch.tensor([[token_id]], device=loaded.device)
+        next_input = torch.tensor([[choice.token_id]], device=loaded.device)
 
 
 def sequence_attention(steps: list[GenerationStep], layer: int, head: int) -> np.ndarray:

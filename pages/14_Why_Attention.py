@@ -1,0 +1,151 @@
+"""Why attention: a CNN, an RNN and self-attention compared by path length and cost, measured here (Table 15.1)."""
+
+import pandas as pd
+import streamlit as st
+
+from txviz.app import ui
+from txviz.why import cost, paths, table
+from txviz.why import figures as figs
+
+VIEWS = ["Path length", "Cost", "Table 15.1"]
+CURVE_NS = (1, 2, 4, 8, 12, 16, 24, 32)
+N_SIZES = (16, 32, 64, 128, 256, 512, 1024)
+D_SIZES = (16, 32, 64, 128, 256, 512)
+COLUMNS = {
+    "Complexity per layer": (
+        "A convolution applies a d x k d matrix at each of n positions: k n d² multiply-adds. A recurrent "
+        "layer multiplies the hidden state by a d x d matrix at each of n steps: n d². Self-attention "
+        "multiplies the n x d queries by the d x n keys and the n x n weights by the n x d values: n² d. "
+        "So self-attention is the cheaper layer while n < d (with the Q, K, V and output projections it "
+        "pays 8 n d² on top, as much as two RNN layers). The counted FLOPs grow with exactly these exponents."
+    ),
+    "Sequential operations": (
+        "The RNN cannot compute h_t before h_(t-1): n operations one after another, whatever the hardware. "
+        "A convolution and self-attention compute all n outputs at once, O(1) sequential operations, so "
+        "more cores help them; the RNN's steps are each too small to share out, which the thread "
+        "comparison measures."
+    ),
+    "Maximum path length": (
+        "The number of layers a signal crosses from x_j to y_i. A stack of convolutions with kernel k "
+        "needs about n/k layers before the last output reads the first input (log_k n with dilations "
+        "1, k, k², ...); an RNN passes x_1 through n cell applications to reach y_n; one self-attention "
+        "layer connects every pair directly. Short paths make long-range dependencies easier to learn."
+    ),
+}
+
+ui.setup_page(
+    "Why attention",
+    "Table 15.1 of the book compares a CNN, an RNN and self-attention mapping x_1..x_n to y_1..y_n. "
+    "Here every cell is measured: which inputs each output depends on (from autograd Jacobians of "
+    "real torch layers), and what a layer costs (FLOPs counted by torch, wall time on this machine).",
+    share=("n", "k"),
+)
+
+
+@st.cache_resource(max_entries=32, show_spinner="Differentiating the stacks...")
+def cached_grids(n: int, k: int, depth: int) -> dict:
+    return {kind: paths.dependence(kind, n, k, depth) for kind in paths.KINDS}
+
+
+@st.cache_resource(max_entries=16, show_spinner="Measuring the path length at each n...")
+def cached_depths(k: int, ns: tuple[int, ...]) -> dict:
+    return {kind: [paths.measured_depth(kind, n, k) for n in ns] for kind in paths.KINDS}
+
+
+@st.cache_resource(max_entries=8, show_spinner="Counting FLOPs and timing each layer (about 20 s)...")
+def cached_costs(d: int, n_fixed: int, k: int, thread_n: int, thread_d: int, run: int):
+    by_n = cost.sweep("n", N_SIZES, d, k, budget_s=5.0)
+    by_d = cost.sweep("d", D_SIZES, n_fixed, k, budget_s=4.0)
+    return by_n, by_d, cost.thread_times(thread_n, thread_d, k)
+
+
+left, right = st.columns(2)
+n = int(left.number_input("Sequence length n", 1, paths.MAX_N, ui.link_value("n", 8), key="n"))
+k = int(right.number_input("Kernel size k", 1, 64, ui.link_value("k", 3), key="k"))
+with ui.user_errors():
+    paths.check(n, k)
+if notice := paths.kernel_notice(n, k):
+    st.info(notice)
+if n == 1:
+    st.info("With n = 1 there is one input and one output: every stack connects them in one layer.")
+
+path_tab, cost_tab, table_tab = st.tabs(VIEWS, key="view", on_change="rerun")
+
+if path_tab.open:
+    depth = st.slider("Layers (for the RNN: recurrent steps)", 1, max(2, n), min(2, max(2, n)), key="depth")
+    grids = cached_grids(n, k, depth)
+    shown = {kind: grid[-1] for kind, grid in grids.items()}
+    ui.show_figure(
+        figs.dependence_grids(shown, {kind: len(grid) for kind, grid in grids.items()}), key="grids"
+    )
+    st.caption(
+        "Dark: ∂y_i/∂x_j ≠ 0 in the Jacobian of the stack (torch.autograd, float64, tanh between layers). "
+        "The convolutions are causal (they read the past, as in WaveNet); the dilated stack spaces its taps "
+        "1, k, k², ... apart. The RNN at depth s computes y_i from its s latest inputs (GRU, zero start)."
+    )
+    st.subheader("The book's example: x_1 and x_5, kernel 3")
+    for step in paths.pair_steps("conv", 5, 3, 1, 5):
+        if step.depth == 0:
+            st.markdown(f"- inputs: x_1 and x_5 span **{step.span}** positions")
+        elif step.span > 1:
+            st.markdown(
+                f"- after layer {step.depth}: the nearest outputs reading them, h_{step.left} and "
+                f"h_{step.right}, span **{step.span}** positions"
+            )
+        else:
+            st.markdown(f"- after layer {step.depth}: **y_{step.left} reads both**: connected")
+    depths = cached_depths(k, CURVE_NS)
+    ui.show_figure(figs.depth_against_n(list(CURVE_NS), depths, k), key="depth_curve")
+    st.markdown(f"**Maximum path length.** {COLUMNS['Maximum path length']}")
+
+if cost_tab.open or table_tab.open:
+    c1, c2, c3 = st.columns(3)
+    d = int(c1.select_slider("d for the n sweep", [16, 32, 64, 128], 64, key="d"))
+    n_fixed = int(c2.select_slider("n for the d sweep", [32, 64, 128, 256], 128, key="n_fixed"))
+    thread_n = int(c3.select_slider("n for the thread test", [128, 256, 512, 1024], 512, key="thread_n"))
+    if st.button("Measure again", key="remeasure"):
+        st.session_state["_why_run"] = st.session_state.get("_why_run", 0) + 1
+    by_n, by_d, threads = cached_costs(d, n_fixed, k, thread_n, 128, st.session_state.get("_why_run", 0))
+
+if cost_tab.open:
+    metric = st.radio("Measure", ["FLOPs (counted)", "wall time"], horizontal=True, key="metric")
+    key = "flops" if metric.startswith("FLOPs") else "seconds"
+    left, right = st.columns(2)
+    with left:
+        ui.show_figure(figs.cost_lines(by_n, key), key="by_n")
+    with right:
+        ui.show_figure(figs.cost_lines(by_d, key), key="by_d")
+    values = by_n.flops if key == "flops" else by_n.seconds
+    lines = []
+    for other in ("rnn", "gru", "conv", "attention+proj"):
+        where = cost.crossing(by_n.sizes, values["attention"], values[other])
+        verdict = f"cross at n ≈ {where:.0f}" if where else "do not cross in this range"
+        lines.append(f"- self-attention and {cost.LABELS[other]}: {verdict}")
+    st.markdown(f"**Where the lines cross** ({metric}, d = {d}, k = {k}):\n" + "\n".join(lines))
+    st.caption(
+        f"Formulas: RNN 4 n d², so the crossing with self-attention's 4 n² d is n = d = {d}; a CNN "
+        f"2 k n d² crosses it at n = k d / 2 = {k * d / 2:.0f}. Wall time adds what FLOPs ignore: "
+        "each RNN step is a separate small matrix product."
+    )
+    st.markdown(f"**Complexity per layer.** {COLUMNS['Complexity per layer']}")
+    ui.show_figure(figs.thread_bars(threads), key="threads")
+    st.caption(
+        "torch.set_num_threads(1) and (2) in alternating blocks, per layer; the previous setting is restored. "
+        "Each bar is the fastest run: this machine is shared, and a second thread that waits for a busy core "
+        "makes the median tens of times slower, which says nothing about the layer. The convolution and "
+        "self-attention split their work across threads; the RNN's steps are too small to split. Times "
+        "are noisy: press 'Measure again' to repeat."
+    )
+    st.markdown(f"**Sequential operations.** {COLUMNS['Sequential operations']}")
+
+if table_tab.open:
+    depth_at_n = {kind: values[0] for kind, values in cached_depths(k, (n,)).items()}
+    rows = pd.DataFrame(table.rebuilt_table(by_n, by_d, threads, depth_at_n, n, k)).set_index("layer")
+    st.dataframe(rows.T)  # one column per layer type: each measured cell under the book's entry
+    st.caption(
+        f"FLOP exponents fitted on log-log axes over n = {N_SIZES[0]}..{N_SIZES[-1]} (d = {d}) and "
+        f"d = {D_SIZES[0]}..{D_SIZES[-1]} (n = {n_fixed}); the time exponent over n on one thread; the "
+        f"speed-up at n = {thread_n}, d = 128. The dilated CNN costs what the CNN costs per layer."
+    )
+    for column, text in COLUMNS.items():
+        st.markdown(f"**{column}.** {text}")

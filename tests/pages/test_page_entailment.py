@@ -1,0 +1,49 @@
+"""The entailment page: every example and the equations' steps draw, bad sentences get a message."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ROOT
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(ROOT / "pages" / "15_Entailment.py")
+LECTURE = "The lecture's example (MultiNLI)"
+
+
+def run_page(**state) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def test_lecture_example_shows_every_step():
+    at = run_page()
+    assert not at.exception and not at.error
+    latex = " ".join(x.value for x in at.latex)
+    for number in ("15.46", "15.47", "15.48", "15.49", "15.50", "15.51", "15.52", "15.53"):
+        assert f"({number})" in latex
+    assert any("never seen in training" in i.value and "`skimming`" in i.value for i in at.info)
+    assert at.subheader[0].value.startswith("Verdict: ")
+    assert any("No natural-language-inference corpus" in m.value for m in at.markdown)
+
+
+def test_every_example_runs():
+    at = run_page()
+    for example in at.selectbox(key="example").options:
+        at.selectbox(key="example").set_value(example).run()
+        assert not at.exception and not at.error, example
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [("premise", "", "premise has no words"),
+                                                          ("hypothesis", " ?! ", "hypothesis has no words")])  # fmt: skip
+def test_empty_sentences_get_a_message(field: str, value: str, message: str):
+    at = run_page(**{f"{field}_{LECTURE}": value})
+    assert not at.exception
+    assert any(message in e.value for e in at.error)
+
+
+def test_very_long_sentence_is_cut_with_a_notice():
+    at = run_page(**{f"premise_{LECTURE}": "the dog is running " * 1250})
+    assert not at.exception and not at.error
+    assert any("5,000 words; the first 60 are used" in w.value for w in at.warning)

@@ -1,0 +1,57 @@
+"""The why-attention page: widgets move without errors, every tab draws, bad sizes get a message."""
+
+from __future__ import annotations
+
+from conftest import ROOT
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(ROOT / "pages" / "14_Why_Attention.py")
+
+
+def run_page(**state) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def test_path_tab_moves_without_errors():
+    at = run_page()
+    assert not at.exception and not at.error
+    assert any("y_5 reads both" in m.value for m in at.markdown)
+    at.slider(key="depth").set_value(5).run()
+    at.number_input(key="n").set_value(12).run()
+    at.number_input(key="k").set_value(2).run()
+    assert not at.exception and not at.error
+
+
+def test_cost_and_table_tabs():
+    at = run_page(n=6, view="Cost")
+    assert not at.exception and not at.error
+    assert any("self-attention and RNN (nn.RNN, tanh): cross at n ≈ 64" in m.value for m in at.markdown)
+    at.radio(key="metric").set_value("wall time").run()
+    assert not at.exception
+    at.session_state["view"] = "Table 15.1"
+    at.run()
+    assert not at.exception and not at.error
+    rows = at.dataframe[0].value
+    assert list(rows.loc["measured at n = 6, k = 3"]) == [
+        "3 layers",
+        "2 layers",
+        "6 recurrent steps",
+        "1 layer",
+    ]
+    assert list(rows.loc["complexity per layer (book)"]) == ["O(k n d²)", "O(k n d²)", "O(n d²)", "O(n² d)"]
+    assert list(rows.loc["FLOPs measured: grow as"])[-1] == "n^2.00 · d^1.00"
+
+
+def test_bad_sizes_get_a_message():
+    at = run_page(k=1)
+    assert not at.exception
+    assert any("at least 2" in e.value for e in at.error)
+    at = run_page(n=4, k=9)
+    assert not at.exception and not at.error
+    assert any("larger than n = 4" in i.value for i in at.info)
+    at = run_page(n=1)
+    assert not at.exception and not at.error
+    assert any("n = 1" in i.value for i in at.info)

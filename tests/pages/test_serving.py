@@ -1,0 +1,91 @@
+"""Server config and public mode: limits from one place, visitors cannot load what they type."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from txviz.core.config import ServerConfig, load_config
+from txviz.core.errors import UserError
+
+
+def test_defaults_are_for_a_user_on_their_own_machine():
+    config = load_config({})
+    assert config == ServerConfig() and not config.public and config.max_upload_mb == 20
+
+
+def test_public_mode_from_the_environment_tightens_limits_and_reads_the_allow_list():
+    config = load_config({"TXVIZ_PUBLIC": "1", "TXVIZ_ALLOWED_MODELS": "gpt2, bert-base-uncased"})
+    assert config.public and config.allowed_models == ("gpt2", "bert-base-uncased")
+    assert config.max_upload_mb == 5 and config.max_image_pixels == 4_000_000
+
+
+def test_secrets_are_read_and_the_environment_wins():
+    secrets = {"public": True, "max_batch": 4, "allowed_models": ["gpt2"]}
+    config = load_config({"TXVIZ_MAX_BATCH": "16"}, secrets)
+    assert config.public and config.max_batch == 16 and config.allowed_models == ("gpt2",)
+
+
+def test_a_bad_value_gets_a_clear_message():
+    with pytest.raises(UserError, match="TXVIZ_MAX_BATCH"):
+        load_config({"TXVIZ_MAX_BATCH": "many"})
+
+
+def _load_typed_model(name: str) -> None:
+    from txviz.app import ui
+
+    ui.load_model(name)
+
+
+def _picker_options() -> None:
+    import streamlit as st
+
+    from txviz.app import ui
+
+    st.session_state["choice"] = ui.model_picker()
+
+
+def _oversize_upload() -> None:
+    from types import SimpleNamespace
+
+    from txviz.app import ui
+
+    ui.checked_upload(SimpleNamespace(name="big.txt", size=6 * 1024 * 1024, getvalue=lambda: b""))
+
+
+@pytest.fixture
+def public(monkeypatch):
+    from txviz.app import serving
+
+    monkeypatch.setenv("TXVIZ_PUBLIC", "1")
+    serving.config.clear()
+    yield
+    monkeypatch.delenv("TXVIZ_PUBLIC")
+    serving.config.clear()
+
+
+def test_public_mode_refuses_a_local_path_and_a_hub_id_off_the_allow_list(public):
+    for name in ("/etc", "someone/some-model"):
+        at = AppTest.from_function(_load_typed_model, args=(name,), default_timeout=60).run()
+        assert not at.exception
+        assert "public txviz server" in at.error[0].value
+
+
+def test_public_mode_offers_no_typed_model_and_refuses_an_oversize_upload(public):
+    from txviz.app.ui import OTHER_MODEL
+
+    at = AppTest.from_function(_picker_options, default_timeout=60).run()
+    assert OTHER_MODEL not in at.selectbox[0].options and "minilm" in at.selectbox[0].options
+    at = AppTest.from_function(_oversize_upload, default_timeout=60).run()
+    assert "up to 5 MB" in at.error[0].value
+
+
+def test_with_the_mode_unset_a_visitor_may_still_type_a_model():
+    from txviz.app import serving
+    from txviz.app.ui import OTHER_MODEL
+
+    serving.config.clear()
+    at = AppTest.from_function(_picker_options, default_timeout=60).run()
+    assert OTHER_MODEL in at.selectbox[0].options
+    at = AppTest.from_function(_oversize_upload, default_timeout=60).run()
+    assert not at.error  # 6 MB is under the default 20 MB

@@ -1,0 +1,123 @@
+"""Continuous batching: each session's tokens and attention are what it would get alone."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from test_generation import tiny  # noqa: F401 - the shared tiny Llama fixture
+
+from txviz.generation.batching import GenerationEngine, Waiting
+from txviz.generation.loop import GenerationError, GenerationRequest, generate
+from txviz.generation.sampling import SamplingSettings
+
+PROMPTS = [
+    "the cat sat",
+    "the dog sat on the log and the cat",
+    "on the mat",
+    "the",
+    "the cat sat on the mat and the dog sat on",
+    "dog",
+    "sat on the log",
+    "the mat and the dog",
+]
+
+
+@pytest.fixture
+def engines(tiny):  # noqa: F811
+    """Make engines on the tiny model and stop their loops after the test."""
+    made = []
+
+    def make(max_batch=8):
+        made.append(GenerationEngine(tiny, max_batch=max_batch))
+        return made[-1]
+
+    yield make
+    for engine in made:
+        engine.close()
+
+
+def lone(loaded, request):
+    return list(generate(loaded, request))
+
+
+def batched(engine, requests, stagger=0):
+    """Run every request through one engine at once; stagger: steps between joins."""
+    results = [None] * len(requests)
+
+    def session(i):
+        results[i] = list(engine.submit(requests[i], owner=f"s{i}").steps())
+
+    threads = [threading.Thread(target=session, args=(i,)) for i in range(len(requests))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return results
+
+
+def greedy(prompt, n=12):
+    return GenerationRequest(prompt, n, SamplingSettings(0.0), stop_at_eos=False)
+
+
+def test_greedy_tokens_and_attention_equal_the_lone_run_with_seven_others(tiny, engines):  # noqa: F811
+    requests = [greedy(p, 8 + i) for i, p in enumerate(PROMPTS)]
+    engine = engines(8)
+    together = batched(engine, requests)
+    assert engine.largest_batch > 1  # they really shared forwards
+    for request, steps in zip(requests, together, strict=True):
+        alone = lone(tiny, request)
+        assert [s.token_id for s in steps] == [s.token_id for s in alone]
+        for a, b in zip(steps, alone, strict=True):
+            assert a.attention.shape == b.attention.shape  # padding columns cut off
+            np.testing.assert_allclose(a.attention, b.attention, atol=2e-3)
+            np.testing.assert_allclose(a.attention.astype(np.float32).sum(-1), 1.0, atol=5e-3)
+            assert a.kv_tokens == b.kv_tokens and a.kv_bytes == b.kv_bytes
+
+
+def test_sampled_tokens_with_a_seed_equal_the_lone_run(tiny, engines):  # noqa: F811
+    requests = [
+        GenerationRequest(p, 10, SamplingSettings(1.0, 20, 0.9, seed=i), stop_at_eos=False)
+        for i, p in enumerate(PROMPTS[:5])
+    ]
+    together = batched(engines(8), requests)
+    for request, steps in zip(requests, together, strict=True):
+        assert [s.token_id for s in steps] == [s.token_id for s in lone(tiny, request)]
+
+
+def test_a_full_batch_queues_the_rest_in_order_and_says_where_they_stand(tiny, engines):  # noqa: F811
+    engine = engines(2)
+    tickets = [engine.submit(greedy(p, 40), owner=f"s{i}") for i, p in enumerate(PROMPTS[:4])]
+    waits = []
+    for event in tickets[3].events():
+        if isinstance(event, Waiting):
+            waits.append(event.ahead)
+        else:
+            break
+    assert waits and waits[0] >= 1 and waits == sorted(waits, reverse=True)
+    for ticket in tickets:
+        ticket.cancel()
+
+
+def test_a_session_runs_one_job_at_a_time_and_a_closed_stream_frees_its_row(tiny, engines):  # noqa: F811
+    engine = engines(4)
+    first = engine.submit(greedy("the cat sat", 60), owner="same")
+    first_steps = first.steps()
+    next(first_steps)  # the first is running
+    second = engine.submit(greedy("the dog", 5), owner="same")
+    assert len(list(first_steps)) < 59  # the first was cancelled: its stream ends early
+    assert len(list(second.steps())) == 5
+    stream = engine.submit(greedy("on the mat", 55), owner="other").steps()
+    next(stream)
+    stream.close()  # a closed tab: Streamlit stops the script, the generator is closed
+    deadline = 50
+    while engine.load()[0] and deadline:
+        threading.Event().wait(0.1)
+        deadline -= 1
+    assert engine.load() == (0, 0)
+
+
+def test_bad_requests_fail_before_queueing(tiny, engines):  # noqa: F811
+    with pytest.raises(GenerationError):
+        engines().submit(GenerationRequest("   ", 4))

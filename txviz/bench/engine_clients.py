@@ -1,0 +1,107 @@
+"""Lightweight in-process clients for `bench load --clients inprocess`: many sessions, one engine.
+
+Each client is a thread that generates through the same GenerationEngine the app shares between
+browser sessions, with its own prompt and seed. It reaches 30 sessions on a 2-core machine where
+30 Chromium contexts would measure the browsers instead of the server. Leaks are checked exactly:
+every client's greedy tokens must equal a lone run of its own prompt, and its attention rows must
+cover its own sequence and nothing more.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+
+from txviz.bench.measure import track_large_allocations
+from txviz.generation.batching import GenerationEngine
+from txviz.generation.loop import GenerationRequest, generate
+from txviz.generation.sampling import SamplingSettings
+
+SUBJECTS = [
+    "apple", "river", "tiger", "piano", "castle", "winter", "doctor", "garden", "engine", "forest",
+    "silver", "bridge", "rabbit", "ocean", "pencil", "desert", "violin", "harbor", "candle", "meadow",
+    "comet", "lantern", "glacier", "falcon", "teacup", "volcano", "compass", "orchard", "marble", "thunder",
+]  # fmt: skip
+
+
+def request_for(index: int, new_tokens: int) -> GenerationRequest:
+    """Client index's own prompt: greedy, so a lone run gives the exact tokens to expect."""
+    prompt = f"Write one sentence about a {SUBJECTS[index % len(SUBJECTS)]}."
+    return GenerationRequest(prompt, new_tokens, SamplingSettings(0.0), stop_at_eos=False)
+
+
+def run_clients(loaded, n: int, new_tokens: int, max_batch: int) -> dict:
+    """n clients at once through one engine: wall time of each, errors, leaks, the largest batch."""
+    engine = GenerationEngine(loaded, max_batch=max_batch)
+    times, errors, results = [0.0] * n, [], [None] * n
+    start_gate = threading.Barrier(n)
+
+    def client(i: int) -> None:
+        request = request_for(i, new_tokens)
+        start_gate.wait()
+        began = time.perf_counter()
+        try:
+            results[i] = list(engine.submit(request, owner=f"client-{i}").steps())
+        except Exception as error:  # noqa: BLE001 - every failure is a result of the benchmark
+            errors.append(f"client {i}: {type(error).__name__} {error}"[:200])
+        times[i] = time.perf_counter() - began
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    engine.close()
+    return {"times": times, "errors": errors, "results": results, "largest_batch": engine.largest_batch}
+
+
+def leaks(loaded, results: list, new_tokens: int) -> list[str]:
+    """Clients whose tokens differ from their lone run, or whose rows are not their own length."""
+    found = []
+    for i, steps in enumerate(results):
+        if steps is None:
+            continue
+        alone = list(generate(loaded, request_for(i, new_tokens)))
+        if [s.token_id for s in steps] != [s.token_id for s in alone]:
+            found.append(f"client {i}: its tokens differ from its lone run")
+        if any(s.attention.shape != a.attention.shape for s, a in zip(steps, alone, strict=False)):
+            found.append(f"client {i}: its attention rows are not its own sequence's length")
+    return found
+
+
+def main_inprocess(model: str, sessions: int, new_tokens: int, max_batch: int) -> int:
+    """Lone generation, then `sessions` at once, through one engine; prints the ratio line last."""
+    import psutil
+
+    from txviz import models
+
+    track_large_allocations()
+    loaded = models.load(model)
+    run_clients(loaded, 1, 2, max_batch)  # warm-up
+    lone = statistics.median(run_clients(loaded, 1, new_tokens, max_batch)["times"][0] for _ in range(3))
+    rows, ratio_at_8 = [], None
+    for n in sorted({1, min(8, sessions), sessions}):
+        out = run_clients(loaded, n, new_tokens, max_batch)
+        found = leaks(loaded, out["results"], new_tokens)
+        slowest = max(out["times"])
+        rss = psutil.Process().memory_info().rss
+        rows.append((n, out, found, slowest, rss))
+        if n == min(8, sessions):
+            ratio_at_8 = (n, slowest / lone)
+    print(f"## load: in-process clients through one generation engine ({model}, {new_tokens} new tokens)\n")
+    print("| clients | largest batch | median generation | slowest generation | slowest / lone | errors | leaks "
+          "| process memory |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for n, out, found, slowest, rss in rows:
+        print(
+            f"| {n} | {out['largest_batch']} | {statistics.median(out['times']):.1f} s | {slowest:.1f} s | "
+            f"{slowest / lone:.2f}x | {len(out['errors'])} | {len(found) or 'none'} | {rss / 1e9:.2f} GB |"
+        )
+    for n, out, found, _, _ in rows:
+        for line in out["errors"] + found:
+            print(f"- {n} clients: {line}")
+    print(f"\nlone generation: {lone:.1f} s (median of 3)")
+    n, ratio = ratio_at_8
+    print(f"slowest generation under load / lone generation = {ratio:.2f}x ({n} sessions)")
+    return 1 if any(out["errors"] or found for _, out, found, _, _ in rows) else 0

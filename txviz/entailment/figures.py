@@ -1,0 +1,112 @@
+"""Figures of the entailment page: alignment heatmaps with words on the axes, vectors, probabilities."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from txviz.entailment.model import LABELS
+from txviz.figures.text import plain
+
+LABEL_COLORS = {"entailment": "#2ca02c", "neutral": "#7f7f7f", "contradiction": "#d62728"}
+
+
+def _axis(words: tuple[str, ...], title: str) -> dict:
+    """Positions as values, words as tick text: repeated words stay apart."""
+    return dict(
+        title=title, tickmode="array", tickvals=list(range(len(words))), ticktext=[plain(w) for w in words]
+    )
+
+
+def word_heatmap(
+    matrix: np.ndarray,
+    premise: tuple[str, ...],
+    hypothesis: tuple[str, ...],
+    title: str,
+    value_name: str,
+    scale: str = "viridis",
+    midpoint: bool = False,
+) -> go.Figure:
+    """Premise words down the rows (i), hypothesis words across the columns (j)."""
+    hover = [
+        [f"a_{i + 1} = {plain(p)}, b_{j + 1} = {plain(h)}" for j, h in enumerate(hypothesis)]
+        for i, p in enumerate(premise)
+    ]
+    heat = go.Heatmap(
+        z=matrix,
+        text=hover,
+        colorscale="RdBu" if midpoint else scale,
+        reversescale=midpoint,
+        zmid=0 if midpoint else None,
+        colorbar=dict(title=value_name),
+        hovertemplate="%{text}<br>" + value_name + " %{z:.3f}<extra></extra>",
+    )
+    figure = go.Figure(heat)
+    figure.update_layout(
+        title=plain(title),
+        xaxis=_axis(hypothesis, "hypothesis word b_j"),
+        yaxis={**_axis(premise, "premise word a_i"), "autorange": "reversed"},
+        height=max(320, 60 + 26 * len(premise)),
+        margin=dict(t=50, l=10, r=10, b=10),
+    )
+    return figure
+
+
+def vectors_heatmap(vectors: np.ndarray, words: tuple[str, ...], title: str, prefix: str) -> go.Figure:
+    """Compare vectors (one row per word) or the two aggregated sums."""
+    figure = go.Figure(
+        go.Heatmap(
+            z=vectors,
+            colorscale="viridis",
+            colorbar=dict(title="value"),
+            hovertemplate=prefix + " row %{y}, unit %{x}: %{z:.3f}<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        title=plain(title),
+        xaxis_title="hidden unit",
+        yaxis={**_axis(words, ""), "autorange": "reversed"},
+        height=max(220, 60 + 22 * len(words)),
+        margin=dict(t=50, l=10, r=10, b=10),
+    )
+    return figure
+
+
+def probabilities(rows: dict[str, np.ndarray]) -> go.Figure:
+    """Class probabilities of each model, grouped by class."""
+    figure = go.Figure(
+        [
+            go.Bar(
+                x=list(LABELS),
+                y=values,
+                name=name,
+                text=[f"{v:.2f}" for v in values],
+                textposition="outside",
+            )
+            for name, values in rows.items()
+        ]
+    )
+    figure.update_layout(
+        barmode="group",
+        title="y = softmax(h([v_A, v_B])): class probabilities",
+        yaxis=dict(range=[0, 1.1], title="probability"),
+        height=340,
+        margin=dict(t=50, l=10, r=10, b=10),
+    )
+    return figure
+
+
+def sums(sum_a: np.ndarray, sum_b: np.ndarray) -> go.Figure:
+    """The aggregated vectors v_A and v_B, unit by unit."""
+    units = list(range(len(sum_a)))
+    figure = go.Figure(
+        [go.Bar(x=units, y=sum_a, name="v_A = Σ_i v_A,i"), go.Bar(x=units, y=sum_b, name="v_B = Σ_j v_B,j")]
+    )
+    figure.update_layout(
+        barmode="group",
+        title="Aggregated sums",
+        xaxis_title="hidden unit",
+        height=320,
+        margin=dict(t=50, l=10, r=10, b=10),
+    )
+    return figure

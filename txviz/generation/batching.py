@@ -1,0 +1,353 @@
+"""Continuous batching: one decode loop per model serves every session's generation at once.
+
+Decoding a small model on a CPU is memory-bound: one step reads every weight once whatever the
+batch size, so eight sequences decoded together cost far less than eight decoded in turn. The
+engine keeps one batched KV cache, left-padded so every row's newest token lines up on the right;
+a sequence joins between steps (its prompt is prefilled alone, then its cache rows are padded in)
+and leaves when it ends or its session goes away. Each sequence keeps its own sampling settings,
+its own seeded generator and its own attention rows, with the padding columns cut off again.
+
+transformers' own continuous batching switches the model to a paged attention implementation,
+which would bypass txviz's capture function and change the shared model for every session; this
+scheduler keeps the model as loaded and records through the same capture as the lone loop.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from txviz.core.capture import CaptureSettings, capture
+from txviz.generation.loop import (
+    ROW_DTYPE,
+    GenerationRequest,
+    GenerationStep,
+    Prompt,
+    make_step,
+    prefill,
+    prepare,
+    stop_ids,
+)
+from txviz.generation.sampling import choose, make_generator
+from txviz.models import LoadedModel
+
+DEFAULT_MAX_BATCH = 8  # rows decoded together; later requests wait their turn in order
+POLL_S = 0.25  # how often a waiting consumer hears its place in the queue
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """The request is queued: this many requests are ahead of it."""
+
+    ahead: int
+
+
+@dataclass(eq=False)
+class _Sequence:
+    """One session's generation inside the engine."""
+
+    request: GenerationRequest
+    prompt: Prompt
+    owner: str
+    number: int  # arrival order: the queue is first come, first served
+    out: queue.Queue = field(default_factory=queue.Queue)  # GenerationStep | Exception | None (the end)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    generated: list[int] = field(default_factory=list)
+    generator: torch.Generator | None = None
+    stops: frozenset[int] = frozenset()
+    next_input: int = 0
+    length: int = 0  # tokens of this sequence held in the cache
+    start: float = 0.0
+
+
+class Ticket:
+    """A session's handle on its queued or running generation."""
+
+    def __init__(self, engine: GenerationEngine, sequence: _Sequence):
+        self._engine, self._sequence = engine, sequence
+
+    def cancel(self) -> None:
+        """Stop generating for this ticket; its row leaves the batch before the next step."""
+        self._sequence.cancelled.set()
+        self._engine._wake()
+
+    def events(self) -> Iterator[Waiting | GenerationStep]:
+        """Waiting(ahead) while queued, then one GenerationStep per new token; cancels when closed."""
+        sequence, told = self._sequence, None
+        try:
+            while True:
+                ahead = self._engine.ahead_of(sequence)
+                if ahead is not None and ahead != told:
+                    told = ahead
+                    yield Waiting(ahead)
+                try:
+                    item = sequence.out.get(timeout=POLL_S)
+                except queue.Empty:
+                    continue
+                if item is None:
+                    return
+                if isinstance(item, Exception):
+                    raise item
+                yield item
+        finally:
+            self.cancel()  # a closed tab or a new run stops the generator: free the row
+
+    def steps(self) -> Iterator[GenerationStep]:
+        """Only the generated steps (waits silently while queued)."""
+        return (event for event in self.events() if isinstance(event, GenerationStep))
+
+
+class GenerationEngine:
+    """One decode loop for one loaded model, shared by every session that generates with it."""
+
+    def __init__(self, loaded: LoadedModel, max_batch: int = DEFAULT_MAX_BATCH):
+        self.loaded, self.max_batch = loaded, max(1, int(max_batch))
+        self._changed = threading.Condition()
+        self._waiting: list[_Sequence] = []
+        self._active: list[_Sequence] = []
+        self._cache = None  # the batched DynamicCache, rows in self._active order
+        self._valid: torch.Tensor | None = None  # bool (B, T): which cache columns hold a real token
+        self._numbers = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._closing = False
+        self.steps_run = 0  # batched forwards so far (tests and the benchmark read it)
+        self.largest_batch = 0
+
+    # -- sessions' side ------------------------------------------------------------------------
+    def submit(self, request: GenerationRequest, owner: str = "") -> Ticket:
+        """Queue a generation; a session's earlier one is cancelled (one heavy job per session)."""
+        prompt = prepare(self.loaded, request)  # errors speak to the user before anything queues
+        sequence = _Sequence(request, prompt, owner, next(self._numbers))
+        with self._changed:
+            if owner:
+                for other in self._waiting + self._active:
+                    if other.owner == owner:
+                        other.cancelled.set()
+            self._waiting.append(sequence)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="txviz-generation", daemon=True)
+                self._thread.start()
+            self._changed.notify_all()
+        return Ticket(self, sequence)
+
+    def ahead_of(self, sequence: _Sequence) -> int | None:
+        """How many requests are ahead of a queued one; None once it is running or done."""
+        with self._changed:
+            live = [s for s in self._waiting if not s.cancelled.is_set()]
+            if sequence not in live:
+                return None
+            return live.index(sequence)
+
+    def load(self) -> tuple[int, int]:
+        """(running, waiting) right now."""
+        with self._changed:
+            return len(self._active), len(self._waiting)
+
+    def close(self) -> None:
+        """Cancel everything and stop the loop (tests; a server just lets its daemon thread idle)."""
+        with self._changed:
+            for sequence in self._waiting + self._active:
+                sequence.cancelled.set()
+            self._closing = True
+            self._changed.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout=30)
+
+    def _wake(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+    # -- the decode loop -----------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as error:  # never leave a session waiting on a dead loop
+            with self._changed:
+                for sequence in self._waiting + self._active:
+                    sequence.out.put(error if isinstance(error, Exception) else RuntimeError(str(error)))
+                self._waiting, self._active, self._cache, self._valid = [], [], None, None
+                self._thread = None
+            raise
+
+    def _loop(self) -> None:
+        while True:
+            with self._changed:
+                self._drop_finished()
+                while not self._active and not self._waiting:
+                    if self._closing or not self._changed.wait(timeout=30):
+                        self._thread = None  # idle: the next submit starts a new thread
+                        return
+                    self._drop_finished()
+                joining = []
+                while self._waiting and len(self._active) + len(joining) < self.max_batch:
+                    joining.append(self._waiting.pop(0))
+            for sequence in joining:
+                self._join(sequence)
+            if self._active:
+                try:
+                    self._step()
+                except Exception as error:  # one bad step must not hang every session
+                    for sequence in self._active:
+                        sequence.out.put(error)
+                        sequence.cancelled.set()
+
+    def _join(self, sequence: _Sequence) -> None:
+        """Prefill a new sequence alone, then pad its cache rows into the batch."""
+        if sequence.cancelled.is_set():
+            sequence.out.put(None)
+            return
+        try:
+            sequence.start = time.perf_counter()
+            sequence.generator = make_generator(sequence.request.sampling.seed)
+            sequence.stops = stop_ids(self.loaded, sequence.request)
+            own = prefill(self.loaded, sequence.prompt)
+            sequence.length = len(sequence.prompt) - 1
+            sequence.next_input = sequence.prompt.ids[-1]
+            with self._changed:
+                self._cache, self._valid = _merge(self._cache, self._valid, own, sequence.length)
+                self._active.append(sequence)
+                self.largest_batch = max(self.largest_batch, len(self._active))
+        except Exception as error:  # this session hears why; the others go on
+            sequence.out.put(error)
+
+    def _drop_finished(self) -> None:
+        """Rows whose sequence ended or was cancelled leave the batch (called under the lock)."""
+        keep = [i for i, s in enumerate(self._active) if not s.cancelled.is_set()]
+        for i, sequence in enumerate(self._active):
+            if i not in keep:
+                sequence.out.put(None)
+        if len(keep) == len(self._active):
+            return
+        self._active = [self._active[i] for i in keep]
+        if not keep:
+            self._cache, self._valid = None, None
+            return
+        index = torch.tensor(keep)
+        for layer in self._cache.layers:
+            if _kv(layer) is not None:
+                layer.keys, layer.values = layer.keys[index], layer.values[index]
+        self._valid = self._valid[index]
+        _trim_padding(self._cache, self)
+
+    def _step(self) -> None:
+        """One batched forward: every active row gets its next token."""
+        model, rows = self.loaded.model, list(self._active)
+        device = self.loaded.device
+        record = any(s.request.record_attention for s in rows)
+        settings = CaptureSettings(record=frozenset({"weights"} if record else ()), newest_query_only=True)
+        input_ids = torch.tensor([[s.next_input] for s in rows], device=device)  # (B, 1)
+        valid = torch.cat([self._valid, torch.ones(len(rows), 1, dtype=torch.bool)], dim=1)  # (B, T + 1)
+        positions = torch.tensor([[s.length] for s in rows], device=device)  # (B, 1): true positions
+        with torch.no_grad(), capture(model, settings) as recorder:
+            output = model(
+                input_ids=input_ids,
+                attention_mask=valid.to(device=device, dtype=torch.long),
+                position_ids=positions,
+                past_key_values=self._cache,
+                use_cache=True,
+            )
+        self._valid = valid
+        self.steps_run += 1
+        rows_of = _attention_rows(recorder, valid) if record else [None] * len(rows)
+        for b, sequence in enumerate(rows):
+            self._emit(sequence, output.logits[b, -1], rows_of[b])
+
+    def _emit(self, sequence: _Sequence, logits: torch.Tensor, attention: np.ndarray | None) -> None:
+        """Sample one row's token with its own settings and hand the step to its session."""
+        request = sequence.request
+        choice = choose(logits, request.sampling, sequence.generator)
+        sequence.length += 1
+        sequence.generated.append(choice.token_id)
+        index = len(sequence.generated) - 1
+        step = make_step(
+            self.loaded,
+            request,
+            sequence.prompt,
+            sequence.generated,
+            choice,
+            attention if request.record_attention else None,
+            kv=_row_kv(self._cache, sequence.length),
+            elapsed_s=time.perf_counter() - sequence.start,
+            finished=choice.token_id in sequence.stops,
+        )
+        sequence.out.put(step)
+        sequence.next_input = choice.token_id
+        if step.finished or index + 1 >= request.max_new_tokens:
+            sequence.cancelled.set()  # done: the row leaves before the next step
+
+
+def _pad_left(tensor: torch.Tensor, length: int) -> torch.Tensor:
+    """Zero columns on the left of dim -2 up to length (they are masked, so zeros never count)."""
+    missing = length - tensor.shape[-2]
+    if missing <= 0:
+        return tensor
+    shape = (*tensor.shape[:-2], missing, tensor.shape[-1])
+    return torch.cat([tensor.new_zeros(shape), tensor], dim=-2)
+
+
+def _kv(layer) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """A cache layer's keys and values, or None while it holds no token (a one-token prompt)."""
+    keys = getattr(layer, "keys", None)
+    return None if keys is None or keys.numel() == 0 else (keys, layer.values)
+
+
+def _merge(batch, valid: torch.Tensor | None, own, length: int):
+    """The batched cache with one more row (own, `length` real tokens) padded in on the left."""
+    if batch is None:
+        return own, torch.ones(1, length, dtype=torch.bool)
+    width = max(valid.shape[1], length)
+    rows = valid.shape[0]
+    for mine, theirs in zip(batch.layers, own.layers, strict=True):
+        a, b = _kv(mine), _kv(theirs)
+        if a is None and b is None:
+            continue  # no row holds a token yet: the next forward fills every row
+        like = (a or b)[0]
+        empty = like.new_zeros((1, like.shape[1], 0, like.shape[3]))
+        a = a or (empty.expand(rows, -1, -1, -1), empty.expand(rows, -1, -1, -1))
+        b = b or (empty, empty)
+        mine.keys = torch.cat([_pad_left(a[0], width), _pad_left(b[0], width)], dim=0)
+        mine.values = torch.cat([_pad_left(a[1], width), _pad_left(b[1], width)], dim=0)
+        mine.is_initialized = True
+        mine.dtype, mine.device = like.dtype, like.device
+    old = torch.cat([torch.zeros(rows, width - valid.shape[1], dtype=torch.bool), valid], dim=1)
+    new = torch.cat(
+        [torch.zeros(1, width - length, dtype=torch.bool), torch.ones(1, length, dtype=torch.bool)], 1
+    )
+    return batch, torch.cat([old, new], dim=0)
+
+
+def _trim_padding(cache, engine: GenerationEngine) -> None:
+    """Drop leading columns no row uses any more (the longest sequence left the batch)."""
+    used = engine._valid.any(dim=0).nonzero()
+    first = int(used[0]) if len(used) else engine._valid.shape[1]
+    if first == 0:
+        return
+    for layer in cache.layers:
+        if _kv(layer) is not None:
+            layer.keys, layer.values = layer.keys[..., first:, :], layer.values[..., first:, :]
+    engine._valid = engine._valid[:, first:]
+
+
+def _row_kv(cache, length: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(tokens, bytes) one row holds per layer: its own tokens, not the batch's padding."""
+    tokens, sizes = [], []
+    for layer in cache.layers:
+        per_token = layer.keys[0, :, 0, :].numel() * layer.keys.element_size()  # (H_kv, D) of one token
+        tokens.append(length)
+        sizes.append(2 * length * per_token)  # keys and values
+    return tuple(tokens), tuple(sizes)
+
+
+def _attention_rows(recorder, valid: torch.Tensor) -> list[np.ndarray]:
+    """Each row's newest attention [layer, head, key], padding columns cut off."""
+    per_layer = [records[-1].weights[:, :, -1, :] for records in recorder.records.values()]  # (B, H, K)
+    stacked = torch.stack(per_layer, dim=1)  # (B, L, H, K)
+    return [stacked[b][:, :, valid[b]].numpy().astype(ROW_DTYPE) for b in range(stacked.shape[0])]
