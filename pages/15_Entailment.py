@@ -52,13 +52,13 @@ premise_text = st.text_input(
     "Premise",
     ui.link_value("premise", default_premise),
     key=f"premise_{example}",
-    max_chars=ui.MAX_TEXT_CHARS,
+    max_chars=ui.max_text_chars(),
 )
 hypothesis_text = st.text_input(
     "Hypothesis",
     ui.link_value("hypothesis", default_hypothesis),
     key=f"hypothesis_{example}",
-    max_chars=ui.MAX_TEXT_CHARS,
+    max_chars=ui.max_text_chars(),
 )
 st.session_state["premise"], st.session_state["hypothesis"] = premise_text, hypothesis_text
 with ui.user_errors():

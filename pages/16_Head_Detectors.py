@@ -59,7 +59,7 @@ def corpus_controls() -> tuple[corpus.Corpus, runs.RepeatSettings, int]:
             "Your text (blank lines separate passages)",
             corpus.DEFAULT_TEXTS[0],
             key="corpus_text",
-            max_chars=ui.MAX_TEXT_CHARS,
+            max_chars=ui.max_text_chars(),
         )
         with ui.user_errors():
             texts = corpus.from_text(typed, max_texts=8)
@@ -204,10 +204,17 @@ def attribution_view() -> None:
     decoder = loaded.kind == "decoder"
     default = NEXT_TOKEN_TEXT if decoder else SIMILARITY_TEXTS[0]
     text = st.text_input(
-        "Text" if decoder else "Sentence A (explained)", default, key="attr_text", max_chars=2000
+        "Text" if decoder else "Sentence A (explained)",
+        default,
+        key="attr_text",
+        max_chars=ui.max_text_chars(2000),
     )
     other = (
-        "" if decoder else st.text_input("Sentence B", SIMILARITY_TEXTS[1], key="attr_other", max_chars=2000)
+        ""
+        if decoder
+        else st.text_input(
+            "Sentence B", SIMILARITY_TEXTS[1], key="attr_other", max_chars=ui.max_text_chars(2000)
+        )
     )
     skip = st.toggle(
         "Leave special tokens ([CLS], [SEP]) and a decoder's first token out of the ranks",

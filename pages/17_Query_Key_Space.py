@@ -32,7 +32,7 @@ if source == "Your text":
         "Your text (blank lines separate passages)",
         corpus.DEFAULT_TEXTS[1],
         key="qk_text",
-        max_chars=ui.MAX_TEXT_CHARS,
+        max_chars=ui.max_text_chars(),
     )
     with ui.user_errors():
         texts = corpus.from_text(typed, max_texts=8)

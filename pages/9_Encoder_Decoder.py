@@ -188,6 +188,7 @@ if forcing_tab.open:
                 "Reference output",
                 teacher.DEFAULT_REFERENCE if dates_model else trace.output_text,
                 key=f"tf_reference_{name}",
+                max_chars=ui.max_text_chars(),
             )
         with ui.user_errors():
             comparison = forcing_run(loaded, name, loaded.device, tf_source, tf_reference)

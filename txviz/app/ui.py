@@ -21,7 +21,6 @@ from txviz.models import LoadedModel, ModelLoadError
 T = TypeVar("T")
 _CACHED: dict[str, Any] = {}  # every ui.cached store by its function's name, for clear_cached
 OTHER_MODEL = "Other: a Hugging Face id or local folder..."
-MAX_TEXT_CHARS = 100_000
 MAX_LINK_CHARS = 1_500  # longer values stay out of the URL (browsers and chat apps cut long links)
 PRESENTATION_CSS = """<style>
 html, body, [data-testid="stAppViewContainer"] { font-size: 22px; }
@@ -151,6 +150,7 @@ def model_picker(
         key=f"{key}_custom",
         placeholder="e.g. bert-base-uncased or /path/to/model",
         help="Loaded with trust_remote_code off. Hub ids need a network or a local cache.",
+        max_chars=max_text_chars(1_000),
     )
     if not typed.strip():
         st.info("Type a model id or folder to load it.")
@@ -208,6 +208,12 @@ def decode_upload(data: bytes, name: str = "file") -> str:
         ) from error
 
 
+def max_text_chars(cap: int | None = None) -> int:
+    """Characters a text box takes: the server's max_text_chars, or a page's tighter cap under it."""
+    limit = serving.config().max_text_chars
+    return limit if cap is None else min(cap, limit)
+
+
 def checked_upload(upload) -> bytes:
     """An uploaded file's bytes, refused with a message past the server's upload limit."""
     limit = serving.config().max_upload_mb
@@ -228,7 +234,7 @@ def text_input(label: str, default: str, key: str = "text", height: int = 120) -
             value=link_value(key, default),
             height=height,
             key=key,
-            max_chars=serving.config().max_text_chars,
+            max_chars=max_text_chars(),
         )
     else:
         upload = st.file_uploader("A UTF-8 .txt file", type=["txt"], key=f"{key}_upload")
@@ -237,7 +243,7 @@ def text_input(label: str, default: str, key: str = "text", height: int = 120) -
             st.stop()
         with user_errors():
             text = decode_upload(checked_upload(upload), upload.name)
-        limit = serving.config().max_text_chars
+        limit = max_text_chars()
         if len(text) > limit:
             st.warning(f"The file has {len(text):,} characters; the first {limit:,} are used.")
             text = text[:limit]
