@@ -129,3 +129,41 @@ def test_every_text_box_in_the_app_asks_for_the_configured_limit():
             if getattr(called, "attr", getattr(called, "id", None)) != "max_text_chars":
                 wrong.append(f"{path.name}:{node.lineno}")
     assert not wrong, f"text boxes without max_chars=ui.max_text_chars(...): {wrong}"
+
+
+def test_max_jobs_bounds_heavy_passes_running_at_once(monkeypatch):
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from txviz.app import serving, ui
+
+    running, peak, lock = [0], [0], threading.Lock()
+
+    def heavy(loaded, n):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.2)
+        inner(loaded, n)  # a cached result computed inside another takes no second place
+        with lock:
+            running[0] -= 1
+        return n
+
+    inner = ui.cached(spinner=False)(lambda loaded, n: n)
+    shared = ui.cached(max_entries=16, spinner=False)(heavy)
+    monkeypatch.setenv("TXVIZ_MAX_JOBS", "2")
+    serving.config.clear()
+    try:
+        loaded = SimpleNamespace(name="m", device="cpu")
+        sessions = [threading.Thread(target=shared, args=(loaded, n)) for n in range(5)]
+        for s in sessions:
+            s.start()
+        for s in sessions:
+            s.join(30)
+    finally:
+        monkeypatch.delenv("TXVIZ_MAX_JOBS")
+        serving.config.clear()
+    assert peak[0] == 2 and running[0] == 0
+    with pytest.raises(UserError, match="max_jobs"):
+        load_config({"TXVIZ_MAX_JOBS": "0"})

@@ -312,7 +312,8 @@ def cached(
 
     def decorate(func: Callable[..., T]) -> Callable[..., T]:
         def shared(_loaded: LoadedModel, name: str, device: str, *args: Any) -> T:
-            return lock_arrays(func(_loaded, *args))
+            with serving.heavy_job():  # at most max_jobs heavy passes at once, server-wide
+                return lock_arrays(func(_loaded, *args))
 
         # Nested functions with one source share one cache in Streamlit (streamlit#11157): name it.
         shared.__module__, shared.__qualname__ = func.__module__, f"{func.__qualname__}.cached"
