@@ -41,14 +41,15 @@ def make_config(n_embd: int = 64, n_layer: int = 4, n_head: int = 4):
 
 
 def pixel_logits(model, tokens: torch.Tensor) -> torch.Tensor:
-    """(B, L) tokens -> (B, L, 17): the next pixel's logits over grey levels after each position."""
-    return model(input_ids=tokens).logits[..., :N_LEVELS].float()
+    """(B, L) tokens -> (B, L, 17) on the model's device: the next pixel's logits after each position."""
+    return model(input_ids=tokens.to(model.device)).logits[..., :N_LEVELS].float()
 
 
 def pixel_loss(model, tokens: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy in nats of pixels 1..64 given everything before them."""
     logits = pixel_logits(model, tokens[:, :-1])
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, N_LEVELS), tokens[:, 1:].reshape(-1))
+    targets = tokens[:, 1:].reshape(-1).to(logits.device)
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, N_LEVELS), targets)
 
 
 @torch.no_grad()
@@ -92,7 +93,7 @@ def sample(
     tokens = torch.cat([heads, given], dim=1)
     while tokens.shape[1] < 1 + N_PIXELS:
         with torch_threads(1):
-            logits = _shape(pixel_logits(model, tokens)[:, -1], settings)
+            logits = _shape(pixel_logits(model, tokens)[:, -1].cpu(), settings)  # the generator is on the CPU
         probs = torch.softmax(logits, dim=-1)
         tokens = torch.cat([tokens, torch.multinomial(probs, 1, generator=generator)], dim=1)
     return tokens[:, 1:].reshape(-1, SIDE, SIDE).numpy()
@@ -133,7 +134,7 @@ def draw(
     record = CaptureSettings(record={"weights"}, newest_query_only=True)
     while len(tokens) < 1 + N_PIXELS:
         with torch_threads(1), capture(model, record) as recorder:
-            logits = pixel_logits(model, torch.tensor([tokens]))[0, -1]
+            logits = pixel_logits(model, torch.tensor([tokens]))[0, -1].cpu()
         shaped = _shape(logits[None], settings)[0]
         after = torch.softmax(shaped, dim=-1)
         level = int(torch.multinomial(after, 1, generator=generator))
