@@ -72,3 +72,22 @@ def test_presentation_mode_keeps_diverging_and_categorical_scales_in_the_page():
     assert colours_of(positional_figures.encoding_heatmap(np.eye(2), "P").data[0].colorscale) == RDBU
     swin = mask_figures.swin_figure(np.zeros((2, 2), int), np.zeros((2, 2), int), 1)
     assert swin.data[2].colorscale == tuple(tuple(s) for s in mask_figures.MASK_SCALE)
+
+
+def show_shared_figure(figure):
+    import streamlit as st
+
+    from txviz.app import ui
+
+    st.session_state["presentation"] = True
+    ui.show_figure(figure, key="shared")
+
+
+def test_presentation_mode_leaves_the_given_figure_unchanged():
+    """Figures are often cached for every session: the page shows a copy with the larger font."""
+    figure = positional_figures.similarity_heatmap(np.eye(4), "S")
+    before = figure.to_json()
+    at = AppTest.from_function(show_shared_figure, args=(figure,), default_timeout=60).run()
+    assert not at.exception
+    assert json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["font"]["size"] == 20
+    assert figure.to_json() == before and figure.layout.font.size is None

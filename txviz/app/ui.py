@@ -8,6 +8,7 @@ from collections.abc import Callable, Container, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from txviz import models
@@ -259,7 +260,8 @@ def show_figure(figure, key: str | None = None, trace=None) -> None:
     key = key or f"figure-{count}"
     if hasattr(figure, "to_plotly_json"):
         if presenting():  # colours were chosen by the builder (presenting=...); only the font grows here
-            figure.update_layout(font=dict(size=20))
+            # On a copy: the figure may be cached and shown to sessions not presenting.
+            figure = go.Figure(figure).update_layout(font=dict(size=20))
         st.plotly_chart(figure, width="stretch", key=key, config={"displaylogo": False})
     else:
         st.altair_chart(figure, width="stretch", key=key)
