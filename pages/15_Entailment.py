@@ -105,14 +105,24 @@ left, right = st.columns(2)
 with left:
     ui.show_figure(
         figs.word_heatmap(
-            steps.to_b, steps.premise, steps.hypothesis, "Softmax over j (rows sum to 1): β_i", "weight"
+            steps.to_b,
+            steps.premise,
+            steps.hypothesis,
+            "Softmax over j (rows sum to 1): β_i",
+            "weight",
+            presenting=ui.presenting(),
         ),
         key="to_b",
     )
 with right:
     ui.show_figure(
         figs.word_heatmap(
-            steps.to_a, steps.premise, steps.hypothesis, "Softmax over i (columns sum to 1): α_j", "weight"
+            steps.to_a,
+            steps.premise,
+            steps.hypothesis,
+            "Softmax over i (columns sum to 1): α_j",
+            "weight",
+            presenting=ui.presenting(),
         ),
         key="to_a",
     )
@@ -127,13 +137,25 @@ alignment = minilm_alignment(loaded, premise.words, hypothesis.words)
 left, right = st.columns(2)
 with left:
     ui.show_figure(
-        figs.word_heatmap(steps.to_b, steps.premise, steps.hypothesis, "Trained f: softmax over j", "weight"),
+        figs.word_heatmap(
+            steps.to_b,
+            steps.premise,
+            steps.hypothesis,
+            "Trained f: softmax over j",
+            "weight",
+            presenting=ui.presenting(),
+        ),
         key="trained_side",
     )
 with right:
     ui.show_figure(
         figs.word_heatmap(
-            alignment.to_b, steps.premise, steps.hypothesis, "MiniLM, last layer: softmax over j", "weight"
+            alignment.to_b,
+            steps.premise,
+            steps.hypothesis,
+            "MiniLM, last layer: softmax over j",
+            "weight",
+            presenting=ui.presenting(),
         ),
         key="minilm_side",
     )
@@ -150,11 +172,16 @@ st.latex(r"v_{B,j} = g([b_j, \alpha_j]),\ j = 1..n \qquad (15.50)")
 left, right = st.columns(2)
 with left:
     ui.show_figure(
-        figs.vectors_heatmap(steps.v_a, steps.premise, "v_A,i: each premise word compared", "v_A"), key="v_a"
+        figs.vectors_heatmap(
+            steps.v_a, steps.premise, "v_A,i: each premise word compared", "v_A", ui.presenting()
+        ),
+        key="v_a",
     )
 with right:
     ui.show_figure(
-        figs.vectors_heatmap(steps.v_b, steps.hypothesis, "v_B,j: each hypothesis word compared", "v_B"),
+        figs.vectors_heatmap(
+            steps.v_b, steps.hypothesis, "v_B,j: each hypothesis word compared", "v_B", ui.presenting()
+        ),
         key="v_b",
     )
 

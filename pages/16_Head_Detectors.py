@@ -144,7 +144,7 @@ def detectors_view(result: runs.HeadScores) -> None:
     with left:
         ui.show_figure(
             figures.score_grid(
-                result.scores[detector.name], f"{name}: {detector.label}", (layer, head), ui.color_scale()
+                result.scores[detector.name], f"{name}: {detector.label}", (layer, head), ui.presenting()
             ),
             key="detector_grid",
         )
@@ -167,7 +167,7 @@ def detectors_view(result: runs.HeadScores) -> None:
         selection_mode="single-row",
         height=360,
     )
-    ui.show_figure(figures.all_detectors(result, ui.color_scale()), key="all_detectors")
+    ui.show_figure(figures.all_detectors(result, ui.presenting()), key="all_detectors")
     st.caption(
         f"{len(result.texts)} texts scored in {result.seconds:.1f} s. NaN (blank) means the "
         "behaviour could not occur in these texts, e.g. [SEP] in a model that has none."
@@ -261,7 +261,7 @@ def compare_view(texts, repeats, offset) -> None:
                 figures.score_grid(
                     result.scores[detector],
                     f"{result.model_name}: {labels[detector]}",
-                    scale=ui.color_scale(),
+                    presenting=ui.presenting(),
                 ),
                 key=f"cmp_grid_{column is right}",
             )

@@ -84,7 +84,7 @@ if one.open:
         rho = qkspace.distance_agreement(points, traces, layer, head)
         ui.show_figure(
             figures.qk_scatter(
-                points, color_by, f"{name}: layer {layer}, head {head}, {points.method}", ui.color_scale()
+                points, color_by, f"{name}: layer {layer}, head {head}, {points.method}", ui.presenting()
             ),
             key="qk_scatter",
         )

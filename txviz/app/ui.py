@@ -16,7 +16,6 @@ from txviz.app import legacy_pages, serving
 from txviz.core.errors import UserError, require_kind
 from txviz.core.trace import lock_arrays
 from txviz.figures import export
-from txviz.figures.colors import scale_name
 from txviz.models import LoadedModel, ModelLoadError
 
 T = TypeVar("T")
@@ -114,11 +113,6 @@ def link_value(key: str, default: Any, valid: Container | Callable[[Any], bool] 
 def presenting() -> bool:
     """Presentation mode is on: pass it to figure builders, which pick their colour scales by kind."""
     return bool(st.session_state.get("presentation"))
-
-
-def color_scale() -> str:
-    """The sequential scale's name for this session (viridis; cividis in presentation mode)."""
-    return scale_name("sequential", presenting())
 
 
 def device_picker() -> str:
