@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install browser lint bench clean
+.PHONY: run test install browser lint bench screenshots clean
 
 run: $(STAMP)
 	$(VENV)/bin/streamlit run app.py --server.port 8501
@@ -33,6 +33,15 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m txviz bench all
+
+# The README's screenshots: the browser tests write them to test-artifacts/ (home, explorer and
+# one per page, named after its script); this copies exactly those to assets/screenshots/.
+SCREENSHOTS := home explorer $(basename $(notdir $(wildcard pages/*.py)))
+
+screenshots: $(STAMP) browser
+	$(VENV)/bin/pytest -q -p no:cacheprovider tests/browser/test_browser_pages.py tests/browser/test_browser_explorer.py
+	mkdir -p assets/screenshots
+	for name in $(SCREENSHOTS); do cp test-artifacts/$$name.png assets/screenshots/ || exit 1; done
 
 clean:
 	rm -rf $(VENV) test-artifacts

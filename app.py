@@ -1,4 +1,4 @@
-"""txviz: the entry point. It routes to the home page (txviz/home.py) and the scripts in pages/."""
+"""txviz: the entry point. It routes to the home page (txviz/app/home.py) and the scripts in pages/."""
 
 import streamlit as st
 

@@ -156,7 +156,10 @@ if stream.open:
 if batch.open:
     with batch:
         sentence_text = st.text_area(
-            "Sentences of the batch, one per line", DEFAULT_SENTENCES, key="block_sentences"
+            "Sentences of the batch, one per line",
+            DEFAULT_SENTENCES,
+            key="block_sentences",
+            max_chars=ui.max_text_chars(),
         )
         with ui.user_errors():
             sentences = norms.sentences_of(sentence_text)
@@ -168,7 +171,10 @@ if batch.open:
             format_func=lambda i: f"sentence {i}",
         )
         replacement = c2.text_input(
-            "to", "Completely different words here, and many more of them.", key="block_swap"
+            "to",
+            "Completely different words here, and many more of them.",
+            key="block_swap",
+            max_chars=ui.max_text_chars(),
         )
         padding = c3.slider("and add padding tokens", 0, 16, 4, key="block_padding")
         exclude = st.toggle("BatchNorm statistics over real tokens only (padding left out)", key="block_mask")

@@ -71,7 +71,10 @@ def show_step(steps: list[drawing.PixelStep], index: int, slots=None, keys: str 
         )
     ui.show_figure(
         figures.heads_on_image(
-            step.attention, step.index, f"Where each head looks while drawing pixel {step.index} (red)"
+            step.attention,
+            step.index,
+            f"Where each head looks while drawing pixel {step.index} (red)",
+            ui.presenting(),
         ),
         key=f"{keys}_heads",
     )
@@ -115,7 +118,7 @@ if draw_tab.open:
                     with heads_slot.container():
                         ui.show_figure(
                             figures.heads_on_image(
-                                step.attention, step.index, f"Heads at pixel {step.index}"
+                                step.attention, step.index, f"Heads at pixel {step.index}", ui.presenting()
                             ),
                             key=f"live_heads_{step.index}",
                         )

@@ -36,14 +36,14 @@ def shipped():
     return models, meta
 
 
-@st.cache_resource(show_spinner=False)
-def word_vectors(_loaded, name: str) -> WordVectors:
-    return WordVectors.from_loaded(_loaded)
+@ui.cached(max_entries=2, spinner=False)  # keyed by the model's name and device
+def word_vectors(loaded) -> WordVectors:
+    return WordVectors.from_loaded(loaded)
 
 
-@st.cache_data(max_entries=64, show_spinner="MiniLM reads both sentences...")
-def minilm_alignment(_loaded, name: str, premise: tuple, hypothesis: tuple):
-    return contextual.alignment(_loaded, premise, hypothesis)
+@ui.cached(max_entries=64, spinner="MiniLM reads both sentences...")
+def minilm_alignment(loaded, premise: tuple, hypothesis: tuple):
+    return contextual.alignment(loaded, premise, hypothesis)
 
 
 example = st.selectbox("Example", list(EXAMPLES), key="example")
@@ -52,13 +52,13 @@ premise_text = st.text_input(
     "Premise",
     ui.link_value("premise", default_premise),
     key=f"premise_{example}",
-    max_chars=ui.MAX_TEXT_CHARS,
+    max_chars=ui.max_text_chars(),
 )
 hypothesis_text = st.text_input(
     "Hypothesis",
     ui.link_value("hypothesis", default_hypothesis),
     key=f"hypothesis_{example}",
-    max_chars=ui.MAX_TEXT_CHARS,
+    max_chars=ui.max_text_chars(),
 )
 st.session_state["premise"], st.session_state["hypothesis"] = premise_text, hypothesis_text
 with ui.user_errors():
@@ -70,7 +70,7 @@ for notice in (premise.notice, hypothesis.notice):
 
 models, meta = shipped()
 loaded = ui.load_model("minilm", kinds=("encoder",))
-vectors = word_vectors(loaded, "minilm")
+vectors = word_vectors(loaded)
 known = set(meta["vocabulary"])
 unknown = sorted({w for w in premise.words + hypothesis.words if w not in known})
 if unknown:
@@ -105,14 +105,24 @@ left, right = st.columns(2)
 with left:
     ui.show_figure(
         figs.word_heatmap(
-            steps.to_b, steps.premise, steps.hypothesis, "Softmax over j (rows sum to 1): β_i", "weight"
+            steps.to_b,
+            steps.premise,
+            steps.hypothesis,
+            "Softmax over j (rows sum to 1): β_i",
+            "weight",
+            presenting=ui.presenting(),
         ),
         key="to_b",
     )
 with right:
     ui.show_figure(
         figs.word_heatmap(
-            steps.to_a, steps.premise, steps.hypothesis, "Softmax over i (columns sum to 1): α_j", "weight"
+            steps.to_a,
+            steps.premise,
+            steps.hypothesis,
+            "Softmax over i (columns sum to 1): α_j",
+            "weight",
+            presenting=ui.presenting(),
         ),
         key="to_a",
     )
@@ -123,17 +133,29 @@ st.caption(
 )
 
 st.subheader("Beside it: MiniLM's contextual vectors, untrained for this task")
-alignment = minilm_alignment(loaded, "minilm", premise.words, hypothesis.words)
+alignment = minilm_alignment(loaded, premise.words, hypothesis.words)
 left, right = st.columns(2)
 with left:
     ui.show_figure(
-        figs.word_heatmap(steps.to_b, steps.premise, steps.hypothesis, "Trained f: softmax over j", "weight"),
+        figs.word_heatmap(
+            steps.to_b,
+            steps.premise,
+            steps.hypothesis,
+            "Trained f: softmax over j",
+            "weight",
+            presenting=ui.presenting(),
+        ),
         key="trained_side",
     )
 with right:
     ui.show_figure(
         figs.word_heatmap(
-            alignment.to_b, steps.premise, steps.hypothesis, "MiniLM, last layer: softmax over j", "weight"
+            alignment.to_b,
+            steps.premise,
+            steps.hypothesis,
+            "MiniLM, last layer: softmax over j",
+            "weight",
+            presenting=ui.presenting(),
         ),
         key="minilm_side",
     )
@@ -150,11 +172,16 @@ st.latex(r"v_{B,j} = g([b_j, \alpha_j]),\ j = 1..n \qquad (15.50)")
 left, right = st.columns(2)
 with left:
     ui.show_figure(
-        figs.vectors_heatmap(steps.v_a, steps.premise, "v_A,i: each premise word compared", "v_A"), key="v_a"
+        figs.vectors_heatmap(
+            steps.v_a, steps.premise, "v_A,i: each premise word compared", "v_A", ui.presenting()
+        ),
+        key="v_a",
     )
 with right:
     ui.show_figure(
-        figs.vectors_heatmap(steps.v_b, steps.hypothesis, "v_B,j: each hypothesis word compared", "v_B"),
+        figs.vectors_heatmap(
+            steps.v_b, steps.hypothesis, "v_B,j: each hypothesis word compared", "v_B", ui.presenting()
+        ),
         key="v_b",
     )
 

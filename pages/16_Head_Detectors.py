@@ -59,7 +59,7 @@ def corpus_controls() -> tuple[corpus.Corpus, runs.RepeatSettings, int]:
             "Your text (blank lines separate passages)",
             corpus.DEFAULT_TEXTS[0],
             key="corpus_text",
-            max_chars=ui.MAX_TEXT_CHARS,
+            max_chars=ui.max_text_chars(),
         )
         with ui.user_errors():
             texts = corpus.from_text(typed, max_texts=8)
@@ -144,7 +144,7 @@ def detectors_view(result: runs.HeadScores) -> None:
     with left:
         ui.show_figure(
             figures.score_grid(
-                result.scores[detector.name], f"{name}: {detector.label}", (layer, head), ui.color_scale()
+                result.scores[detector.name], f"{name}: {detector.label}", (layer, head), ui.presenting()
             ),
             key="detector_grid",
         )
@@ -167,7 +167,7 @@ def detectors_view(result: runs.HeadScores) -> None:
         selection_mode="single-row",
         height=360,
     )
-    ui.show_figure(figures.all_detectors(result, ui.color_scale()), key="all_detectors")
+    ui.show_figure(figures.all_detectors(result, ui.presenting()), key="all_detectors")
     st.caption(
         f"{len(result.texts)} texts scored in {result.seconds:.1f} s. NaN (blank) means the "
         "behaviour could not occur in these texts, e.g. [SEP] in a model that has none."
@@ -204,10 +204,17 @@ def attribution_view() -> None:
     decoder = loaded.kind == "decoder"
     default = NEXT_TOKEN_TEXT if decoder else SIMILARITY_TEXTS[0]
     text = st.text_input(
-        "Text" if decoder else "Sentence A (explained)", default, key="attr_text", max_chars=2000
+        "Text" if decoder else "Sentence A (explained)",
+        default,
+        key="attr_text",
+        max_chars=ui.max_text_chars(2000),
     )
     other = (
-        "" if decoder else st.text_input("Sentence B", SIMILARITY_TEXTS[1], key="attr_other", max_chars=2000)
+        ""
+        if decoder
+        else st.text_input(
+            "Sentence B", SIMILARITY_TEXTS[1], key="attr_other", max_chars=ui.max_text_chars(2000)
+        )
     )
     skip = st.toggle(
         "Leave special tokens ([CLS], [SEP]) and a decoder's first token out of the ranks",
@@ -254,7 +261,7 @@ def compare_view(texts, repeats, offset) -> None:
                 figures.score_grid(
                     result.scores[detector],
                     f"{result.model_name}: {labels[detector]}",
-                    scale=ui.color_scale(),
+                    presenting=ui.presenting(),
                 ),
                 key=f"cmp_grid_{column is right}",
             )

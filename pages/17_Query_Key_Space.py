@@ -32,7 +32,7 @@ if source == "Your text":
         "Your text (blank lines separate passages)",
         corpus.DEFAULT_TEXTS[1],
         key="qk_text",
-        max_chars=ui.MAX_TEXT_CHARS,
+        max_chars=ui.max_text_chars(),
     )
     with ui.user_errors():
         texts = corpus.from_text(typed, max_texts=8)
@@ -84,7 +84,7 @@ if one.open:
         rho = qkspace.distance_agreement(points, traces, layer, head)
         ui.show_figure(
             figures.qk_scatter(
-                points, color_by, f"{name}: layer {layer}, head {head}, {points.method}", ui.color_scale()
+                points, color_by, f"{name}: layer {layer}, head {head}, {points.method}", ui.presenting()
             ),
             key="qk_scatter",
         )

@@ -5,7 +5,6 @@ import streamlit as st
 
 from txviz.app import ui
 from txviz.core.tracing import trace_text
-from txviz.figures.text import plain_all
 from txviz.selfattention import additive, linear
 from txviz.selfattention import equivariance as eq
 from txviz.selfattention import figures as figs
@@ -319,7 +318,7 @@ if linear_tab.open:
         cols[1].metric("Output error ‖O_lin − O_soft‖ / ‖O_soft‖", f"{result.output_error:.3f}")
         cols[2].metric("O(n) form vs n × n form", f"{result.fast_vs_matrix:.1e}")
         cols[3].metric("Recurrent vs parallel (causal)", f"{result.recurrent_vs_parallel:.1e}")
-        labels = plain_all(qkv.tokens)
+        labels = list(qkv.tokens)  # raw: the figure escapes them
         cols = st.columns(2)
         with cols[0]:
             ui.show_figure(

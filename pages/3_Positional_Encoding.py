@@ -53,7 +53,9 @@ if binary_tab.open:
     with binary_tab:
         bits = st.slider("Bits", 1, 6, 3, key="bits")
         table = pe.binary_encoding(2**bits, bits)
-        ui.show_figure(figs.binary_table_figure(table, pe.binary_labels(2**bits, bits)), key="binary")
+        ui.show_figure(
+            figs.binary_table_figure(table, pe.binary_labels(2**bits, bits), ui.presenting()), key="binary"
+        )
         st.caption(
             "Bit 0 flips at every position, bit 1 every two, bit 2 every four: lower bits are higher "
             "frequencies. The sinusoid is the continuous version: column pair j turns at 1 / C^(2j/d) "

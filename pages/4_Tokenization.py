@@ -128,7 +128,9 @@ if train_tab.open:
 
 if real_tab.open:
     with real_tab:
-        text = st.text_area("Your text", REAL_TEXT, key="bpe_real_text", max_chars=subwords.MAX_TEXT_CHARS)
+        text = st.text_area(
+            "Your text", REAL_TEXT, key="bpe_real_text", max_chars=ui.max_text_chars(subwords.MAX_TEXT_CHARS)
+        )
         if not text.strip():
             st.warning("The text is empty: type something to tokenize.")
             st.stop()

@@ -232,7 +232,12 @@ if objectives_tab.open:
         with ui.user_errors():
             bert, bert_tokenizer = tiny_bert()
         meta = masked.read_meta()
-        bert_text = st.text_input("Sentence for the tiny BERT", meta.get("example_text", ""), key="bert_text")
+        bert_text = st.text_input(
+            "Sentence for the tiny BERT",
+            meta.get("example_text", ""),
+            key="bert_text",
+            max_chars=ui.max_text_chars(),
+        )
         with ui.user_errors():
             words, cut = masked.sentence_words(
                 bert_tokenizer, bert_text, bert.config.max_position_embeddings - 2

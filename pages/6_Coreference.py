@@ -60,8 +60,10 @@ def over_set(label: str, n_pairs: int, step) -> list:
 
 def own_pair(example: CorefPair) -> CorefPair:
     """Sentences typed by the user, with pronoun and candidates chosen among their words."""
-    a = st.text_input("Sentence A", example.sentence_a, key="own_a", max_chars=400)
-    b = st.text_input("Sentence B (change one word)", example.sentence_b, key="own_b", max_chars=400)
+    a = st.text_input("Sentence A", example.sentence_a, key="own_a", max_chars=ui.max_text_chars(400))
+    b = st.text_input(
+        "Sentence B (change one word)", example.sentence_b, key="own_b", max_chars=ui.max_text_chars(400)
+    )
     words = split_words(a)
     if not words:
         st.warning("Write sentence A first.")

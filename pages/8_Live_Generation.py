@@ -34,7 +34,7 @@ with ui.user_errors():
     check_model(loaded)
 
 prompt_text = st.text_area(
-    "Prompt", "Explain in one sentence why the sky is blue.", key="gen_prompt", max_chars=ui.MAX_TEXT_CHARS
+    "Prompt", "Explain in one sentence why the sky is blue.", key="gen_prompt", max_chars=ui.max_text_chars()
 )
 left, middle, right = st.columns(3)
 with left:

@@ -3,7 +3,6 @@
 import streamlit as st
 
 from txviz.app import ui
-from txviz.figures.text import plain, plain_all
 from txviz.selfattention import figures as sa_figs
 from txviz.selfattention import toy as ta
 from txviz.seq2seq import arithmetic, teacher
@@ -142,9 +141,7 @@ if arithmetic_tab.open:
         score_gap, weight_gap = arithmetic.largest_gaps(cross)
         title = f"{name}, cross-attention layer {x_layer}, head {x_head}, target {target_pos} ({x_step.query_token})"
         ui.show_figure(
-            sa_figs.query_steps_figure(
-                plain_all(x_step.key_tokens), x_step.scores, x_step.captured_weights, plain(title)
-            ),
+            sa_figs.query_steps_figure(x_step.key_tokens, x_step.scores, x_step.captured_weights, title),
             key="x_steps",
         )
         st.success(
@@ -188,6 +185,7 @@ if forcing_tab.open:
                 "Reference output",
                 teacher.DEFAULT_REFERENCE if dates_model else trace.output_text,
                 key=f"tf_reference_{name}",
+                max_chars=ui.max_text_chars(),
             )
         with ui.user_errors():
             comparison = forcing_run(loaded, name, loaded.device, tf_source, tf_reference)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
@@ -41,3 +43,14 @@ def test_teacher_forcing_tab():
     assert at.metric[2].value == "none"
     at.text_input(key="tf_reference_date-bart").set_value("").run()
     assert not at.exception and any("empty" in e.value for e in at.error)
+
+
+def test_cross_attention_arithmetic_escapes_tokens_once():
+    """Plotly reads HTML entities: '<' must reach it as '&lt;', not '&amp;lt;' (shown as '&lt;')."""
+    at = run_page("Cross-attention arithmetic")
+    assert not at.exception and not at.error
+    layout = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
+    labels = [t for axis in layout.values() if isinstance(axis, dict) for t in axis.get("ticktext", [])]
+    title = layout["title"]["text"]
+    assert "&lt;/s&gt;" in labels, labels  # the source's end token, escaped once
+    assert not [text for text in [*labels, title] if "&amp;" in text]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
@@ -69,3 +71,21 @@ def test_linear_tab_empty_text():
     at = run_page("Linear attention", linear_text=" ")
     assert not at.exception
     assert at.error or at.warning
+
+
+def chart_labels(at: AppTest) -> list[str]:
+    """Every tick label of the page's plotly charts, as plotly receives them."""
+    labels = []
+    for chart in at.get("plotly_chart"):
+        layout = json.loads(chart.proto.spec)["layout"]
+        labels += [t for axis in layout.values() if isinstance(axis, dict) for t in axis.get("ticktext", [])]
+    return labels
+
+
+def test_linear_tab_escapes_tokens_once():
+    """Plotly reads HTML entities: '&' must reach it as '&amp;', not '&amp;amp;' (shown as '&amp;')."""
+    at = run_page("Linear attention", linear_text="Tom & Jerry <b>x</b>")
+    assert not at.exception and not at.error
+    labels = chart_labels(at)
+    assert "&amp;" in labels and "&lt;" in labels and "&gt;" in labels
+    assert not [label for label in labels if "&amp;amp;" in label or "&amp;lt;" in label]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
 from txviz.core.config import ServerConfig, load_config
@@ -89,3 +90,80 @@ def test_with_the_mode_unset_a_visitor_may_still_type_a_model():
     assert OTHER_MODEL in at.selectbox[0].options
     at = AppTest.from_function(_oversize_upload, default_timeout=60).run()
     assert not at.error  # 6 MB is under the default 20 MB
+
+
+@pytest.fixture
+def short_texts(monkeypatch):
+    from txviz.app import serving
+
+    monkeypatch.setenv("TXVIZ_MAX_TEXT_CHARS", "60")
+    serving.config.clear()
+    yield 60
+    monkeypatch.delenv("TXVIZ_MAX_TEXT_CHARS")
+    serving.config.clear()
+
+
+def test_text_boxes_take_the_configured_limit(short_texts):
+    from txviz.app import ui
+
+    assert ui.max_text_chars() == 60 and ui.max_text_chars(400) == 60 and ui.max_text_chars(30) == 30
+    at = AppTest.from_file(str(ROOT / "pages" / "15_Entailment.py"), default_timeout=300).run()
+    assert not at.exception
+    assert [box.max_chars for box in at.text_input] == [60, 60]
+
+
+def test_every_text_box_in_the_app_asks_for_the_configured_limit():
+    """A text box of a page or of txviz/app gives max_chars=ui.max_text_chars(...), never a constant."""
+    import ast
+
+    wrong = []
+    for path in [*ROOT.glob("pages/*.py"), *ROOT.glob("txviz/app/*.py"), ROOT / "app.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            func = getattr(node, "func", None)
+            if not (isinstance(func, ast.Attribute) and func.attr in {"text_input", "text_area"}):
+                continue
+            if isinstance(func.value, ast.Name) and func.value.id == "ui":
+                continue  # ui.text_input applies the limit itself
+            limit = next((k.value for k in node.keywords if k.arg == "max_chars"), None)
+            called = getattr(limit, "func", None)
+            if getattr(called, "attr", getattr(called, "id", None)) != "max_text_chars":
+                wrong.append(f"{path.name}:{node.lineno}")
+    assert not wrong, f"text boxes without max_chars=ui.max_text_chars(...): {wrong}"
+
+
+def test_max_jobs_bounds_heavy_passes_running_at_once(monkeypatch):
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from txviz.app import serving, ui
+
+    running, peak, lock = [0], [0], threading.Lock()
+
+    def heavy(loaded, n):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.2)
+        inner(loaded, n)  # a cached result computed inside another takes no second place
+        with lock:
+            running[0] -= 1
+        return n
+
+    inner = ui.cached(spinner=False)(lambda loaded, n: n)
+    shared = ui.cached(max_entries=16, spinner=False)(heavy)
+    monkeypatch.setenv("TXVIZ_MAX_JOBS", "2")
+    serving.config.clear()
+    try:
+        loaded = SimpleNamespace(name="m", device="cpu")
+        sessions = [threading.Thread(target=shared, args=(loaded, n)) for n in range(5)]
+        for s in sessions:
+            s.start()
+        for s in sessions:
+            s.join(30)
+    finally:
+        monkeypatch.delenv("TXVIZ_MAX_JOBS")
+        serving.config.clear()
+    assert peak[0] == 2 and running[0] == 0
+    with pytest.raises(UserError, match="max_jobs"):
+        load_config({"TXVIZ_MAX_JOBS": "0"})

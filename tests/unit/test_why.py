@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from txviz.core.threads import torch_threads
 from txviz.why import cost, paths, table
-from txviz.why.threads import torch_threads
 
 CASES = [(n, k) for n in (1, 2, 5, 9, 16) for k in (2, 3, 5)] + [(4, 9), (23, 3), (32, 2)]
 

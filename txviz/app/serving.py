@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import streamlit as st
 
@@ -30,6 +34,32 @@ def config() -> ServerConfig:
 def session_id() -> str:
     """A random id for this browser session: one heavy job per session, never another's rows."""
     return st.session_state.setdefault("_txviz_session", uuid.uuid4().hex)
+
+
+@functools.cache
+def _job_places(max_jobs: int) -> threading.BoundedSemaphore:
+    return threading.BoundedSemaphore(max_jobs)
+
+
+_inside_job = threading.local()
+
+
+@contextmanager
+def heavy_job() -> Iterator[None]:
+    """Hold one of the server's max_jobs places for a heavy model pass; later sessions wait their turn.
+
+    A heavy result computed inside another (one cached function calling another) runs in the outer
+    one's place: taking a second would deadlock once every place is held that way.
+    """
+    if getattr(_inside_job, "held", False):
+        yield
+        return
+    with _job_places(config().max_jobs):
+        _inside_job.held = True
+        try:
+            yield
+        finally:
+            _inside_job.held = False
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Container, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from txviz import models
@@ -15,13 +16,11 @@ from txviz.app import legacy_pages, serving
 from txviz.core.errors import UserError, require_kind
 from txviz.core.trace import lock_arrays
 from txviz.figures import export
-from txviz.figures.colors import scale_name
 from txviz.models import LoadedModel, ModelLoadError
 
 T = TypeVar("T")
 _CACHED: dict[str, Any] = {}  # every ui.cached store by its function's name, for clear_cached
 OTHER_MODEL = "Other: a Hugging Face id or local folder..."
-MAX_TEXT_CHARS = 100_000
 MAX_LINK_CHARS = 1_500  # longer values stay out of the URL (browsers and chat apps cut long links)
 PRESENTATION_CSS = """<style>
 html, body, [data-testid="stAppViewContainer"] { font-size: 22px; }
@@ -116,11 +115,6 @@ def presenting() -> bool:
     return bool(st.session_state.get("presentation"))
 
 
-def color_scale() -> str:
-    """The sequential scale's name for this session (viridis; cividis in presentation mode)."""
-    return scale_name("sequential", presenting())
-
-
 def device_picker() -> str:
     """Sidebar choice of device; 'auto' is CUDA when present, else CPU."""
     options = ["auto", "cpu"] + (["cuda"] if models.default_device() == "cuda" else [])
@@ -151,6 +145,7 @@ def model_picker(
         key=f"{key}_custom",
         placeholder="e.g. bert-base-uncased or /path/to/model",
         help="Loaded with trust_remote_code off. Hub ids need a network or a local cache.",
+        max_chars=max_text_chars(1_000),
     )
     if not typed.strip():
         st.info("Type a model id or folder to load it.")
@@ -208,6 +203,12 @@ def decode_upload(data: bytes, name: str = "file") -> str:
         ) from error
 
 
+def max_text_chars(cap: int | None = None) -> int:
+    """Characters a text box takes: the server's max_text_chars, or a page's tighter cap under it."""
+    limit = serving.config().max_text_chars
+    return limit if cap is None else min(cap, limit)
+
+
 def checked_upload(upload) -> bytes:
     """An uploaded file's bytes, refused with a message past the server's upload limit."""
     limit = serving.config().max_upload_mb
@@ -228,7 +229,7 @@ def text_input(label: str, default: str, key: str = "text", height: int = 120) -
             value=link_value(key, default),
             height=height,
             key=key,
-            max_chars=serving.config().max_text_chars,
+            max_chars=max_text_chars(),
         )
     else:
         upload = st.file_uploader("A UTF-8 .txt file", type=["txt"], key=f"{key}_upload")
@@ -237,7 +238,7 @@ def text_input(label: str, default: str, key: str = "text", height: int = 120) -
             st.stop()
         with user_errors():
             text = decode_upload(checked_upload(upload), upload.name)
-        limit = serving.config().max_text_chars
+        limit = max_text_chars()
         if len(text) > limit:
             st.warning(f"The file has {len(text):,} characters; the first {limit:,} are used.")
             text = text[:limit]
@@ -253,7 +254,8 @@ def show_figure(figure, key: str | None = None, trace=None) -> None:
     key = key or f"figure-{count}"
     if hasattr(figure, "to_plotly_json"):
         if presenting():  # colours were chosen by the builder (presenting=...); only the font grows here
-            figure.update_layout(font=dict(size=20))
+            # On a copy: the figure may be cached and shown to sessions not presenting.
+            figure = go.Figure(figure).update_layout(font=dict(size=20))
         st.plotly_chart(figure, width="stretch", key=key, config={"displaylogo": False})
     else:
         st.altair_chart(figure, width="stretch", key=key)
@@ -306,7 +308,8 @@ def cached(
 
     def decorate(func: Callable[..., T]) -> Callable[..., T]:
         def shared(_loaded: LoadedModel, name: str, device: str, *args: Any) -> T:
-            return lock_arrays(func(_loaded, *args))
+            with serving.heavy_job():  # at most max_jobs heavy passes at once, server-wide
+                return lock_arrays(func(_loaded, *args))
 
         # Nested functions with one source share one cache in Streamlit (streamlit#11157): name it.
         shared.__module__, shared.__qualname__ = func.__module__, f"{func.__qualname__}.cached"

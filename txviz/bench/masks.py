@@ -20,6 +20,7 @@ import torch
 
 from txviz.bench.measure import Measurement, measure, track_large_allocations
 from txviz.core import paths
+from txviz.core.threads import torch_threads
 from txviz.masks import patterns as masks
 from txviz.masks import sparse as sa
 
@@ -147,7 +148,7 @@ def measure_pattern(pattern: BenchPattern, n: int, repeats: int | None = None) -
         return measure(lambda: outputs.__setitem__(name, fn()), repeats)
 
     # Both on one thread, the sparse kernel's only setting, so the comparison is like for like.
-    with torch.no_grad(), sa.one_thread():
+    with torch.no_grad(), torch_threads(1):
         dense = run("dense", lambda: sa.dense_attention(q, k, v, mask))
         sparse = run("sparse", lambda: sa.sparse_attention(q, k, v, block_mask))
     return Row(

@@ -94,15 +94,17 @@ def _stack_module(loaded: LoadedModel, run: BlockRun, stack: str):
 def _positions(loaded: LoadedModel, run: BlockRun, stack: str, n: int) -> np.ndarray:
     module, family = _stack_module(loaded, run, stack), run.layout.family
     if family == "bert":
-        return module.embeddings.position_embeddings.weight[:n].detach().numpy()
-    if family == "gpt2":
-        return module.wpe.weight[:n].detach().numpy()
-    if family == "bart":
+        rows = module.embeddings.position_embeddings.weight[:n]
+    elif family == "gpt2":
+        rows = module.wpe.weight[:n]
+    elif family == "bart":
         table = module.embed_positions
-        return table.weight[table.offset : table.offset + n].detach().numpy()
-    x = torch.zeros(1, n, 1)
-    cos, _ = module.rotary_emb(x, torch.arange(n)[None])
-    return cos[0, :, : cos.shape[-1] // 2].numpy()  # the two halves repeat the same angles
+        rows = table.weight[table.offset : table.offset + n]
+    else:
+        x = torch.zeros(1, n, 1, device=loaded.device)
+        cos, _ = module.rotary_emb(x, torch.arange(n, device=loaded.device)[None])
+        rows = cos[0, :, : cos.shape[-1] // 2]  # the two halves repeat the same angles
+    return rows.detach().float().cpu().numpy()
 
 
 @torch.no_grad()

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from txviz.captioning.canvas import END, GRID, MAX_STEPS, PATCH, START, VOCAB
-from txviz.softhard.toy import single_thread  # tiny model: on a busy CPU a second thread only spins
+from txviz.core.threads import torch_threads
 
 METHODS = ("soft", "hard")
 
@@ -136,7 +136,7 @@ def teacher_forced(
 
 
 @torch.no_grad()
-@single_thread()
+@torch_threads(1)  # tiny model: on a busy CPU a second thread only spins
 def caption(
     model: Captioner,
     pixels: torch.Tensor,

@@ -25,7 +25,7 @@ class ServerConfig:
     max_new_tokens: int = 512  # per generation run (every step keeps attention rows)
     max_text_chars: int = 100_000  # per text box or uploaded text
     max_batch: int = 8  # generations decoded together per model; later ones queue
-    max_jobs: int = 4  # heavy model runs (traces) at once; later ones queue
+    max_jobs: int = 4  # heavy model passes (every ui.cached computation) at once; later ones wait
     max_upload_mb: int = 20  # also Streamlit's server.maxUploadSize, the hard ceiling
     max_image_pixels: int = 40_000_000
 
@@ -63,4 +63,6 @@ def load_config(environ: Mapping[str, str], secrets: Mapping | None = None) -> S
                     ) from error
     if given.get("public"):
         given = {**ServerConfig.public_defaults(), **given}
+    if given.get("max_jobs", 1) < 1:
+        raise UserError(f"txviz setting max_jobs={given['max_jobs']} must be at least 1.")
     return ServerConfig(**given)

@@ -6,6 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from txviz.entailment.model import LABELS
+from txviz.figures.colors import scale
 from txviz.figures.text import plain
 
 LABEL_COLORS = {"entailment": "#2ca02c", "neutral": "#7f7f7f", "contradiction": "#d62728"}
@@ -24,8 +25,8 @@ def word_heatmap(
     hypothesis: tuple[str, ...],
     title: str,
     value_name: str,
-    scale: str = "viridis",
     midpoint: bool = False,
+    presenting: bool = False,
 ) -> go.Figure:
     """Premise words down the rows (i), hypothesis words across the columns (j)."""
     hover = [
@@ -35,8 +36,7 @@ def word_heatmap(
     heat = go.Heatmap(
         z=matrix,
         text=hover,
-        colorscale="RdBu" if midpoint else scale,
-        reversescale=midpoint,
+        colorscale=scale("diverging") if midpoint else scale("sequential", presenting),
         zmid=0 if midpoint else None,
         colorbar=dict(title=value_name),
         hovertemplate="%{text}<br>" + value_name + " %{z:.3f}<extra></extra>",
@@ -52,12 +52,14 @@ def word_heatmap(
     return figure
 
 
-def vectors_heatmap(vectors: np.ndarray, words: tuple[str, ...], title: str, prefix: str) -> go.Figure:
+def vectors_heatmap(
+    vectors: np.ndarray, words: tuple[str, ...], title: str, prefix: str, presenting: bool = False
+) -> go.Figure:
     """Compare vectors (one row per word) or the two aggregated sums."""
     figure = go.Figure(
         go.Heatmap(
             z=vectors,
-            colorscale="viridis",
+            colorscale=scale("sequential", presenting),
             colorbar=dict(title="value"),
             hovertemplate=prefix + " row %{y}, unit %{x}: %{z:.3f}<extra></extra>",
         )

@@ -42,7 +42,7 @@ class WordVectors:
 
     def __init__(self, tokenizer, embedding: torch.Tensor):
         self.tokenizer = tokenizer
-        self.embedding = embedding.detach().float()
+        self.embedding = embedding.detach().float().cpu()  # the trained models run on the CPU
         self.dim = self.embedding.shape[1]
         self._cache: dict[str, torch.Tensor] = {}
 

@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from txviz.figures.colors import plotly_colorscale
+from txviz.figures.colors import scale
 from txviz.figures.text import plain
 from txviz.heads import compare
 from txviz.heads.attribution import TokenComparison
@@ -23,7 +23,7 @@ def score_grid(
     values: np.ndarray,
     title: str,
     pick: tuple[int, int] | None = None,
-    scale: str = "viridis",
+    presenting: bool = False,
     zmax: float | None = 1.0,
     unit: str = "score",
 ) -> go.Figure:
@@ -33,7 +33,7 @@ def score_grid(
             z=values,
             zmin=0.0,
             zmax=zmax,
-            colorscale=plotly_colorscale(scale),
+            colorscale=scale("sequential", presenting),
             colorbar=dict(title=unit),
             hovertemplate="layer %{y}, head %{x}<br>" + unit + " %{z:.3f}<extra></extra>",
         )
@@ -58,7 +58,7 @@ def score_grid(
     return figure
 
 
-def all_detectors(scores: HeadScores, scale: str = "viridis", columns: int = 3) -> go.Figure:
+def all_detectors(scores: HeadScores, presenting: bool = False, columns: int = 3) -> go.Figure:
     """Every detector's grid as small multiples on one colour scale from 0 to 1."""
     dets = scores.detectors
     rows = -(-len(dets) // columns)
@@ -94,7 +94,9 @@ def all_detectors(scores: HeadScores, scale: str = "viridis", columns: int = 3) 
             )
     figure.update_yaxes(autorange="reversed")
     figure.update_layout(
-        coloraxis=dict(colorscale=plotly_colorscale(scale), cmin=0, cmax=1, colorbar=dict(title="score")),
+        coloraxis=dict(
+            colorscale=scale("sequential", presenting), cmin=0, cmax=1, colorbar=dict(title="score")
+        ),
         height=rows * max(220, min(420, 8 * scores.shape[0] + 120)),
         margin=dict(l=10, r=10, t=90, b=10),
         title="Every detector (rows: layers, columns: heads)",
@@ -128,7 +130,7 @@ def _hover(points: QKPoints, i: int) -> str:
 
 
 def qk_scatter(
-    points: QKPoints, color_by: str = "query / key", title: str = "", scale: str = "viridis"
+    points: QKPoints, color_by: str = "query / key", title: str = "", presenting: bool = False
 ) -> go.Figure:
     """Queries (circles) and keys (diamonds) of one head in 2-D, coloured as asked; hover shows context."""
     figure = go.Figure()
@@ -144,7 +146,7 @@ def qk_scatter(
         for name, mask in (("queries", ~points.is_key), ("keys", points.is_key)):
             marker = dict(
                 color=points.positions[mask],
-                colorscale=plotly_colorscale(scale),
+                colorscale=scale("sequential", presenting),
                 cmin=0,
                 cmax=int(points.positions.max()),
                 colorbar=dict(title="position") if name == "keys" else None,
@@ -260,7 +262,7 @@ def correlation_heatmap(comparison: TokenComparison) -> go.Figure:
             y=names,
             zmin=-1,
             zmax=1,
-            colorscale="RdBu",
+            colorscale=scale("diverging"),
             colorbar=dict(title="rho"),
             text=np.vectorize(lambda v: f"{v:.2f}")(rho),
             texttemplate="%{text}",

@@ -9,9 +9,9 @@ import numpy as np
 import torch
 
 from txviz.core.capture import CaptureSettings, capture
+from txviz.core.threads import torch_threads
 from txviz.generation.sampling import SamplingSettings, apply_temperature, make_generator, top_k_filter
 from txviz.imagegpt.data import N_LEVELS, N_PIXELS, SIDE, ImageInputError, first_token
-from txviz.softhard.toy import single_thread
 
 # The model is tiny: on a busy CPU a second torch thread mostly spins waiting (measured 30x slower).
 
@@ -41,21 +41,22 @@ def make_config(n_embd: int = 64, n_layer: int = 4, n_head: int = 4):
 
 
 def pixel_logits(model, tokens: torch.Tensor) -> torch.Tensor:
-    """(B, L) tokens -> (B, L, 17): the next pixel's logits over grey levels after each position."""
-    return model(input_ids=tokens).logits[..., :N_LEVELS].float()
+    """(B, L) tokens -> (B, L, 17) on the model's device: the next pixel's logits after each position."""
+    return model(input_ids=tokens.to(model.device)).logits[..., :N_LEVELS].float()
 
 
 def pixel_loss(model, tokens: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy in nats of pixels 1..64 given everything before them."""
     logits = pixel_logits(model, tokens[:, :-1])
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, N_LEVELS), tokens[:, 1:].reshape(-1))
+    targets = tokens[:, 1:].reshape(-1).to(logits.device)
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, N_LEVELS), targets)
 
 
 @torch.no_grad()
 def bits_per_pixel(model, tokens: torch.Tensor, batch: int = 256) -> float:
     """Held-out negative log-likelihood in bits per pixel, over all given sequences."""
     total = 0.0
-    with single_thread():
+    with torch_threads(1):
         for part in tokens.split(batch):
             total += float(pixel_loss(model, part)) * len(part)
     return total / len(tokens) / float(np.log(2))
@@ -91,8 +92,8 @@ def sample(
     given = torch.as_tensor(np.zeros((len(digits), 0)) if prefix is None else prefix, dtype=torch.long)
     tokens = torch.cat([heads, given], dim=1)
     while tokens.shape[1] < 1 + N_PIXELS:
-        with single_thread():
-            logits = _shape(pixel_logits(model, tokens)[:, -1], settings)
+        with torch_threads(1):
+            logits = _shape(pixel_logits(model, tokens)[:, -1].cpu(), settings)  # the generator is on the CPU
         probs = torch.softmax(logits, dim=-1)
         tokens = torch.cat([tokens, torch.multinomial(probs, 1, generator=generator)], dim=1)
     return tokens[:, 1:].reshape(-1, SIDE, SIDE).numpy()
@@ -132,8 +133,8 @@ def draw(
     pixels[: len(tokens) - 1] = tokens[1:]
     record = CaptureSettings(record={"weights"}, newest_query_only=True)
     while len(tokens) < 1 + N_PIXELS:
-        with single_thread(), capture(model, record) as recorder:
-            logits = pixel_logits(model, torch.tensor([tokens]))[0, -1]
+        with torch_threads(1), capture(model, record) as recorder:
+            logits = pixel_logits(model, torch.tensor([tokens]))[0, -1].cpu()
         shaped = _shape(logits[None], settings)[0]
         after = torch.softmax(shaped, dim=-1)
         level = int(torch.multinomial(after, 1, generator=generator))

@@ -9,10 +9,10 @@ import pandas  # noqa: F401 - finish plotly's lazy pandas import under this modu
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from txviz.figures.colors import scale
 from txviz.imagegpt.data import N_LEVELS, SIDE
 
 GREYS = [[0.0, "black"], [1.0, "white"]]
-ATTENTION = "Viridis"
 UNDRAWN = "rgba(120, 160, 220, 0.35)"  # pixels not drawn yet: a pale blue, not black (black is level 0)
 
 
@@ -94,7 +94,7 @@ def distribution_figure(before: np.ndarray, after: np.ndarray, chosen: int, titl
     return fig
 
 
-def heads_on_image(attention: np.ndarray, current: int, title: str) -> go.Figure:
+def heads_on_image(attention: np.ndarray, current: int, title: str, presenting: bool = False) -> go.Figure:
     """Every head's attention from the pixel being drawn to earlier pixels, laid on the 8x8 grid.
 
     attention: (layer, head, 1 + current), key 0 the class token; the class token's share goes in each
@@ -117,7 +117,7 @@ def heads_on_image(attention: np.ndarray, current: int, title: str) -> go.Figure
                     z=grid.reshape(SIDE, SIDE),
                     zmin=0,
                     zmax=max(top, 1e-6),
-                    colorscale=ATTENTION,
+                    colorscale=scale("sequential", presenting),
                     showscale=layer == 0 and head == 0,
                     colorbar=dict(title="weight", len=0.5),
                     hovertemplate="row %{y}, column %{x}<br>weight %{z:.3f}<extra></extra>",

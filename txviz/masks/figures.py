@@ -282,7 +282,9 @@ def merge_stages_figure(stages: Sequence) -> go.Figure:
         figure.add_trace(
             go.Heatmap(
                 z=stage.regions,
-                colorscale="Turbo",
+                colorscale=scale("categorical", categories=stage.n_windows),
+                zmin=-0.5,
+                zmax=stage.n_windows - 0.5,
                 showscale=False,
                 xgap=1,
                 ygap=1,

@@ -12,13 +12,14 @@ written as a formula would not need it, at the price of one compile per pattern.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.nn.attention.flex_attention import BlockMask, flex_attention
+
+from txviz.core.threads import torch_threads
 
 BLOCK_SIZE = 128  # FlexAttention's default tile; one size keeps one compiled kernel
 
@@ -90,17 +91,6 @@ def compiled_flex_attention() -> Callable[..., torch.Tensor]:
     return torch.compile(flex_attention, dynamic=False)
 
 
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """Run torch on one CPU thread inside the block, restoring the previous count after."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
 def sparse_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_mask: BlockMask
 ) -> torch.Tensor:
@@ -109,7 +99,7 @@ def sparse_attention(
     Always on one thread: the compiled kernel depends on the thread count, and recompiling it
     for another count (torch 2.13, CPU) can emit C++ that does not build.
     """
-    with one_thread():
+    with torch_threads(1):
         return compiled_flex_attention()(q, k, v, block_mask=block_mask)
 
 

@@ -69,7 +69,7 @@ def basis_curves(encoding: np.ndarray, columns: Sequence[int], title: str) -> go
     return figure
 
 
-def binary_table_figure(table: np.ndarray, labels: Sequence[str]) -> go.Figure:
+def binary_table_figure(table: np.ndarray, labels: Sequence[str], presenting: bool = False) -> go.Figure:
     """Positions in binary, one bit per column, with the number written on each row."""
     n, d = table.shape
     figure = go.Figure(
@@ -77,7 +77,7 @@ def binary_table_figure(table: np.ndarray, labels: Sequence[str]) -> go.Figure:
             z=table,
             x=list(range(d)),
             y=list(range(n)),
-            colorscale="Greys",
+            colorscale=scale("sequential", presenting),
             zmin=0,
             zmax=1,
             showscale=False,

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from torch import nn
 from txviz.core import paths
 from txviz.core.attention import entropy as row_entropy
 from txviz.core.attention import hard, softmax
+from txviz.core.threads import torch_threads
 
 ASSETS_DIR = paths.ASSETS / "soft_hard"
 METHODS = ("soft", "reinforce")
@@ -174,18 +174,6 @@ class TrainedRun:
     seconds: float = 0.0
 
 
-@contextlib.contextmanager
-def single_thread() -> Iterator[None]:
-    """Run torch on one thread (tiny model: faster, and fair to a shared CPU), then restore."""
-    # The setting is process-wide: in the app, other sessions run on one thread for these seconds.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def _softmax_summary(model: KeyValueReader, batch: Batch) -> tuple[float, float]:
     """Mean softmax weight on the asked-for pair, and mean row entropy in nats."""
     with torch.no_grad():
@@ -211,7 +199,7 @@ def train(
         "entropy": [],
     }
     start = time.perf_counter()
-    with single_thread():
+    with torch_threads(1):  # tiny model: faster, and fair to a shared CPU
         torch.manual_seed(config.seed)  # the same initial weights for both methods
         model = KeyValueReader(config)
         optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)

@@ -35,7 +35,7 @@ def load_image(data: bytes, max_pixels: int = MAX_PIXELS) -> LoadedImage:
     """Decode PNG/JPEG/WebP/GIF bytes into RGB, or raise ValueError with a message for people."""
     if not data:
         raise UserError("The file is empty: choose a PNG, JPEG or WebP image.")
-    damaged = "The file is truncated or damaged and cannot be decoded ({}). Upload the complete file."
+    damaged = "The {} is truncated or damaged and cannot be decoded ({}). Upload the complete file."
     try:
         # Reads the header only. Pillow refuses over twice its own limit; between its limit and
         # ours it merely warns, and our smaller limit below refuses those before decoding.

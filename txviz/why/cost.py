@@ -13,7 +13,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from txviz.why.threads import torch_threads
+from txviz.core.threads import torch_threads
 
 LAYERS = ("conv", "rnn", "gru", "attention", "attention+proj")
 LABELS = {

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from txviz.core.errors import UserError
-from txviz.why.threads import torch_threads
+from txviz.core.threads import torch_threads
 
 KINDS = ("conv", "dilated", "rnn", "attention")
 LABELS = {
