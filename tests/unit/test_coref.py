@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import replace
@@ -386,6 +387,17 @@ def test_coin_flip_band_matches_the_binomial():
     below = sum(math.comb(20, k) for k in range(round(low * 20))) / 2**20
     assert below <= 0.025 < below + math.comb(20, round(low * 20)) / 2**20
     assert high == pytest.approx(1 - low)
+
+
+@pytest.mark.parametrize("level", [0.5, 0.9, 0.95, 0.99])
+def test_coin_flip_band_equals_the_exact_binomial_sums(level):
+    """scipy's quantiles against exact counting: the fewest right answers reaching each tail."""
+    tail = (1 - level) / 2
+    for n in range(1, 301):
+        counts = list(itertools.accumulate(math.comb(n, k) for k in range(n + 1)))  # exact integers
+        low = next(k for k, c in enumerate(counts) if c / 2**n >= tail)
+        high = next(k for k, c in enumerate(counts) if c / 2**n >= 1 - tail)
+        assert coin_flip_band(n, level) == (low / n, high / n), n
 
 
 def _trace(weights: np.ndarray, tokens: tuple[str, ...]):

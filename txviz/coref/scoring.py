@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import binom
 
 from txviz.coref.pairs import CHANCE, CorefInputError, CorefPair, pairs_of_kind
 from txviz.coref.spans import PairAttention, picks
@@ -36,13 +36,12 @@ def pair_margin(pa: PairAttention) -> np.ndarray:
 
 
 def coin_flip_band(n_sentences: int, level: float = 0.95) -> tuple[float, float]:
-    """Accuracy range a coin flip reaches with probability `level` on n sentences (binomial)."""
-    pmf = [math.comb(n_sentences, k) / 2**n_sentences for k in range(n_sentences + 1)]
-    cdf = np.cumsum(pmf)
-    tail = (1 - level) / 2
-    low = int(np.searchsorted(cdf, tail))
-    high = int(np.searchsorted(cdf, 1 - tail))
-    return low / n_sentences, high / n_sentences
+    """Accuracy range a coin flip reaches with probability `level` on n sentences (binomial).
+
+    The ends are the binomial's (1 - level) / 2 and (1 + level) / 2 quantiles: the fewest right
+    answers whose cumulative probability reaches each tail."""
+    low, high = binom.interval(level, n_sentences, 0.5)
+    return float(low) / n_sentences, float(high) / n_sentences
 
 
 def assign_folds(n_pairs: int, k: int = 5, seed: int = 0) -> tuple[tuple[int, ...], ...]:
