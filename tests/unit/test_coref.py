@@ -336,8 +336,10 @@ def test_noise_heads_look_good_where_chosen_and_are_coin_flips_held_out():
         chosen_on.append(cv.best_accuracy)
     # the best of 72 noise heads always looks better than chance on the pairs that chose it ...
     assert min(chosen_on) >= 0.55
-    # ... and held out it is a coin flip: mean 50% (±2 standard errors of 20 sets of 200 sentences)
-    assert abs(np.mean(held_out) - 0.5) < 2 * 0.5 / np.sqrt(200 * 20)
+    # ... and held out it is a coin flip: mean 50% within 3 standard errors of 20 sets of 200 sentences
+    # (0.024; 2 would reject a right implementation one time in 20, while choosing on the held-out
+    # pairs too would put the mean near the in-sample 55%+)
+    assert abs(np.mean(held_out) - 0.5) < 3 * 0.5 / np.sqrt(200 * 20)
     low, high = coin_flip_band(200)
     assert np.mean([low <= a <= high for a in held_out]) >= 0.85
 

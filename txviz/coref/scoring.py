@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import binom
+from sklearn.model_selection import KFold
 
 from txviz.coref.pairs import CHANCE, CorefInputError, CorefPair, pairs_of_kind
 from txviz.coref.spans import PairAttention, picks
@@ -45,12 +46,14 @@ def coin_flip_band(n_sentences: int, level: float = 0.95) -> tuple[float, float]
 
 
 def assign_folds(n_pairs: int, k: int = 5, seed: int = 0) -> tuple[tuple[int, ...], ...]:
-    """Seeded k folds of pair indices, sizes within one; a pair (both its sentences) is in one fold."""
+    """Seeded k folds of pair indices (scikit-learn's shuffled KFold), sizes within one.
+
+    The unit is the pair, so both sentences of a pair are always held out together."""
     if n_pairs < 2:
         raise CorefInputError("Scoring heads needs at least two pairs: one to choose, one to test.")
     k = max(2, min(k, n_pairs))
-    order = np.random.default_rng(seed).permutation(n_pairs)
-    return tuple(tuple(sorted(int(i) for i in order[f::k])) for f in range(k))
+    splits = KFold(n_splits=k, shuffle=True, random_state=seed).split(np.arange(n_pairs))
+    return tuple(tuple(int(i) for i in held_out) for _, held_out in splits)
 
 
 def choose_head(accuracy: np.ndarray, margin: np.ndarray) -> tuple[int, int]:
