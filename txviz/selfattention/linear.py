@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from scipy.special import softmax
 
 from txviz.core.errors import UserError
 from txviz.core.tracing import trace_text
@@ -36,8 +37,7 @@ def softmax_weights(q: np.ndarray, k: np.ndarray, causal: bool = False) -> np.nd
     scores = q @ k.T / np.sqrt(q.shape[-1])
     if causal:
         scores = np.where(_causal(len(q)), scores, -np.inf)
-    shifted = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return shifted / shifted.sum(axis=-1, keepdims=True)
+    return softmax(scores, axis=-1)
 
 
 def linear_weights(q: np.ndarray, k: np.ndarray, causal: bool = False) -> np.ndarray:

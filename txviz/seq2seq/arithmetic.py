@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from scipy.special import softmax
 
 from txviz.core.capture import CaptureSettings, capture
 from txviz.core.trace import AttentionTrace
@@ -61,6 +62,5 @@ def largest_gaps(cross: AttentionTrace) -> tuple[float, float]:
     scale = np.sqrt(cross.queries.shape[-1])
     scores = np.einsum("lhqd,lhkd->lhqk", cross.queries.astype(np.float64), cross.keys.astype(np.float64))
     scores = scores / scale
-    shifted = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    weights = shifted / shifted.sum(axis=-1, keepdims=True)
+    weights = softmax(scores, axis=-1)
     return float(np.abs(scores - cross.scores).max()), float(np.abs(weights - cross.weights).max())
