@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy.special import softmax
 
 from txviz.core.errors import UserError
 from txviz.core.tracing import trace_text
@@ -34,6 +33,8 @@ def _causal(n: int) -> np.ndarray:
 
 def softmax_weights(q: np.ndarray, k: np.ndarray, causal: bool = False) -> np.ndarray:
     """softmax(q k^T / sqrt(d)) row by row, future keys masked when causal; (n, n)."""
+    from scipy.special import softmax  # imported on use, like the rest of scipy here
+
     scores = q @ k.T / np.sqrt(q.shape[-1])
     if causal:
         scores = np.where(_causal(len(q)), scores, -np.inf)

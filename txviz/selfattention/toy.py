@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import softmax
 
 from txviz.core.errors import UserError
 
@@ -140,6 +139,8 @@ def toy_omega_c(config: ToyConfig) -> np.ndarray:
 
 def softmax_rows(scores: np.ndarray) -> np.ndarray:
     """Softmax along the last axis (each row sums to one; scipy shifts by the row max for stability)."""
+    from scipy.special import softmax  # imported on use, like the rest of scipy here
+
     return softmax(scores, axis=-1)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from scipy.special import softmax
 
 from txviz.core.capture import CaptureSettings, capture
 from txviz.core.trace import AttentionTrace
@@ -59,6 +58,8 @@ def cross_step(cross: AttentionTrace, layer: int, head: int, target_pos: int) ->
 
 def largest_gaps(cross: AttentionTrace) -> tuple[float, float]:
     """Over every layer, head and target token: largest score gap and largest weight gap."""
+    from scipy.special import softmax  # imported on use, like the rest of scipy here
+
     scale = np.sqrt(cross.queries.shape[-1])
     scores = np.einsum("lhqd,lhkd->lhqk", cross.queries.astype(np.float64), cross.keys.astype(np.float64))
     scores = scores / scale
