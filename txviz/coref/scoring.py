@@ -7,8 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binom
-from sklearn.model_selection import KFold
 
 from txviz.coref.pairs import CHANCE, CorefInputError, CorefPair, pairs_of_kind
 from txviz.coref.spans import PairAttention, picks
@@ -41,6 +39,8 @@ def coin_flip_band(n_sentences: int, level: float = 0.95) -> tuple[float, float]
 
     The ends are the binomial's (1 - level) / 2 and (1 + level) / 2 quantiles: the fewest right
     answers whose cumulative probability reaches each tail."""
+    from scipy.stats import binom  # imported on use, like all of scipy and scikit-learn here: slow to import
+
     low, high = binom.interval(level, n_sentences, 0.5)
     return float(low) / n_sentences, float(high) / n_sentences
 
@@ -51,6 +51,8 @@ def assign_folds(n_pairs: int, k: int = 5, seed: int = 0) -> tuple[tuple[int, ..
     The unit is the pair, so both sentences of a pair are always held out together."""
     if n_pairs < 2:
         raise CorefInputError("Scoring heads needs at least two pairs: one to choose, one to test.")
+    from sklearn.model_selection import KFold
+
     k = max(2, min(k, n_pairs))
     splits = KFold(n_splits=k, shuffle=True, random_state=seed).split(np.arange(n_pairs))
     return tuple(tuple(int(i) for i in held_out) for _, held_out in splits)
