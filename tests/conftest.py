@@ -30,9 +30,9 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-back
 def _hub_offline(monkeypatch):
     """No test reaches the Hugging Face Hub: huggingface_hub's offline mode, as HF_HUB_OFFLINE=1 sets it
     at import (setting the variable later no longer counts)."""
-    import huggingface_hub
+    from huggingface_hub import constants
 
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
 
 
 @pytest.fixture(autouse=True)

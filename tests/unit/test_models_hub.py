@@ -7,10 +7,9 @@ from __future__ import annotations
 import socket
 from types import SimpleNamespace
 
-import huggingface_hub
 import pytest
 import transformers as tf
-from huggingface_hub import errors
+from huggingface_hub import constants, errors
 from tiny_models import tiny_model
 
 from txviz.core.loaded import ModelLoadError
@@ -23,7 +22,7 @@ NO_RESPONSE = SimpleNamespace(headers={}, request=None)  # what HfHubHTTPError r
 @pytest.fixture(autouse=True)
 def no_network(monkeypatch, tmp_path):
     """An empty hub cache, and any socket a test opens fails it."""
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
 
     def refuse(*args, **kwargs):
         raise AssertionError("a test tried to open a network connection")
@@ -46,12 +45,12 @@ def hub_download_raising(monkeypatch, error: Exception) -> list[dict]:
 
 
 def online(monkeypatch, answers: bool = True) -> None:
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(loading, "_endpoint_answers", lambda endpoint: answers)
 
 
 def test_offline_mode_refuses_an_uncached_id_through_the_library(monkeypatch):
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # as HF_HUB_OFFLINE=1 does
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as HF_HUB_OFFLINE=1 does
     assert loading.hub_offline()
     with pytest.raises(ModelLoadError, match="cannot be reached"):
         loading.load_pretrained(MADE_UP_ID, MADE_UP_ID, "cpu")
@@ -93,8 +92,8 @@ def test_the_endpoint_probe_asks_the_configured_hub(monkeypatch):
         raise OSError("refused")
 
     monkeypatch.setattr(socket, "create_connection", connect)
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", "https://hub.example.org:8443")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", "https://hub.example.org:8443")
     assert loading.hub_offline()
     assert asked == [(("hub.example.org", 8443), 2.0)]
 

@@ -66,9 +66,9 @@ HEAD_FIELDS = ("num_attention_heads", "encoder_attention_heads", "n_head", "num_
 
 def hub_offline() -> bool:
     """True in huggingface_hub's offline mode (HF_HUB_OFFLINE=1), or when its endpoint does not answer."""
-    import huggingface_hub
+    from huggingface_hub import constants
 
-    return huggingface_hub.is_offline_mode() or not _endpoint_answers(huggingface_hub.constants.ENDPOINT)
+    return constants.is_offline_mode() or not _endpoint_answers(constants.ENDPOINT)
 
 
 def _endpoint_answers(endpoint: str, timeout: float = 2.0) -> bool:
