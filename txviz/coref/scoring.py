@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,22 +35,27 @@ def pair_margin(pa: PairAttention) -> np.ndarray:
 
 
 def coin_flip_band(n_sentences: int, level: float = 0.95) -> tuple[float, float]:
-    """Accuracy range a coin flip reaches with probability `level` on n sentences (binomial)."""
-    pmf = [math.comb(n_sentences, k) / 2**n_sentences for k in range(n_sentences + 1)]
-    cdf = np.cumsum(pmf)
-    tail = (1 - level) / 2
-    low = int(np.searchsorted(cdf, tail))
-    high = int(np.searchsorted(cdf, 1 - tail))
-    return low / n_sentences, high / n_sentences
+    """Accuracy range a coin flip reaches with probability `level` on n sentences (binomial).
+
+    The ends are the binomial's (1 - level) / 2 and (1 + level) / 2 quantiles: the fewest right
+    answers whose cumulative probability reaches each tail."""
+    from scipy.stats import binom  # imported on use, like all of scipy and scikit-learn here: slow to import
+
+    low, high = binom.interval(level, n_sentences, 0.5)
+    return float(low) / n_sentences, float(high) / n_sentences
 
 
 def assign_folds(n_pairs: int, k: int = 5, seed: int = 0) -> tuple[tuple[int, ...], ...]:
-    """Seeded k folds of pair indices, sizes within one; a pair (both its sentences) is in one fold."""
+    """Seeded k folds of pair indices (scikit-learn's shuffled KFold), sizes within one.
+
+    The unit is the pair, so both sentences of a pair are always held out together."""
     if n_pairs < 2:
         raise CorefInputError("Scoring heads needs at least two pairs: one to choose, one to test.")
+    from sklearn.model_selection import KFold
+
     k = max(2, min(k, n_pairs))
-    order = np.random.default_rng(seed).permutation(n_pairs)
-    return tuple(tuple(sorted(int(i) for i in order[f::k])) for f in range(k))
+    splits = KFold(n_splits=k, shuffle=True, random_state=seed).split(np.arange(n_pairs))
+    return tuple(tuple(int(i) for i in held_out) for _, held_out in splits)
 
 
 def choose_head(accuracy: np.ndarray, margin: np.ndarray) -> tuple[int, int]:

@@ -1,11 +1,15 @@
 """Text made safe for plotly, which reads a few HTML-like tags (<b>, <a href>, <br>) in labels."""
 
-_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+import html
 
 
 def plain(text: str) -> str:
-    """User or token text shown literally in a plotly label, never as markup."""
-    return str(text).translate(_ESCAPES)
+    """User or token text shown literally in a plotly label, never as markup.
+
+    Only &, < and > are escaped (quote=False): plotly's label markup needs a tag or an entity to act,
+    and quotes stay readable as they are. Newlines pass through unchanged: plotly breaks a line only
+    at <br>, which this turns into text."""
+    return html.escape(str(text), quote=False)
 
 
 def plain_all(texts) -> list[str]:

@@ -1,4 +1,4 @@
-"""Choosing the next token: greedy, temperature, top-k and top-p as pure torch functions."""
+"""Choosing the next token: greedy, and transformers' temperature, top-k and top-p warpers, step by step."""
 
 from __future__ import annotations
 
@@ -69,30 +69,36 @@ def greedy_token(logits: torch.Tensor) -> int:
 
 
 def apply_temperature(logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    """Logits / temperature: below 1 sharpens, above 1 flattens."""
+    """Logits / temperature (transformers' TemperatureLogitsWarper): below 1 sharpens, above 1 flattens."""
+    from transformers.generation.logits_process import TemperatureLogitsWarper
+
     if temperature <= 0:
         raise UserError("Temperature must be positive here; 0 is handled as greedy.")
-    return logits.float() / temperature
+    return TemperatureLogitsWarper(float(temperature))(None, logits.float())
 
 
 def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
-    """Keep the k highest logits (ties with the k-th kept too), -inf elsewhere; k = 0 is off."""
+    """Keep the k highest logits (ties with the k-th kept too), -inf elsewhere; k = 0 is off.
+
+    transformers' TopKLogitsWarper; any leading dimensions, the vocabulary last."""
+    from transformers.generation.logits_process import TopKLogitsWarper
+
     if k <= 0 or k >= logits.shape[-1]:
         return logits
-    threshold = logits.topk(k, dim=-1).values[..., -1:]
-    return logits.masked_fill(logits < threshold, float("-inf"))
+    return TopKLogitsWarper(int(k))(None, logits)
 
 
 def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
-    """Keep the smallest set of most likely tokens whose probability reaches p (nucleus)."""
+    """Keep the smallest set of most likely tokens whose probability reaches p (nucleus).
+
+    transformers' TopPLogitsWarper, which always keeps the most likely token. Among tokens of equal
+    logit at the edge of the set, which ones stay is up to torch's sort, as in any nucleus sampler."""
+    from transformers.generation.logits_process import TopPLogitsWarper
+
     if p >= 1.0:
         return logits
-    sorted_logits, order = logits.sort(dim=-1, descending=True)
-    probs = torch.softmax(sorted_logits.float(), dim=-1)
-    mass_before = probs.cumsum(dim=-1) - probs  # probability of every more likely token
-    drop_sorted = mass_before >= p  # the first token always stays (mass_before = 0 < p)
-    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
-    return logits.masked_fill(drop, float("-inf"))
+    rows = logits.reshape(-1, logits.shape[-1])  # the warper works on (batch, vocabulary)
+    return TopPLogitsWarper(float(p))(None, rows).reshape(logits.shape)
 
 
 def make_generator(seed: int | None) -> torch.Generator:

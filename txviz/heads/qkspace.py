@@ -41,14 +41,19 @@ def balance_norms(queries: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np
 
 
 def pca(vectors: np.ndarray) -> tuple[np.ndarray, float]:
-    """2-D coordinates on the two directions of largest variance, and the share of variance kept."""
-    centred = vectors - vectors.mean(axis=0)
-    _, singular, vt = np.linalg.svd(centred, full_matrices=False)
-    coords = centred @ vt[:2].T
+    """2-D coordinates on the two directions of largest variance, and the share of variance kept.
+
+    scikit-learn's exact (full SVD) PCA; points that do not vary at all sit at the origin with
+    everything kept, and fewer than two dimensions are padded with zeros."""
+    from sklearn.decomposition import PCA
+
+    if not np.any(vectors != vectors[0]):  # one point, or all equal: no direction to find
+        return np.zeros((len(vectors), 2)), 1.0
+    model = PCA(n_components=min(2, *vectors.shape), svd_solver="full")
+    coords = model.fit_transform(vectors)
     if coords.shape[1] < 2:
         coords = np.pad(coords, ((0, 0), (0, 2 - coords.shape[1])))
-    total = float((singular**2).sum())
-    return coords, float((singular[:2] ** 2).sum() / total) if total > 0 else 1.0
+    return coords, float(model.explained_variance_ratio_.sum())
 
 
 def tsne(vectors: np.ndarray, seed: int = 0) -> np.ndarray:

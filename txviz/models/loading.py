@@ -8,6 +8,7 @@ import re
 import socket
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import torch
 
@@ -64,14 +65,23 @@ HEAD_FIELDS = ("num_attention_heads", "encoder_attention_heads", "n_head", "num_
 
 
 def hub_offline() -> bool:
-    """True when the Hub is switched off or cannot be reached within two seconds."""
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false"):
-        return True
+    """True in huggingface_hub's offline mode (HF_HUB_OFFLINE=1), or when its endpoint does not answer."""
+    from huggingface_hub import constants
+
+    return constants.is_offline_mode() or not _endpoint_answers(constants.ENDPOINT)
+
+
+def _endpoint_answers(endpoint: str, timeout: float = 2.0) -> bool:
+    """Whether the Hub's host takes a connection within two seconds.
+
+    Ours, because huggingface_hub retries an unreachable Hub five times with back-off (25 s on a
+    machine without a network) before it raises LocalEntryNotFoundError."""
+    url = urlsplit(endpoint)
     try:
-        socket.create_connection(("huggingface.co", 443), timeout=2).close()
-        return False
-    except OSError:
+        socket.create_connection((url.hostname, url.port or 443), timeout=timeout).close()
         return True
+    except OSError:
+        return False
 
 
 def _hub_options(source: str) -> dict:
@@ -99,15 +109,41 @@ def _hub_options(source: str) -> dict:
     return {}
 
 
-def _offline_message(source: str, error: Exception) -> str:
-    text = str(error)
-    if any(s in text for s in ("offline", "connect", "resolve", "Network", "internet", "HTTP")):
+def hub_error(error: BaseException) -> BaseException | None:
+    """The huggingface_hub error behind a loading error: transformers re-raises them as OSError."""
+    from huggingface_hub import errors
+
+    hub_types = (
+        errors.RepositoryNotFoundError,
+        errors.LocalEntryNotFoundError,
+        errors.OfflineModeIsEnabled,
+        errors.HFValidationError,
+        errors.HfHubHTTPError,
+    )
+    seen: BaseException | None = error
+    while seen is not None and not isinstance(seen, hub_types):
+        seen = seen.__cause__ or seen.__context__
+    return seen
+
+
+def _load_message(source: str, error: Exception) -> str:
+    """What to tell the user, chosen by the type of huggingface_hub's error."""
+    from huggingface_hub import errors
+
+    cause = hub_error(error)
+    if isinstance(cause, errors.GatedRepoError):
         return (
-            f"Could not reach the Hugging Face Hub for '{source}', and it is not in the local "
-            f"cache. Download it on a machine with a network, or give a local folder. {HUB_ID_HINT}"
+            f"'{source}' is gated on the Hugging Face Hub: accept its terms there and log in "
+            "(`hf auth login`), or give a local folder."
         )
-    if "not a valid model identifier" in text or "Repository Not Found" in text or "404" in text:
+    if isinstance(cause, errors.RepositoryNotFoundError | errors.HFValidationError):
         return f"'{source}' is neither a known model, a local folder, nor a Hub model. {HUB_ID_HINT}"
+    if isinstance(cause, errors.LocalEntryNotFoundError | errors.OfflineModeIsEnabled):
+        return (
+            f"'{source}' is not in the local cache, and the Hugging Face Hub cannot be reached to "
+            f"download it. Download it on a machine with a network, or give a local folder. {HUB_ID_HINT}"
+        )
+    text = str(error)
     return f"Could not load '{source}': {text.splitlines()[0] if text else type(error).__name__}"
 
 
@@ -128,7 +164,7 @@ def load_pretrained(
     try:
         config = tf.AutoConfig.from_pretrained(source, trust_remote_code=False, **kwargs)
     except (OSError, ValueError) as error:
-        raise ModelLoadError(_offline_message(source, error)) from error
+        raise ModelLoadError(_load_message(source, error)) from error
     text_config = getattr(config, "text_config", None) or config
     if not any(getattr(text_config, f, None) or getattr(config, f, None) for f in HEAD_FIELDS):
         raise ModelLoadError(
@@ -151,9 +187,9 @@ def load_pretrained(
                 "attention interface (it may have no attention at all, like a CNN), so txviz "
                 "cannot show its attention."
             ) from error
-        raise ModelLoadError(_offline_message(source, error)) from error
+        raise ModelLoadError(_load_message(source, error)) from error
     except OSError as error:
-        raise ModelLoadError(_offline_message(source, error)) from error
+        raise ModelLoadError(_load_message(source, error)) from error
     model.eval().to(device)
     tokenizer = processor = None
     try:

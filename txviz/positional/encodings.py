@@ -154,14 +154,16 @@ class PrincipalComponents:
 
 
 def principal_components(matrix: np.ndarray, k: int = 2) -> PrincipalComponents:
-    """First k principal components of the rows of a matrix, by SVD of the centred rows."""
-    centred = matrix - matrix.mean(axis=0, keepdims=True)
-    u, s, _ = np.linalg.svd(centred, full_matrices=False)
-    k = min(k, len(s))
-    variance = s**2
-    total = variance.sum()
-    ratio = variance[:k] / total if total > 0 else np.zeros(k)
-    return PrincipalComponents(scores=u[:, :k] * s[:k], explained_ratio=ratio)
+    """First k principal components of the rows of a matrix (scikit-learn's exact, full-SVD PCA)."""
+    from sklearn.decomposition import PCA
+
+    k = min(k, *matrix.shape)
+    if not np.any(matrix != matrix[0]):  # every row the same: no variance to explain
+        return PrincipalComponents(scores=np.zeros((len(matrix), k)), explained_ratio=np.zeros(k))
+    model = PCA(n_components=k, svd_solver="full")
+    return PrincipalComponents(
+        scores=model.fit_transform(matrix), explained_ratio=model.explained_variance_ratio_
+    )
 
 
 def learned_position_embeddings(model: Any) -> np.ndarray:

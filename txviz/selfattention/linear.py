@@ -33,11 +33,12 @@ def _causal(n: int) -> np.ndarray:
 
 def softmax_weights(q: np.ndarray, k: np.ndarray, causal: bool = False) -> np.ndarray:
     """softmax(q k^T / sqrt(d)) row by row, future keys masked when causal; (n, n)."""
+    from scipy.special import softmax  # imported on use, like the rest of scipy here
+
     scores = q @ k.T / np.sqrt(q.shape[-1])
     if causal:
         scores = np.where(_causal(len(q)), scores, -np.inf)
-    shifted = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return shifted / shifted.sum(axis=-1, keepdims=True)
+    return softmax(scores, axis=-1)
 
 
 def linear_weights(q: np.ndarray, k: np.ndarray, causal: bool = False) -> np.ndarray:

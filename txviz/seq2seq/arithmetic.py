@@ -58,9 +58,10 @@ def cross_step(cross: AttentionTrace, layer: int, head: int, target_pos: int) ->
 
 def largest_gaps(cross: AttentionTrace) -> tuple[float, float]:
     """Over every layer, head and target token: largest score gap and largest weight gap."""
+    from scipy.special import softmax  # imported on use, like the rest of scipy here
+
     scale = np.sqrt(cross.queries.shape[-1])
     scores = np.einsum("lhqd,lhkd->lhqk", cross.queries.astype(np.float64), cross.keys.astype(np.float64))
     scores = scores / scale
-    shifted = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    weights = shifted / shifted.sum(axis=-1, keepdims=True)
+    weights = softmax(scores, axis=-1)
     return float(np.abs(scores - cross.scores).max()), float(np.abs(weights - cross.weights).max())
