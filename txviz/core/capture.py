@@ -24,7 +24,7 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 from txviz.core import interventions, stages
 from txviz.core.attention import Normalizer, causal_mask, softmax
 from txviz.core.interventions import Intervention, Plan
-from txviz.core.layouts import cached_layout, module_names
+from txviz.core.layouts import Layout, cached_layout, module_names
 from txviz.core.stages import StageRecord
 
 IMPLEMENTATION = "txviz"
@@ -115,6 +115,13 @@ class Recorder:
 _active: ContextVar[Recorder | None] = ContextVar("txviz_capture", default=None)
 
 
+def prepared(model: torch.nn.Module) -> Layout:
+    """The model's layout, with the stage hooks installed once (idempotent, idle until asked)."""
+    layout = cached_layout(model)
+    stages.install(model, layout.points(model), _active)
+    return layout
+
+
 @contextmanager
 def capture(model: torch.nn.Module, settings: CaptureSettings) -> Iterator[Recorder]:
     """Within this block, ``model`` follows ``settings``: its attention and stages record and change.
@@ -127,7 +134,7 @@ def capture(model: torch.nn.Module, settings: CaptureSettings) -> Iterator[Recor
         layout = cached_layout(model)
         plan = interventions.plan(layout, settings.interventions)
         if settings.stages or plan.streams:
-            stages.install(model, layout.points(model), _active)
+            prepared(model)
     recorder = Recorder(settings=settings, module_names=module_names(model), plan=plan)
     token = _active.set(recorder)
     try:
