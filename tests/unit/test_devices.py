@@ -63,6 +63,7 @@ def test_the_pretend_gpu_fails_where_cuda_would():
 
 
 def check_image_gpt(model, gpu_model) -> None:
+    model, gpu_model = drawing.as_loaded(model), drawing.as_loaded(gpu_model)
     settings = SamplingSettings(temperature=1.0, top_k=5, seed=3)
     cpu_steps = list(drawing.draw(model, 4, settings))
     gpu_steps = list(drawing.draw(gpu_model, 4, settings))

@@ -13,7 +13,7 @@ import torch
 from txviz.core.candidates import Candidates, top_candidates
 from txviz.core.capture import CaptureSettings
 from txviz.core.errors import UserError, require_kind
-from txviz.core.running import run
+from txviz.core.running import step as run_step
 from txviz.core.tokens import readable_token, readable_tokens
 from txviz.generation.sampling import SamplingSettings, choose, make_generator
 from txviz.models import LoadedModel
@@ -181,9 +181,8 @@ def prefill(loaded: LoadedModel, prompt: Prompt):
         # Through the fast path: a recorded prompt would build every head's full [T, T] scores
         # only to keep the last row.
         head_only_last = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
-        with torch.no_grad():
-            ids = torch.tensor([prompt.ids[:-1]], device=loaded.device)  # (1, T - 1)
-            model(input_ids=ids, past_key_values=cache, use_cache=True, **head_only_last)
+        ids = torch.tensor([prompt.ids[:-1]], device=loaded.device)  # (1, T - 1)
+        run_step(model, input_ids=ids, past_key_values=cache, **head_only_last)
     return cache
 
 
@@ -234,12 +233,11 @@ def generate(
     for _ in range(request.max_new_tokens):
         # The capture block and no_grad close before each yield: the caller's code between
         # steps must not run inside them.
-        step = run(model, settings, ("logits",), input_ids=next_input, past_key_values=cache, use_cache=True)
-        recorder = step.recorder
+        step = run_step(model, settings, input_ids=next_input, past_key_values=cache)
         choice = choose(step.logits[0, -1], request.sampling, generator)
         attention = None
         if request.record_attention:
-            attention = recorder.stack("weights")[:, :, -1, :].astype(ROW_DTYPE)  # (L, H, K)
+            attention = step.stack("weights")[:, :, -1, :].astype(ROW_DTYPE)  # (L, H, K)
         generated.append(choice.token_id)
         finished = choice.token_id in stops
         elapsed = time.perf_counter() - start
