@@ -30,20 +30,15 @@ ui.setup_page(
 )
 
 
-@st.cache_resource(show_spinner="Loading the trained models...")
+@ui.shared_resource(spinner="Loading the trained models...")
 def shipped():
     models, meta = train.load()
     return models, meta
 
 
-@st.cache_resource(show_spinner=False)
-def word_vectors(_loaded, name: str) -> WordVectors:
-    return WordVectors.from_loaded(_loaded)
-
-
-@st.cache_data(max_entries=64, show_spinner="MiniLM reads both sentences...")
-def minilm_alignment(_loaded, name: str, premise: tuple, hypothesis: tuple):
-    return contextual.alignment(_loaded, premise, hypothesis)
+@ui.cached(max_entries=64, spinner="MiniLM reads both sentences...")
+def minilm_alignment(loaded, premise: tuple, hypothesis: tuple):
+    return contextual.alignment(loaded, premise, hypothesis)
 
 
 example = st.selectbox("Example", list(EXAMPLES), key="example")
@@ -70,7 +65,7 @@ for notice in (premise.notice, hypothesis.notice):
 
 models, meta = shipped()
 loaded = ui.load_model("minilm", kinds=("encoder",))
-vectors = word_vectors(loaded, "minilm")
+vectors = WordVectors.from_loaded(loaded)  # a view of the model's embeddings, made per run
 known = set(meta["vocabulary"])
 unknown = sorted({w for w in premise.words + hypothesis.words if w not in known})
 if unknown:
@@ -123,7 +118,7 @@ st.caption(
 )
 
 st.subheader("Beside it: MiniLM's contextual vectors, untrained for this task")
-alignment = minilm_alignment(loaded, "minilm", premise.words, hypothesis.words)
+alignment = minilm_alignment(loaded, premise.words, hypothesis.words)
 left, right = st.columns(2)
 with left:
     ui.show_figure(
