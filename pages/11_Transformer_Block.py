@@ -24,21 +24,21 @@ ui.setup_page(
 )
 
 
-@st.cache_resource(max_entries=8, show_spinner="Running the model...")
-def cached_run(_loaded, name: str, device: str, text: str, stages: tuple[str, ...]):
+@ui.cached(max_entries=8, spinner="Running the model...")
+def cached_run(loaded, text: str, stages: tuple[str, ...]):
     # Shared by every session: arrays locked read-only. The first view asks for no stages.
-    return read_only(run_text(_loaded, text, frozenset(stages)))
+    return read_only(run_text(loaded, text, frozenset(stages)))
 
 
-@st.cache_resource(max_entries=8, show_spinner="Running the block as code...")
-def cached_block(_loaded, name: str, device: str, text: str, stack: str, layer: int):
-    return open_block(_loaded, cached_run(_loaded, name, device, text, ()), stack, layer)
+@ui.cached(max_entries=8, spinner="Running the block as code...")
+def cached_block(loaded, text: str, stack: str, layer: int):
+    return open_block(loaded, cached_run(loaded, text, ()), stack, layer)
 
 
-@st.cache_resource(max_entries=4, show_spinner="Reading every layer with the output head...")
-def cached_lens(_loaded, name: str, device: str, text: str):
-    run = cached_run(_loaded, name, device, text, ())
-    return lens.logit_lens(_loaded, run, slice(-LENS_POSITIONS, None))
+@ui.cached(max_entries=4, spinner="Reading every layer with the output head...")
+def cached_lens(loaded, text: str):
+    run = cached_run(loaded, text, ())
+    return lens.logit_lens(loaded, run, slice(-LENS_POSITIONS, None))
 
 
 left, right = st.columns([1, 2])
@@ -47,9 +47,8 @@ with left:
 with right:
     text = ui.text_input("Text", DEFAULT_TEXT)
 loaded = ui.load_model(name, kinds=KINDS)
-device = ui.current_device()
 with ui.user_errors():
-    run = cached_run(loaded, name, device, text, ())
+    run = cached_run(loaded, text, ())
 if run.notice:
     st.warning(run.notice)
 
@@ -92,7 +91,7 @@ if flow.open:
 if one.open:
     with one:
         with ui.user_errors():
-            opened = cached_block(loaded, name, device, text, stack, layer)
+            opened = cached_block(loaded, text, stack, layer)
         st.code("\n".join(opened.lines), language=None)
         st.caption(FORM_NOTES[opened.form])
         a, b = st.columns(2)
@@ -124,7 +123,7 @@ if one.open:
 
 if stream.open:
     with stream:
-        full = cached_run(loaded, name, device, text, tuple(sorted(STAGES)))
+        full = cached_run(loaded, text, tuple(sorted(STAGES)))
         with ui.user_errors():
             sizes = residual.residual_norms(full.stack(stack))
         maps = {
@@ -213,7 +212,7 @@ if reading.open:
     with reading:
         with ui.user_errors():
             lens.check_lens(loaded)
-            result = cached_lens(loaded, name, device, text)
+            result = cached_lens(loaded, text)
         if len(run.stack("decoder").tokens) > LENS_POSITIONS:
             st.caption(f"The grid shows the last {LENS_POSITIONS} positions.")
         ui.show_figure(figures.lens_grid(result, presenting=ui.presenting()), key="lens_grid")

@@ -31,16 +31,15 @@ def digit_of(choice: str) -> int | None:
     return None if choice == DIGITS[0] else int(choice)
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
-def drawn(digit: int | None, temperature: float, top_k: int, seed: int) -> list[drawing.PixelStep]:
+@ui.cached(max_entries=32, spinner=False)
+def drawn(loaded, digit: int | None, temperature: float, top_k: int, seed: int) -> list[drawing.PixelStep]:
     # Cached for every session: the same seed always draws the same image.
     return list(drawing.draw(loaded, digit, SamplingSettings(temperature, top_k, seed=seed)))
 
 
-@st.cache_resource(max_entries=1, show_spinner=False)
+@ui.shared_resource(max_entries=1)
 def held_out() -> tuple[np.ndarray, np.ndarray]:
     _, x_test, _, y_test = data.split()
-    x_test.setflags(write=False)
     return x_test, y_test
 
 
@@ -125,7 +124,7 @@ if draw_tab.open:
                     shown = time.perf_counter()
         canvas_slot.empty(), bars_slot.empty(), heads_slot.empty()
     with ui.user_errors():
-        steps = drawn(digit, settings.temperature, settings.top_k, settings.seed)
+        steps = drawn(loaded, digit, settings.temperature, settings.top_k, settings.seed)
     st.caption(
         f"Drawn with {settings.describe()}, seed {settings.seed}. "
         + (

@@ -22,16 +22,14 @@ ui.setup_page(
 )
 
 
-@st.cache_resource(show_spinner="Loading the captioners...")
+@ui.shared_resource(spinner="Loading the captioners...")
 def captioners():
     return store.load()
 
 
-@st.cache_resource(max_entries=1, show_spinner=False)
+@ui.shared_resource(max_entries=1)
 def held_out():
-    x_test, y_test, canvases = held_out_canvases()
-    canvases.pixels.setflags(write=False)
-    return x_test, y_test, canvases
+    return held_out_canvases()
 
 
 with ui.user_errors():

@@ -42,17 +42,17 @@ ui.setup_page(
 )
 
 
-@st.cache_resource(max_entries=32, show_spinner="Differentiating the stacks...")
+@ui.shared_resource(max_entries=32, spinner="Differentiating the stacks...")
 def cached_grids(n: int, k: int, depth: int) -> dict:
     return {kind: paths.dependence(kind, n, k, depth) for kind in paths.KINDS}
 
 
-@st.cache_resource(max_entries=16, show_spinner="Measuring the path length at each n...")
+@ui.shared_resource(max_entries=16, spinner="Measuring the path length at each n...")
 def cached_depths(k: int, ns: tuple[int, ...]) -> dict:
     return {kind: [paths.measured_depth(kind, n, k) for n in ns] for kind in paths.KINDS}
 
 
-@st.cache_resource(max_entries=8, show_spinner="Counting FLOPs and timing each layer (about 20 s)...")
+@ui.shared_resource(max_entries=8, spinner="Counting FLOPs and timing each layer (about 20 s)...")
 def cached_costs(d: int, n_fixed: int, k: int, thread_n: int, thread_d: int, run: int):
     by_n = cost.sweep("n", N_SIZES, d, k, budget_s=5.0)
     by_d = cost.sweep("d", D_SIZES, n_fixed, k, budget_s=4.0)

@@ -30,15 +30,10 @@ ui.setup_page(
 )
 
 
-@st.cache_resource(show_spinner="Loading the trained models...")
+@ui.shared_resource(spinner="Loading the trained models...")
 def shipped():
     models, meta = train.load()
     return models, meta
-
-
-@ui.cached(max_entries=2, spinner=False)  # keyed by the model's name and device
-def word_vectors(loaded) -> WordVectors:
-    return WordVectors.from_loaded(loaded)
 
 
 @ui.cached(max_entries=64, spinner="MiniLM reads both sentences...")
@@ -70,7 +65,7 @@ for notice in (premise.notice, hypothesis.notice):
 
 models, meta = shipped()
 loaded = ui.load_model("minilm", kinds=("encoder",))
-vectors = word_vectors(loaded)
+vectors = WordVectors.from_loaded(loaded)  # a view of the model's embeddings, made per run
 known = set(meta["vocabulary"])
 unknown = sorted({w for w in premise.words + hypothesis.words if w not in known})
 if unknown:

@@ -30,25 +30,15 @@ name = ui.model_picker(kinds=("encoder", "decoder"))
 loaded = ui.load_model(name, kinds=("encoder", "decoder"))
 
 
-@st.cache_resource(max_entries=1, show_spinner=False)
-def _store() -> dict:
-    return {}  # scores shared by every session, keyed by model, texts and settings
+@ui.cached(max_entries=8, progress="Scoring heads...")
+def _scores(loaded, texts: corpus.Corpus, repeats: runs.RepeatSettings, offset: int, progress):
+    return runs.score_heads(loaded, texts, repeats, offset, progress=progress)
 
 
 def scored(loaded, texts: corpus.Corpus, repeats: runs.RepeatSettings, offset: int) -> runs.HeadScores:
     """The heads' scores, computed once per model, corpus and settings, with a progress bar."""
-    store, key = _store(), (loaded.name, loaded.device, texts, repeats, offset)
-    if key not in store:
-        bar = st.progress(0.0, "Scoring heads...")
-        with ui.user_errors():
-            result = runs.score_heads(loaded, texts, repeats, offset, progress=bar.progress)
-        bar.empty()
-        for array in (*result.scores.values(), *result.best_text.values()):
-            array.flags.writeable = False
-        while len(store) >= 8:
-            store.pop(next(iter(store)))
-        store[key] = result
-    return store[key]
+    with ui.user_errors():
+        return _scores(loaded, texts, repeats, offset)
 
 
 def corpus_controls() -> tuple[corpus.Corpus, runs.RepeatSettings, int]:
@@ -185,12 +175,11 @@ if detectors_tab.open:
         detectors_view(result)
 
 
-@st.cache_resource(max_entries=8, show_spinner="Running gradients and integrated gradients...")
-def compared(_loaded, model_name: str, device: str, text: str, other: str, skip_special: bool):
-    # keyed by name and device (the model itself is not hashed); the result is small and frozen
-    if _loaded.kind == "decoder":
-        return attribution.explain_next_token(_loaded, text, skip_special)
-    return attribution.explain_similarity(_loaded, text, other, skip_special)
+@ui.cached(max_entries=8, spinner="Running gradients and integrated gradients...")
+def compared(loaded, text: str, other: str, skip_special: bool):
+    if loaded.kind == "decoder":
+        return attribution.explain_next_token(loaded, text, skip_special)
+    return attribution.explain_similarity(loaded, text, other, skip_special)
 
 
 def attribution_view() -> None:
@@ -227,7 +216,7 @@ def attribution_view() -> None:
         st.warning("The text is empty: type a sentence first.")
         return
     with ui.user_errors():
-        result = compared(loaded, name, loaded.device, text, other, skip)
+        result = compared(loaded, text, other, skip)
     if result.notice:
         st.warning(result.notice)
     st.write(f"Explained: {result.target}.")

@@ -20,10 +20,9 @@ name = ui.model_picker(kinds=("encoder", "decoder"))
 loaded = ui.load_model(name, kinds=("encoder", "decoder"))
 
 
-@st.cache_resource(max_entries=4, show_spinner="Recording queries and keys...")
-def traces_of(_loaded, model_name: str, device: str, texts: tuple[str, ...]) -> list:
-    # shared by every session, keyed by name and device (the model itself is not hashed); arrays read-only
-    return [read_only(t) for t in qkspace.trace_texts(_loaded, texts)]
+@ui.cached(max_entries=4, spinner="Recording queries and keys...")
+def traces_of(loaded, texts: tuple[str, ...]) -> list:
+    return [read_only(t) for t in qkspace.trace_texts(loaded, texts)]
 
 
 source = st.radio("Texts", ["Shipped examples", "Your text"], horizontal=True, key="qk_source")
@@ -41,7 +40,7 @@ else:
 if texts.notice:
     st.warning(texts.notice)
 with ui.user_errors():
-    traces = traces_of(loaded, name, loaded.device, texts.texts)
+    traces = traces_of(loaded, texts.texts)
 
 a, b, c, d = st.columns(4)
 layer = a.slider(

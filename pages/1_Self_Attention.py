@@ -281,10 +281,10 @@ if additive_tab.open:
         )
 
 
-@st.cache_data(max_entries=16, show_spinner="Running MiniLM...")
-def linear_head(_loaded, text: str, layer: int, head: int):
+@ui.cached(max_entries=16, spinner="Running MiniLM...")
+def linear_head(loaded, text: str, layer: int, head: int):
     """One MiniLM head's q, k, v and weights (the model is always MiniLM here)."""
-    return linear.minilm_head(_loaded, text, layer, head)
+    return linear.minilm_head(loaded, text, layer, head)
 
 
 if linear_tab.open:

@@ -23,16 +23,16 @@ train_tab, real_tab = st.tabs(
 )
 
 
-# cache_data, not ui.cached: no model and no arrays; a BpeTrace is tuples of strings and counts
-# (small, JSON-like), so a private copy per hit is cheap and nothing is shared between sessions.
-@st.cache_data(max_entries=8, show_spinner="Training BPE...")
+# cached_data: no model and no arrays; a BpeTrace is tuples of strings and counts (small,
+# JSON-like), so a private copy per hit is cheap and nothing is shared between sessions.
+@ui.cached_data(max_entries=8, spinner="Training BPE...")
 def train(corpus: str, target: int) -> bpe.BpeTrace:
     return bpe.train_bpe(corpus, vocab_size=target or None)
 
 
-@st.cache_resource(max_entries=2, show_spinner=False)
-def merge_ranks(name: str, _tokenizer) -> subwords.MergeRanks:
-    return subwords.MergeRanks.from_tokenizer(_tokenizer)
+@ui.cached(max_entries=2, spinner=False)
+def merge_ranks(loaded) -> subwords.MergeRanks:
+    return subwords.MergeRanks.from_tokenizer(loaded.tokenizer)
 
 
 def toggle_play(n_steps: int) -> None:
@@ -137,7 +137,7 @@ if real_tab.open:
         smol = ui.load_model("smollm2")
         mini = ui.load_model("minilm")
         with ui.user_errors():
-            ranks = merge_ranks("smollm2", smol.tokenizer)
+            ranks = merge_ranks(smol)
             smol_words = subwords.byte_level_words(smol.tokenizer, text, ranks)
             mini_words = subwords.wordpiece_words(mini.tokenizer, text)
         ui.show_figure(

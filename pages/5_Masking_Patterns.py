@@ -197,15 +197,15 @@ if swin_tab.open:
         )
 
 
-@st.cache_resource(show_spinner="Loading the tiny BERT...")
+@ui.shared_resource(spinner="Loading the tiny BERT...")
 def tiny_bert():
     """The project's tiny BERT with its masked-word head, shared by every session."""
     return masked.load_mlm()
 
 
-@st.cache_data(max_entries=16, show_spinner="Scoring every next token...")
-def next_token_run(_loaded, name: str, text: str):
-    return causal.next_token_objective(_loaded, text)
+@ui.cached(max_entries=16, spinner="Scoring every next token...")
+def next_token_run(loaded, text: str):
+    return causal.next_token_objective(loaded, text)
 
 
 if objectives_tab.open:
@@ -220,7 +220,7 @@ if objectives_tab.open:
         )
         smollm2 = ui.load_model("smollm2", kinds=("decoder",))
         with ui.user_errors():
-            objective = next_token_run(smollm2, "smollm2", gpt_text)
+            objective = next_token_run(smollm2, gpt_text)
         if objective.notice:
             st.warning(objective.notice)
         ui.show_figure(objective_figs.next_token_figure(objective), key="gpt_objective")

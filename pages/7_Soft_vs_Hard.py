@@ -27,10 +27,9 @@ def cached_effect(loaded, text: str, temperature: float, k: int, new: int):
     return soft_hard.output_effect(loaded, text, settings, new)
 
 
-@st.cache_resource(show_spinner=False)
+@ui.shared_resource()
 def shipped_runs():
-    # Shared by every session like ui.cached: its arrays are locked read-only too.
-    return ui.lock_arrays(toy.load_runs())
+    return toy.load_runs()
 
 
 st.header("On a real model")

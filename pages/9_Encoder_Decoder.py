@@ -113,16 +113,16 @@ if decode_tab.open:
         )
 
 
-@st.cache_data(max_entries=16, show_spinner="Recording cross-attention's queries and keys...")
-def cross_run(_loaded, _trace, name: str, device: str, source: str, method: str, beams: int, steps: int):
-    """Cross-attention of the decoded target with queries, keys and scores (keyed like `run`)."""
-    return arithmetic.cross_attention_trace(_loaded, source, _trace)
+@ui.cached(max_entries=16, spinner="Recording cross-attention's queries and keys...")
+def cross_run(loaded, source: str, method: str, beams: int, steps: int):
+    """Cross-attention of the decoded target with queries, keys and scores."""
+    return arithmetic.cross_attention_trace(loaded, source, run(loaded, source, method, beams, steps))
 
 
 if arithmetic_tab.open:
     with arithmetic_tab:
         with ui.user_errors():
-            cross = cross_run(loaded, trace, name, loaded.device, source, method, beams, max_steps)
+            cross = cross_run(loaded, source, method, beams, max_steps)
         cols = st.columns(3)
         x_layer = cols[0].slider("Layer", 0, cross.n_layers - 1, cross.n_layers - 1, key="x_layer")
         x_head = cols[1].slider("Head", 0, cross.n_heads - 1, 0, key="x_head")
@@ -158,9 +158,9 @@ if arithmetic_tab.open:
         )
 
 
-@st.cache_data(max_entries=16, show_spinner="Decoding both ways...")
-def forcing_run(_loaded, name: str, device: str, source: str, reference: str):
-    return teacher.compare(_loaded, source, reference)
+@ui.cached(max_entries=16, spinner="Decoding both ways...")
+def forcing_run(loaded, source: str, reference: str):
+    return teacher.compare(loaded, source, reference)
 
 
 if forcing_tab.open:
@@ -188,7 +188,7 @@ if forcing_tab.open:
                 max_chars=ui.max_text_chars(),
             )
         with ui.user_errors():
-            comparison = forcing_run(loaded, name, loaded.device, tf_source, tf_reference)
+            comparison = forcing_run(loaded, tf_source, tf_reference)
         if comparison.notice:
             st.warning(comparison.notice)
         cols = st.columns(3)

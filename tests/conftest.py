@@ -161,6 +161,12 @@ def screenshot(page, name: str) -> Path:
     return path
 
 
+def assert_clean(at, context: object = "") -> None:
+    """A run on valid input: no exception and no error box (an error box there is a bug too)."""
+    assert not at.exception, (context, [e.value for e in at.exception])
+    assert not at.error, (context, [e.value for e in at.error])
+
+
 def plotly_array(value) -> np.ndarray:
     """A figure's data as numpy, whether plotly wrote a list or a typed base64 array ('bdata')."""
     if isinstance(value, dict) and "bdata" in value:

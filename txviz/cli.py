@@ -85,10 +85,11 @@ def lens_command(args: argparse.Namespace) -> int:
     """Write the logit lens of a text (top_ids, top_probs, tokens) as .npz or JSON."""
     from txviz import models
     from txviz.block.lens import lens_bytes, lens_of_text
+    from txviz.core.errors import UserError
 
     try:
         lens, notice = lens_of_text(models.load(args.model, args.device), args.text, args.max_tokens)
-    except ValueError as error:  # UserError and ModelLoadError
+    except UserError as error:  # ModelLoadError, NoLensError...
         print(f"error: {error}", file=sys.stderr)
         return 2
     if notice:

@@ -1,7 +1,7 @@
 """Lesson presets: each opens its page with its settings applied, and says something to say."""
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
 from txviz.app.lessons import load_lessons
@@ -22,7 +22,7 @@ def test_lesson_opens_its_page_with_its_settings(lesson):
     app = AppTest.from_file(str(ROOT / lesson.page), default_timeout=240)
     app.query_params.update(lesson.query_params())
     app.run()
-    assert not app.exception
+    assert_clean(app)
     for key, value in lesson.settings.items():
         assert app.session_state[key] == value, key
 
@@ -30,4 +30,4 @@ def test_lesson_opens_its_page_with_its_settings(lesson):
 def test_picking_a_lesson_in_the_sidebar_runs(monkeypatch):
     app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     assert app.sidebar.selectbox(key="lesson").options == [lesson.title for lesson in LESSONS]
-    assert not app.exception
+    assert_clean(app)

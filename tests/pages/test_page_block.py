@@ -1,7 +1,7 @@
 """The Transformer Block page under AppTest: every widget moved, bad input, no exception."""
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
 PAGE = str(ROOT / "pages/11_Transformer_Block.py")
@@ -12,43 +12,38 @@ def app():
     return AppTest.from_file(PAGE, default_timeout=180).run()
 
 
-def _ok(app) -> None:
-    assert not app.exception, app.exception
-    assert not app.error, [e.value for e in app.error]
-
-
 def test_every_widget_moves_on_minilm(app):
-    _ok(app)
+    assert_clean(app)
     assert len(app.get("plotly_chart")) == 2  # the diagram and the chosen stage: nothing else is run
     for stage in ("ids", "embedding", "positions", "stream", "blocks", "output"):
         app.selectbox(key="block_stage").set_value(stage).run()
-        _ok(app)
+        assert_clean(app)
     app.slider(key="block_layer").set_value(5).run()
     app.session_state["block_view"] = "One block"
     app.run()
-    _ok(app)
+    assert_clean(app)
     assert "E = LayerNorm(FeedForward(Z) + Z)" in app.code[0].value
     for step in ("Q", "A", "mean of S", "W_o", "H", "E"):
         app.selectbox(key="block_step").set_value(step).run()
-        _ok(app)
+        assert_clean(app)
     app.selectbox(key="block_step").set_value("A").run()
     app.slider(key="block_head").set_value(11).run()
-    _ok(app)
+    assert_clean(app)
     app.session_state["block_view"] = "Residual stream"
     app.run()
     for what in ("what attention added", "what the FFN added"):
         app.radio(key="block_residual").set_value(what).run()
-        _ok(app)
+        assert_clean(app)
     app.session_state["block_view"] = "LayerNorm vs BatchNorm"
     app.run()
-    _ok(app)
+    assert_clean(app)
     assert any("**BatchNorm** normalises each feature" in m.value for m in app.markdown)
     assert len(app.get("plotly_chart")) == 2  # statistics and the dependence bars
     app.selectbox(key="block_other").set_value(3).run()
     app.text_input(key="block_swap").set_value("Something else entirely.").run()
     app.slider(key="block_padding").set_value(0).run()
     app.toggle(key="block_mask").set_value(True).run()
-    _ok(app)
+    assert_clean(app)
     app.text_area(key="block_sentences").set_value("only one").run()
     assert not app.exception and "at least two sentences" in app.error[0].value
 
@@ -62,43 +57,43 @@ def test_an_encoder_asked_for_a_lens_gets_a_message(app):
 
 def test_smollm2_lens_and_pre_norm_block(app):
     app.selectbox(key="model").set_value("smollm2").run()
-    _ok(app)
+    assert_clean(app)
     for stage in ("positions", "blocks", "final_norm", "output"):  # rotary angles, final norm, logits
         app.selectbox(key="block_stage").set_value(stage).run()
-        _ok(app)
+        assert_clean(app)
     app.session_state["block_view"] = "Logit lens"
     app.run()
-    _ok(app)
+    assert_clean(app)
     app.selectbox(key="block_lens_position").set_value(0).run()
-    _ok(app)
+    assert_clean(app)
     app.session_state["block_view"] = "One block"
     app.run()
-    _ok(app)
+    assert_clean(app)
     assert "Z = X + MultiHeadAttn(Norm(X))" in app.code[0].value
     assert any("pre-norm" in c.value for c in app.caption)
     app.slider(key="block_head").set_value(8).run()
     for step in ("K", "V", "A", "rms of Z"):  # GQA: query head 8 reads KV head 2
         app.selectbox(key="block_step").set_value(step).run()
-        _ok(app)
+        assert_clean(app)
 
 
 def test_date_bart_decoder_stack(app):
     app.selectbox(key="model").set_value("date-bart").run()
     app.text_area(key="text").set_value("the fifth of may nineteen ninety").run()
-    _ok(app)
+    assert_clean(app)
     app.selectbox(key="block_stack").set_value("decoder").run()
     for stage in ("embedding", "positions", "output"):
         app.selectbox(key="block_stage").set_value(stage).run()
-        _ok(app)
+        assert_clean(app)
     app.session_state["block_view"] = "One block"
     app.run()
-    _ok(app)
+    assert_clean(app)
     app.selectbox(key="block_step").set_value("A (cross)").run()
-    _ok(app)
+    assert_clean(app)
     app.session_state["block_view"] = "Residual stream"
     app.run()
     app.radio(key="block_residual").set_value("what cross-attention added").run()
-    _ok(app)
+    assert_clean(app)
     app.session_state["block_view"] = "LayerNorm vs BatchNorm"
     app.run()
     assert not app.exception and "encoder or a decoder" in app.error[0].value
@@ -114,7 +109,7 @@ def test_bad_text_gives_a_message(app, text, expected):
 
 def test_script_text_is_shown_as_text(app):
     app.text_area(key="text").set_value("<b>bold</b> <script>alert(1)</script>").run()
-    _ok(app)
+    assert_clean(app)
 
 
 def test_unknown_block_layout_gets_a_message(app, tmp_path, minilm):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from conftest import ROOT
+from conftest import ROOT, assert_clean
 from PIL import Image, ImageDraw
 from streamlit.testing.v1 import AppTest
 from upload_images import bomb_png, encode
@@ -38,7 +38,7 @@ def run_page(**state) -> AppTest:
 
 def test_held_out_canvas_and_resampling() -> None:
     at = run_page()
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert titles(at) == [
         "The canvas and its 8 x 8 patches",
         "Where each captioner looks while writing each word",
@@ -57,7 +57,7 @@ def test_random_canvases_and_too_many_digits() -> None:
     assert not at.exception and not at.error and len(titles(at)) == 3
     at.selectbox(key="cap_digits").set_value(4).run()
     at.number_input(key="cap_seed").set_value(7).run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     at.selectbox(key="cap_digits").set_value(5).run()
     assert not at.exception
     assert len(at.error) == 1 and "more than the captioner was trained for" in at.error[0].value
@@ -88,5 +88,5 @@ def test_uploads() -> None:
         assert titles(at) == [], name
     at.file_uploader(key="cap_upload").set_value(("two.png", png(marks(2)), "image/png"))
     at.run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert any("32 x 32" in i.value for i in at.info) and len(titles(at)) == 3

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
 from txviz.app import ui
@@ -43,7 +43,7 @@ def small_set(monkeypatch):
 
 def run_page() -> AppTest:
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
-    assert not at.exception, at.exception
+    assert_clean(at)
     return at
 
 
@@ -74,14 +74,14 @@ def test_default_pair_on_minilm_shows_cross_validated_scores_and_the_caveat(mini
 def test_moving_widgets_keeps_the_page_working(minilm, small_set):
     at = run_page()
     at.selectbox(key="pair_index").set_value(7).run()
-    assert not at.exception
+    assert_clean(at)
     at.selectbox(key="layer_minilm@cpu").set_value(2).run()
     at.selectbox(key="head_minilm@cpu").set_value(5).run()
-    assert not at.exception
+    assert_clean(at)
     at.selectbox(key="kind").set_value("size").run()
     at.slider(key="folds").set_value(3).run()
     at.number_input(key="fold_seed").set_value(7).run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     sizes = [small_set[i] for i in pairs_of_kind(small_set, "size")]
     cv = cross_validate(attention_over_pairs(minilm, sizes), 3, 7)
     assert metric(at, "Head chosen on all pairs") == "L{} H{}".format(*cv.best_head)
@@ -107,7 +107,7 @@ def test_own_pair_with_bad_input_gets_clear_messages(minilm):
     at.pills(key="own_pronoun").set_value(1).run()
     assert "three different words" in at.error[0].value
     at.pills(key="own_pronoun").set_value(7).run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert any("Layer" in s.value for s in at.subheader)
 
 
@@ -120,12 +120,12 @@ def test_own_pair_answers_can_be_marked_and_heads_are_judged_by_them(minilm):
     at.text_input(key="own_b").set_value("Anna thanked Maria because she was helped.").run()
     at.pills(key="own_pronoun").set_value(4).run()
     at.pills(key="own_candidates").set_value([0, 2]).run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     readings = [m.value for m in at.markdown if m.value.startswith("Sentence ")]
     assert len(readings) == 2 and all("no right answer marked" in r for r in readings)
     at.segmented_control(key="own_answer_A_(0, 2)").set_value(1).run()
     at.segmented_control(key="own_answer_B_(0, 2)").set_value(0).run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     readings = [m.value for m in at.markdown if m.value.startswith("Sentence ")]
     assert "the pronoun means Maria" in readings[0] and "the pronoun means Anna" in readings[1]
 
@@ -133,12 +133,12 @@ def test_own_pair_answers_can_be_marked_and_heads_are_judged_by_them(minilm):
 def test_decoder_page_reads_the_last_token_by_default_and_explains_why(smollm2):
     at = run_page()
     at.selectbox(key="model").set_value("smollm2").run()
-    assert not at.exception, at.exception
+    assert_clean(at)
     assert at.radio(key="query").value == "end"
     assert any("Default: the last token" in c.value for c in at.caption)
     assert not any("comes after the pronoun" in i.value for i in at.info)
     at.radio(key="query").set_value("pronoun").run()
-    assert not at.exception
+    assert_clean(at)
     assert any("comes after the pronoun" in i.value for i in at.info)
     at.selectbox(key="kind").set_value("size").run()  # the deciding word after the pronoun: all tie
     assert any("Every head scores exactly 50%" in i.value for i in at.info)
@@ -146,12 +146,12 @@ def test_decoder_page_reads_the_last_token_by_default_and_explains_why(smollm2):
     assert not any("Every head scores exactly" in i.value for i in at.info)
     at.selectbox(key="kind").set_value("cause/effect").run()
     at.toggle(key="compare_all").set_value(True).run()
-    assert not at.exception
+    assert_clean(at)
     assert any("Over the set, the model answers" in m.value for m in at.markdown)
     assert any("head L" in m.value and "looks more at" in m.value for m in at.markdown)
     at.toggle(key="compare_all").set_value(False).run()
     at.radio(key="method").set_value("question").run()
-    assert not at.exception and not at.error
+    assert_clean(at)
 
 
 def test_decoder_candidate_after_the_pronoun_is_explained_not_an_error(smollm2):
@@ -163,5 +163,5 @@ def test_decoder_candidate_after_the_pronoun_is_explained_not_an_error(smollm2):
     at.text_input(key="own_b").set_value("Tom said that he would call Bill tomorrow.").run()
     at.pills(key="own_pronoun").set_value(3).run()
     at.pills(key="own_candidates").set_value([0, 6]).run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert any("'Bill' comes after the pronoun" in i.value for i in at.info)

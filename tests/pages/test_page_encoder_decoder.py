@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import ROOT
+from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
 PAGE = "pages/9_Encoder_Decoder.py"
@@ -19,17 +19,16 @@ def run_page(**state) -> AppTest:
 
 def test_default_page_decodes_the_example():
     at = run_page()
-    assert not at.exception
+    assert_clean(at)
     assert [c.value for c in at.code] == ["2026-11-22"]
     assert at.slider(key="step").value == 10  # 11 steps: ten characters and the end token
-    assert not at.error
 
 
 def test_moving_every_widget():
     at = run_page()
     at.sidebar.radio(key="method").set_value("Beam search").run()
     at.sidebar.slider(key="beams").set_value(3).run()
-    assert not at.exception
+    assert_clean(at)
     assert at.code[0].value == "2026-11-22"
     assert at.dataframe  # the beams kept at this step
     at.slider(key="step").set_value(2).run()
@@ -39,11 +38,11 @@ def test_moving_every_widget():
         "Cross-attention (target → source)",
     ):
         at.radio(key="kind").set_value(label).run()
-        assert not at.exception
+        assert_clean(at, label)
     at.selectbox(key="layer_cross").set_value(0).run()
     at.selectbox(key="head_cross").set_value(3).run()
     at.sidebar.slider(key="max_steps").set_value(4).run()
-    assert not at.exception
+    assert_clean(at)
     assert any("No end token" in i.value for i in at.info)
     assert at.code[0].value == "2026"
 
@@ -56,13 +55,13 @@ def test_empty_source_gets_a_message():
 
 def test_very_long_source_is_cut_with_a_warning():
     at = run_page(**{SOURCE_KEY: "twenty second of november " * 400})
-    assert not at.exception
+    assert_clean(at)
     assert any("first 32" in w.value for w in at.warning)
 
 
 def test_words_the_model_never_saw_are_flagged():
     at = run_page(**{SOURCE_KEY: "<b>hello</b> world"})
-    assert not at.exception
+    assert_clean(at)
     assert any("unknown" in w.value for w in at.warning)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import ROOT
+from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
 PAGE_FILE = str(ROOT / "pages" / "9_Encoder_Decoder.py")
@@ -20,26 +20,26 @@ def run_page(view: str, **state) -> AppTest:
 
 def test_cross_attention_arithmetic_tab():
     at = run_page("Cross-attention arithmetic")
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert any("Recomputed here" in s.value for s in at.success)
     at.slider(key="x_layer").set_value(0).run()
     at.slider(key="x_head").set_value(3).run()
     at.selectbox(key="x_query").set_value(5).run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     table = at.dataframe[0].value
     assert abs(table["softmax (recomputed)"].sum() - 1) < 1e-9
     assert (table["softmax (recomputed)"] - table["captured weight"]).abs().max() < 1e-5
     at.sidebar.slider(key="max_steps").set_value(2).run()
-    assert not at.exception and not at.error
+    assert_clean(at)
 
 
 def test_teacher_forcing_tab():
     at = run_page("Teacher forcing")
-    assert not at.exception and not at.error
+    assert_clean(at)
     values = [m.value for m in at.metric]
     assert values[0] == "1955-05-05" and values[2] == "2"
     at.text_input(key="tf_reference_date-bart").set_value("1955-05-05").run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert at.metric[2].value == "none"
     at.text_input(key="tf_reference_date-bart").set_value("").run()
     assert not at.exception and any("empty" in e.value for e in at.error)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
 PAGE = str(ROOT / "pages" / "15_Entailment.py")
@@ -19,7 +19,7 @@ def run_page(**state) -> AppTest:
 
 def test_lecture_example_shows_every_step():
     at = run_page()
-    assert not at.exception and not at.error
+    assert_clean(at)
     latex = " ".join(x.value for x in at.latex)
     for number in ("15.46", "15.47", "15.48", "15.49", "15.50", "15.51", "15.52", "15.53"):
         assert f"({number})" in latex
@@ -32,7 +32,7 @@ def test_every_example_runs():
     at = run_page()
     for example in at.selectbox(key="example").options:
         at.selectbox(key="example").set_value(example).run()
-        assert not at.exception and not at.error, example
+        assert_clean(at, example)
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [("premise", "", "premise has no words"),
@@ -45,5 +45,5 @@ def test_empty_sentences_get_a_message(field: str, value: str, message: str):
 
 def test_very_long_sentence_is_cut_with_a_notice():
     at = run_page(**{f"premise_{LECTURE}": "the dog is running " * 1250})
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert any("5,000 words; the first 60 are used" in w.value for w in at.warning)

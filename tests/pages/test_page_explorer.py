@@ -1,7 +1,7 @@
 """The Attention Explorer page under AppTest: widgets moved, bad input, no exception."""
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
 PAGE = str(ROOT / "pages/2_Attention_Explorer.py")
@@ -13,16 +13,16 @@ def app():
 
 
 def test_every_control_moves_without_exception(app):
-    assert not app.exception
+    assert_clean(app)
     app.slider(key="layer").set_value(5).run()
     app.slider(key="head").set_value(11).run()
     for key in ("hide_special", "whole_words", "log_scale"):
         app.toggle(key=key).set_value(True).run()
-        assert not app.exception, key
+        assert_clean(app, key)
     app.slider(key="threshold").set_value(0.1).run()
     app.session_state["view"] = "All heads"
     app.run()
-    assert not app.exception
+    assert_clean(app)
     app.session_state["view"] = "Token focus"
     app.run()
     app.toggle(key="focus_mean").set_value(True).run()
@@ -31,7 +31,7 @@ def test_every_control_moves_without_exception(app):
     app.run()
     for how in ("max over heads", "attention rollout"):
         app.radio(key="aggregate").set_value(how).run()
-    assert not app.exception and not app.error
+    assert_clean(app)
 
 
 def test_only_the_open_tab_is_drawn(app):
@@ -43,7 +43,7 @@ def test_only_the_open_tab_is_drawn(app):
 
 def test_switching_to_smollm2_adapts_the_sliders(app):
     app.selectbox(key="model").set_value("smollm2").run()
-    assert not app.exception and not app.error
+    assert_clean(app)
     assert app.slider(key="layer").max == 29 and app.slider(key="head").max == 8
 
 
@@ -63,7 +63,7 @@ def test_bad_text_gives_a_message(app, text, expected):
 
 def test_script_text_is_shown_as_text(app):
     app.text_area(key="text").set_value("<script>alert(1)</script>").run()
-    assert not app.exception and not app.error
+    assert_clean(app)
 
 
 def test_unknown_model_name_gives_a_message(app, monkeypatch):

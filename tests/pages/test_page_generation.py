@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import ROOT
+from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
 PAGE = str(ROOT / "pages" / "8_Live_Generation.py")
@@ -12,7 +12,7 @@ TIMEOUT = 300  # a first SmolLM2 load converts it; the CPU is shared
 def fresh() -> AppTest:
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
     at.run()
-    assert not at.exception
+    assert_clean(at)
     return at
 
 
@@ -31,7 +31,7 @@ def errors(at: AppTest) -> str:
 
 def test_page_generates_tokens_and_replays_them(smollm2):
     at = generate_tokens(fresh(), "The capital of France is", n=3)
-    assert not at.exception, at.exception
+    assert_clean(at)
     run = at.session_state["generation"]
     assert len(run["steps"]) == 3 and run["done"] and not run["stopped"]
     shown = at.code[0].value
@@ -42,7 +42,7 @@ def test_page_generates_tokens_and_replays_them(smollm2):
     at.slider(key="gen_step").set_value(0).run()
     at.selectbox(key="gen_layer").set_value(3).run()
     at.selectbox(key="gen_head").set_value(8).run()
-    assert not at.exception, at.exception
+    assert_clean(at)
     assert "Step 0 chose" in " ".join(t.value for t in at.text)
     # a rerun (any click) keeps what was generated
     at.slider(key="gen_temperature").set_value(0.8).run()
@@ -58,7 +58,8 @@ def test_seeded_sampling_in_the_page_repeats(smollm2):
     generate_tokens(again, "Once upon a time", n=4, gen_seed=7, gen_top_k=20)
     ids = [[s.token_id for s in at.session_state["generation"]["steps"]] for at in (first, again)]
     assert ids[0] == ids[1] and len(ids[0]) == 4
-    assert not first.exception and not again.exception
+    assert_clean(first)
+    assert_clean(again)
 
 
 BAD_INPUT = [
@@ -89,6 +90,7 @@ def test_temperature_zero_says_filters_wait_and_runs_greedy(smollm2):
     generate_tokens(at, "The capital of France is", n=2)
     steps = at.session_state["generation"]["steps"]
     assert all(s.candidates.stages == ("model", "greedy") for s in steps)
+    assert_clean(at)
 
 
 def test_an_encoder_model_gets_a_clear_message(minilm):

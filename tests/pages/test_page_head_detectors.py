@@ -4,7 +4,7 @@ import json
 from urllib.parse import parse_qs
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
 PAGE = str(ROOT / "pages/16_Head_Detectors.py")
@@ -19,14 +19,14 @@ def app():
 
 
 def test_detector_widgets_move_without_exception(app):
-    assert not app.exception and not app.error
+    assert_clean(app)
     assert app.selectbox(key="detector").value == "previous_token"
     for name in ("previous_token", "first_token", "broad", "offset_plus2"):
         app.selectbox(key="detector").set_value(name).run()
-        assert not app.exception, name
+        assert_clean(app, name)
     app.number_input(key="pick_layer").set_value(5).run()
     app.number_input(key="pick_head").set_value(11).run()
-    assert not app.exception
+    assert_clean(app)
     assert app.query_params["pick_layer"] == "5" and app.query_params["detector"] == '"offset_plus2"'
     assert any("score" in m.label for m in app.metric)
     assert len(app.dataframe) == 1 and len(app.dataframe[0].value) == 6 * 12
@@ -44,7 +44,7 @@ def test_the_link_opens_the_explorer_on_the_head_and_its_text(app):
     explorer = AppTest.from_file(str(ROOT / "pages/2_Attention_Explorer.py"), default_timeout=300)
     explorer.query_params.update(params)
     explorer.run()
-    assert not explorer.exception
+    assert_clean(explorer)
     assert (explorer.slider(key="layer").value, explorer.slider(key="head").value) == (2, 4)
     assert explorer.text_area(key="text").value == text
 
@@ -52,18 +52,18 @@ def test_the_link_opens_the_explorer_on_the_head_and_its_text(app):
 def test_your_text_and_a_one_token_text(app):
     app.radio(key="corpus_source").set_value("Your text").run()
     app.text_area(key="corpus_text").set_value("Hello").run()  # [CLS] hello [SEP]: 3 tokens on MiniLM
-    assert not app.exception
+    assert_clean(app)
     app.selectbox(key="model").set_value("smollm2").run()
-    assert not app.exception
+    assert_clean(app)
     app.text_area(key="corpus_text").set_value("Hello").run()
-    assert not app.exception
+    assert_clean(app)
     assert any("single token" in w.value for w in app.warning), [w.value for w in app.warning]
 
 
 def test_smollm2_picks_stay_in_range(app):
     app.number_input(key="pick_layer").set_value(5).run()
     app.selectbox(key="model").set_value("smollm2").run()
-    assert not app.exception
+    assert_clean(app)
     assert app.number_input(key="pick_layer").max == 29
 
 
@@ -72,7 +72,7 @@ def test_link_restores_the_picked_head():
     at.session_state["rep_n"], at.session_state["rep_len"] = 1, 6
     at.query_params.update(detector=json.dumps("induction"), pick_layer="3", pick_head="7")
     at.run()
-    assert not at.exception
+    assert_clean(at)
     assert at.selectbox(key="detector").value == "induction"
     assert (at.number_input(key="pick_layer").value, at.number_input(key="pick_head").value) == (3, 7)
 
@@ -80,24 +80,24 @@ def test_link_restores_the_picked_head():
 def test_attention_against_attribution_tab(app):
     app.session_state["heads_view"] = "Attention vs attribution"
     app.run()
-    assert not app.exception and not app.error
+    assert_clean(app)
     assert len(app.get("plotly_chart")) == 2  # bars and the correlation matrix
     app.toggle(key="attr_skip").set_value(False).run()
     app.text_input(key="attr_other").set_value("").run()
     assert not app.exception and any("empty" in w.value for w in app.warning)
     app.text_input(key="attr_other").set_value("A cat.").run()
     app.text_input(key="attr_text").set_value("Hi").run()  # [CLS] hi [SEP]: the fewest an encoder gets
-    assert not app.exception
+    assert_clean(app)
 
 
 def test_two_models_tab(app):
     app.session_state["heads_view"] = "Two models"
     app.run()
-    assert not app.exception and not app.error
+    assert_clean(app)
     assert app.selectbox(key="model_b").value == "smollm2"  # the other shipped model
     app.selectbox(key="cmp_detector").set_value("broad").run()
     app.slider(key="cmp_rel_depth").set_value(1.0).run()
     app.number_input(key="cmp_head_b").set_value(8).run()
-    assert not app.exception and not app.error
+    assert_clean(app)
     labels = [n.label for n in app.number_input]
     assert "minilm: head (layer 5)" in labels and "smollm2: head (layer 29)" in labels

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from conftest import ROOT
+from conftest import ROOT, assert_clean
 from PIL import Image, ImageDraw
 from streamlit.testing.v1 import AppTest
 from upload_images import bomb_png, encode
@@ -35,7 +35,7 @@ def run_page(**state) -> AppTest:
 
 def test_draw_view_and_its_controls() -> None:
     at = run_page()
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert titles(at)[0].startswith("Pixel 36 (row 4, column 4)")
     assert any("bits per pixel" in c.value for c in at.caption)
     at.selectbox(key="igpt_digit").set_value("any digit").run()
@@ -45,20 +45,23 @@ def test_draw_view_and_its_controls() -> None:
     assert titles(at)[0].startswith("Pixel 9 (row 1, column 1)")
     assert titles(at)[2] == "Where each head looks while drawing pixel 9 (red)"
     at.button(key="igpt_live").click().run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert len(titles(at)) == 3  # the live figures were replaced by the replay
 
 
 def test_completion_and_numbers_views() -> None:
     at = run_page(view="Complete a held-out digit")
-    assert not at.exception and titles(at) == ["Completing held-out digit 0: three samples"]
+    assert_clean(at)
+    assert titles(at) == ["Completing held-out digit 0: three samples"]
     at.slider(key="igpt_heldout").set_value(41).run()
     at.toggle(key="igpt_told").set_value(True).run()
     at.number_input(key="complete_seed").set_value(5).run()
-    assert not at.exception and titles(at) == ["Completing held-out digit 41: three samples"]
+    assert_clean(at)
+    assert titles(at) == ["Completing held-out digit 41: three samples"]
     at.session_state["view"] = "How good is it?"
     at.run()
-    assert not at.exception and titles(at)[0].startswith("Held-out bits per pixel")
+    assert_clean(at)
+    assert titles(at)[0].startswith("Held-out bits per pixel")
     assert any("digits-vit" in c.value for c in at.caption)
 
 
@@ -84,6 +87,6 @@ def test_uploads() -> None:
     buffer = io.BytesIO()
     drawing_of_a_one(600).save(buffer, format="PNG")
     upload(at, "one.png", buffer.getvalue())
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert any("inverted" in i.value and "8 x 8" in i.value for i in at.info)
     assert titles(at) == ["Your image as the model sees it"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
 from txviz.positional import encodings as pe
@@ -30,12 +30,12 @@ def test_defaults_are_the_textbook_figure():
     at.slider(key="d").set_value(64).run()
     at.select_slider(key="base").set_value(100).run()
     at.multiselect(key="columns").set_value([0, 1, 62, 63]).run()
-    assert not at.exception and not at.error
+    assert_clean(at)
 
 
 def test_odd_d_is_explained_not_a_traceback():
     at = run_page(d=7)
-    assert not at.exception
+    assert_clean(at)  # an odd d is explained in a warning
     assert any("odd" in w.value for w in at.warning)
     at = run_page("Shift = rotation", d=7)
     assert not at.exception
@@ -44,7 +44,8 @@ def test_odd_d_is_explained_not_a_traceback():
 
 def test_small_d_keeps_valid_column_defaults():
     at = run_page(d=4)
-    assert not at.exception and at.multiselect(key="columns").value == [0]
+    assert_clean(at)
+    assert at.multiselect(key="columns").value == [0]
 
 
 @pytest.mark.parametrize(
@@ -57,11 +58,11 @@ def test_small_d_keeps_valid_column_defaults():
 )
 def test_pure_tabs_move_their_widgets(view, widgets):
     at = run_page(view)
-    assert not at.exception and not at.error
+    assert_clean(at)
     for key, value in widgets.items():
         element = next(w for w in at.main if getattr(w, "key", None) == key)
         element.set_value(value).run()
-        assert not at.exception and not at.error
+        assert_clean(at)
 
 
 def test_shift_tab_reports_the_tiny_difference():
@@ -73,26 +74,26 @@ def test_shift_tab_reports_the_tiny_difference():
 
 def test_learned_tab_shows_minilm():
     at = run_page("Learned (MiniLM)")
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert any("real embeddings.position_embeddings" in c.value for c in at.caption)
 
 
 def test_rotary_tab_reads_smollm2():
     at = run_page("Rotary (SmolLM2)")
-    assert not at.exception and not at.error
+    assert_clean(at)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["θ (rope_theta)"] == "100,000" and metrics["d_head"] == "64"
     assert float(metrics["Largest spread along any diagonal"]) < 1e-9
     at.slider(key="rope_n").set_value(100).run()
     at.number_input(key="rope_seed").set_value(3).run()
-    assert not at.exception
+    assert_clean(at)
 
 
 def test_added_tab_and_its_empty_text():
     at = run_page("X + P")
-    assert not at.exception and not at.error
+    assert_clean(at)
     at.radio(key="xp_source").set_value("sinusoid (C = 10,000)").run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     at.text_area(key="xp_text").set_value("  ").run()
     assert not at.exception
     assert any("empty" in w.value for w in at.warning)

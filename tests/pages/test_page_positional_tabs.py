@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import ROOT
+from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
 PAGE = str(ROOT / "pages" / "3_Positional_Encoding.py")
@@ -18,7 +18,7 @@ def run_page(view: str, **state) -> AppTest:
 
 def test_learned_tab_says_what_happens_past_512():
     at = run_page("Learned (MiniLM)")
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert any("512 position vectors" in w.value for w in at.warning)
     at.slider(key="learned_wanted").set_value(512).run()
     assert not at.exception and not at.warning and at.success
@@ -26,18 +26,18 @@ def test_learned_tab_says_what_happens_past_512():
 
 def test_added_tab_shows_the_one_hot_product():
     at = run_page("X + P")
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert float(at.metric[0].value) == 0.0
     at.text_area(key="xp_text").set_value("a different sentence here").run()
-    assert not at.exception and not at.error
+    assert_clean(at)
 
 
 def test_relative_tab_moves_its_widgets():
     at = run_page("Relative (Shaw)")
-    assert not at.exception and not at.error
+    assert_clean(at)
     at.slider(key="shaw_n").set_value(40).run()
     at.slider(key="shaw_clip").set_value(0).run()
     at.number_input(key="shaw_seed").set_value(9).run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert float(at.metric[0].value) < 1e-9
     assert len(at.dataframe[0].value) == 4

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
 from txviz.core.tracing import trace_text
@@ -24,25 +24,25 @@ def run_page(view: str = "One head, by hand", **state) -> AppTest:
 
 def test_toy_tab_moves_its_widgets():
     at = run_page()
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert any("every row sums to one" in info.value for info in at.info)
     at.slider(key="n_tokens").set_value(5).run()
     at.slider(key="d_model").set_value(6).run()
     at.number_input(key="seed").set_value(7).run()
     at.toggle(key="scaled").set_value(False).run()
     at.selectbox(key="query").set_value(4).run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     table = at.dataframe[-1].value  # the first one is the editable X
     assert len(table) == 5 and abs(table["weight a[n, m]"].sum() - 1) < 1e-9
 
 
 def test_several_heads_tab():
     at = run_page("Several heads", d_model=6)
-    assert not at.exception
+    assert_clean(at)
     at.select_slider(key="n_heads").set_value(3).run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     at.select_slider(key="n_heads").set_value(6).run()
-    assert not at.exception and not at.error
+    assert_clean(at)
 
 
 def test_blank_cell_in_x_gives_a_clear_message():
@@ -53,11 +53,11 @@ def test_blank_cell_in_x_gives_a_clear_message():
 @pytest.mark.parametrize("model", ["minilm", "smollm2"])
 def test_real_model_tab_moves_its_widgets(model):
     at = run_page("On a real model", real_model=model)
-    assert not at.exception and not at.error
+    assert_clean(at)
     at.slider(key="real_layer").set_value(3).run()
     at.slider(key="real_head").set_value(2).run()
     at.selectbox(key="real_query").set_value(5).run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     rows = at.dataframe[0].value
     assert abs(rows["captured weight"].sum() - 1) < 1e-5
     np.testing.assert_allclose(rows["softmax (recomputed)"], rows["captured weight"], atol=1e-5)
@@ -93,5 +93,5 @@ def test_real_query_equals_the_explorer_row(request, fixture):
 
 def test_long_text_is_cut_with_a_notice():
     at = run_page("On a real model", real_text="the cat sat on the mat. " * 60)
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert any("only the first 128" in w.value for w in at.warning)

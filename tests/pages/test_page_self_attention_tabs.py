@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import ROOT
+from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
 PAGE = str(ROOT / "pages" / "1_Self_Attention.py")
@@ -24,13 +24,13 @@ def metric_values(at: AppTest) -> list[float]:
 
 def test_shuffle_tab_moves_its_widgets():
     at = run_page("Shuffle the tokens")
-    assert not at.exception and not at.error
+    assert_clean(at)
     toy, model = metric_values(at)[:2]
     assert toy < 1e-6 and model < 1e-4  # default: no positions, every id 0
     at.toggle(key="shuffle_positions").set_value(True).run()
     at.number_input(key="shuffle_seed").set_value(3).run()
     at.radio(key="shuffle_mode").set_value("slots").run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     toy, model = metric_values(at)[:2]
     assert toy > 1e-3 and model > 0.1
     at.radio(key="shuffle_mode").set_value("carried").run()
@@ -45,25 +45,25 @@ def test_shuffle_tab_empty_text():
 
 def test_additive_tab_moves_its_widgets():
     at = run_page("Additive (Bahdanau)")
-    assert not at.exception and not at.error
+    assert_clean(at)
     at.slider(key="additive_h").set_value(3).run()
     at.selectbox(key="additive_query").set_value(2).run()
     at.slider(key="n_tokens").set_value(5).run()
     at.slider(key="d_model").set_value(3).run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     table = at.dataframe[0].value
     assert len(table) == 5 and abs(table["additive weight"].sum() - 1) < 1e-9
 
 
 def test_linear_tab_moves_its_widgets():
     at = run_page("Linear attention")
-    assert not at.exception and not at.error
+    assert_clean(at)
     values = metric_values(at)
     assert values[2] < 1e-10 and values[3] < 1e-10  # O(n) == n x n form, recurrent == parallel
     at.slider(key="linear_layer").set_value(5).run()
     at.slider(key="linear_head").set_value(0).run()
     at.button(key="linear_measure").click().run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert len(at.dataframe[0].value) == 4
 
 

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, assert_clean
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 from upload_images import bomb_png, encode, photo
@@ -33,7 +33,7 @@ def figures_titles(at: AppTest) -> list[str]:
 
 def test_defaults_show_the_digit_model_and_its_prediction() -> None:
     at = run_page()
-    assert not at.exception and not at.error
+    assert_clean(at)
     titles = figures_titles(at)
     assert "Class probabilities" in titles
     assert any(t.startswith("6 x 6 patches of 4 x 4 px") for t in titles)
@@ -55,7 +55,7 @@ def test_moving_every_control() -> None:
     at.radio(key="view").set_value("Attention rollout from [CLS]").run()
     at.slider(key="layer").set_value(2).run()
     assert "Attention rollout from [CLS] through layers 0 to 2" in figures_titles(at)
-    assert not at.exception and not at.error
+    assert_clean(at)
 
 
 @pytest.mark.parametrize(
@@ -63,7 +63,7 @@ def test_moving_every_control() -> None:
 )
 def test_samples(sample: str) -> None:
     at = run_page(sample=sample)
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert len(figures_titles(at)) == 5
 
 
@@ -121,7 +121,7 @@ def test_unusual_uploads_are_converted_with_a_note() -> None:
     at = upload_page()
     for name, data, note in UNUSUAL_UPLOADS:
         upload(at, name, data)
-        assert not at.exception and not at.error, name
+        assert_clean(at, name)
         if note:
             assert any(note in info.value for info in at.info), name
         assert len(figures_titles(at)) == 5, name

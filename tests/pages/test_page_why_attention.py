@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import ROOT
+from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
 PAGE = str(ROOT / "pages" / "14_Why_Attention.py")
@@ -17,23 +17,23 @@ def run_page(**state) -> AppTest:
 
 def test_path_tab_moves_without_errors():
     at = run_page()
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert any("y_5 reads both" in m.value for m in at.markdown)
     at.slider(key="depth").set_value(5).run()
     at.number_input(key="n").set_value(12).run()
     at.number_input(key="k").set_value(2).run()
-    assert not at.exception and not at.error
+    assert_clean(at)
 
 
 def test_cost_and_table_tabs():
     at = run_page(n=6, view="Cost")
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert any("self-attention and RNN (nn.RNN, tanh): cross at n ≈ 64" in m.value for m in at.markdown)
     at.radio(key="metric").set_value("wall time").run()
-    assert not at.exception
+    assert_clean(at)
     at.session_state["view"] = "Table 15.1"
     at.run()
-    assert not at.exception and not at.error
+    assert_clean(at)
     rows = at.dataframe[0].value
     assert list(rows.loc["measured at n = 6, k = 3"]) == [
         "3 layers",
@@ -50,8 +50,8 @@ def test_bad_sizes_get_a_message():
     assert not at.exception
     assert any("at least 2" in e.value for e in at.error)
     at = run_page(n=4, k=9)
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert any("larger than n = 4" in i.value for i in at.info)
     at = run_page(n=1)
-    assert not at.exception and not at.error
+    assert_clean(at)
     assert any("n = 1" in i.value for i in at.info)

@@ -48,3 +48,59 @@ def test_lock_arrays_walks_containers_and_returns_the_value():
     value = {"x": (np.zeros(2), [np.ones(1)])}
     assert lock_arrays(value) is value
     assert not value["x"][0].flags.writeable and not value["x"][1][0].flags.writeable
+
+
+def test_progress_gives_the_function_an_update_and_the_result_is_shared():
+    seen = []
+
+    @ui.cached(spinner=False, progress="Working...")
+    def counted(loaded, n: int, progress):
+        progress(0.5, "half way")
+        seen.append(n)
+        return np.arange(n)
+
+    cpu = SimpleNamespace(name="m", device="cpu")
+    first = counted(cpu, 3)
+    assert counted(cpu, 3) is first and seen == [3] and not first.flags.writeable
+
+
+def test_shared_resource_keys_every_argument_and_locks_arrays():
+    calls = []
+
+    @ui.shared_resource(max_entries=4)
+    def table(n: int, scale: float) -> dict:
+        calls.append((n, scale))
+        return {"x": np.full(n, scale)}
+
+    first = table(2, 1.0)
+    assert table(2, 1.0) is first and table(2, 2.0) is not first and calls == [(2, 1.0), (2, 2.0)]
+    assert not first["x"].flags.writeable
+
+
+def test_cached_data_gives_each_caller_its_own_copy():
+    @ui.cached_data(max_entries=4)
+    def words(text: str) -> list[str]:
+        return text.split()
+
+    first = words("a b")
+    first.append("changed")
+    assert words("a b") == ["a", "b"]
+
+
+def _raise_inside_user_errors(kind: str) -> None:
+    from txviz.app import ui
+    from txviz.core.errors import UserError
+
+    with ui.user_errors():
+        if kind == "user":
+            raise UserError("That text is empty: type some text first.")
+        list(zip([1, 2], [1], strict=True))  # a programming ValueError: lengths differ
+
+
+def test_user_errors_shows_a_user_error_and_lets_a_programming_value_error_through():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_raise_inside_user_errors, args=("user",), default_timeout=30).run()
+    assert not at.exception and [e.value for e in at.error] == ["That text is empty: type some text first."]
+    at = AppTest.from_function(_raise_inside_user_errors, args=("bug",), default_timeout=30).run()
+    assert not at.error and "zip()" in at.exception[0].value

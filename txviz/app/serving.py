@@ -6,6 +6,7 @@ import functools
 import os
 import threading
 import uuid
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -62,14 +63,19 @@ def heavy_job() -> Iterator[None]:
             _inside_job.held = False
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
-def _engine(name: str, device: str, _loaded: LoadedModel) -> GenerationEngine:
-    return GenerationEngine(_loaded, max_batch=config().max_batch)
+# One engine per loaded model, dropped with it: the engine holds its model weakly, so when the model
+# cache evicts a model nothing here keeps its weights alive.
+_ENGINES: weakref.WeakKeyDictionary[LoadedModel, GenerationEngine] = weakref.WeakKeyDictionary()
+_ENGINES_LOCK = threading.Lock()
 
 
 def engine(loaded: LoadedModel) -> GenerationEngine:
     """The generation engine every session shares for this model."""
-    return _engine(loaded.name, str(loaded.device), loaded)
+    with _ENGINES_LOCK:  # two sessions starting at once must not make two engines
+        found = _ENGINES.get(loaded)
+        if found is None:
+            found = _ENGINES[loaded] = GenerationEngine(loaded, max_batch=config().max_batch)
+        return found
 
 
 def offered_models(names: list[str]) -> list[str]:

@@ -21,6 +21,7 @@ from txviz.models import LoadedModel, ModelLoadError
 T = TypeVar("T")
 _CACHED: dict[str, Any] = {}  # every ui.cached store by its function's name, for clear_cached
 OTHER_MODEL = "Other: a Hugging Face id or local folder..."
+MODELS_KEPT = 4  # loaded models held for every session; the least recently used one is dropped
 MAX_LINK_CHARS = 1_500  # longer values stay out of the URL (browsers and chat apps cut long links)
 PRESENTATION_CSS = """<style>
 html, body, [data-testid="stAppViewContainer"] { font-size: 22px; }
@@ -153,9 +154,10 @@ def model_picker(
     return typed.strip()
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
+@st.cache_resource(max_entries=MODELS_KEPT, show_spinner=False)
 def _cached_model(name: str, device: str) -> LoadedModel:
     # Shared by every session: read-only after loading; per-call settings travel in a ContextVar.
+    # Nothing else may hold a LoadedModel for longer than a run, or eviction would not free it.
     return models.load(name, device)
 
 
@@ -183,16 +185,19 @@ def load_model(name: str, kinds: tuple[str, ...] | None = None) -> LoadedModel:
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Show bad input or a failed load as a message in the page, then stop the script."""
+    """Show a UserError (bad input, a failed load, a wrong model kind) in the page, then stop.
+
+    Only UserError: any other exception, a plain ValueError included, is a bug and surfaces as one.
+    """
     try:
         yield
-    except ValueError as error:  # every UserError (ModelLoadError, WrongModelKind...) is a ValueError
+    except UserError as error:
         st.error(str(error))
         st.stop()
 
 
 def decode_upload(data: bytes, name: str = "file") -> str:
-    """Text of an uploaded .txt file, or a clear ValueError for binary or non-UTF-8 data."""
+    """Text of an uploaded .txt file, or a clear UserError for binary or non-UTF-8 data."""
     if b"\x00" in data[:8192]:
         raise UserError(f"{name} looks like a binary file, not text. Upload a UTF-8 .txt file.")
     try:
@@ -297,37 +302,90 @@ def export_menu(figure, key: str, trace=None) -> None:
 
 
 def cached(
-    max_entries: int = 8, spinner: str | bool = "Running the model..."
+    max_entries: int = 8, spinner: str | bool = "Running the model...", progress: str | None = None
 ) -> Callable[[Callable[..., T]], Callable[..., T]]:
     """Decorator for a heavy result of ``func(loaded, *args)`` shared by every session.
 
-    st.cache_resource, not cache_data: no pickling and copying of large arrays at every hit. The
-    result's numpy arrays are locked read-only because every session gets the same object. The key
-    is the model's name and device plus the other arguments (hashed as cache_data would).
+    The one way a page caches anything that involves a model. st.cache_resource, not cache_data:
+    no pickling and copying of large arrays at every hit. The result's numpy arrays are locked
+    read-only because every session gets the same object. The key is the model's name and device
+    plus the other arguments (hashed as cache_data would); the model itself is not held, so an
+    evicted model is freed. With ``progress`` (a label), a progress bar replaces the spinner and
+    ``func`` gets its update function as ``progress=``.
     """
 
     def decorate(func: Callable[..., T]) -> Callable[..., T]:
         def shared(_loaded: LoadedModel, name: str, device: str, *args: Any) -> T:
             with serving.heavy_job():  # at most max_jobs heavy passes at once, server-wide
-                return lock_arrays(func(_loaded, *args))
+                if not progress:
+                    return lock_arrays(func(_loaded, *args))
+                bar = st.progress(0.0, progress)  # made inside, so a cache hit replays it
+                try:
+                    return lock_arrays(func(_loaded, *args, progress=bar.progress))
+                finally:
+                    bar.empty()
 
-        # Nested functions with one source share one cache in Streamlit (streamlit#11157): name it.
-        shared.__module__, shared.__qualname__ = func.__module__, f"{func.__qualname__}.cached"
-        store = st.cache_resource(max_entries=max_entries, show_spinner=spinner)(shared)
+        store = _named_store(shared, func, max_entries, False if progress else spinner)
 
         @functools.wraps(func)
         def call(loaded: LoadedModel, *args: Any) -> T:
-            return store(loaded, loaded.name, loaded.device, *args)
+            return store(loaded, loaded.name, str(loaded.device), *args)
 
         call.clear = store.clear  # type: ignore[attr-defined]
-        _CACHED[f"{func.__module__}.{func.__qualname__}"] = store
         return call
 
     return decorate
 
 
+def shared_resource(
+    max_entries: int | None = None, spinner: str | bool = False
+) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Decorator for a result that involves no LoadedModel, one object for every session.
+
+    For a page's own small trained files and for computations without a model: keyed by every
+    argument, arrays locked read-only like ``cached``. Whatever the result depends on must be an
+    argument (a device too, if it has one).
+    """
+
+    def decorate(func: Callable[..., T]) -> Callable[..., T]:
+        def shared(*args: Any, **kwargs: Any) -> T:
+            return lock_arrays(func(*args, **kwargs))
+
+        return _named_store(shared, func, max_entries, spinner)
+
+    return decorate
+
+
+def cached_data(
+    max_entries: int = 8, spinner: str | bool = False
+) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Decorator for a small JSON-like result that involves no model: each session gets a copy.
+
+    st.cache_data pickles the result at every hit, so a session may change its copy freely; keep
+    it for small results (a BPE trace of strings and counts), and every input an argument.
+    """
+
+    def decorate(func: Callable[..., T]) -> Callable[..., T]:
+        def private(*args: Any, **kwargs: Any) -> T:
+            return func(*args, **kwargs)
+
+        return _named_store(private, func, max_entries, spinner, st.cache_data)
+
+    return decorate
+
+
+def _named_store(inner: Callable, func: Callable, max_entries, spinner, kind=None):
+    """``inner`` cached under ``func``'s name (with its docstring), and listed for clear_cached."""
+    # Nested functions with one source share one cache in Streamlit (streamlit#11157): name it.
+    inner.__module__, inner.__qualname__ = func.__module__, f"{func.__qualname__}.cached"
+    inner.__name__, inner.__doc__ = func.__name__, func.__doc__
+    store = (kind or st.cache_resource)(max_entries=max_entries, show_spinner=spinner)(inner)
+    _CACHED[f"{func.__module__}.{func.__qualname__}"] = store
+    return store
+
+
 def clear_cached() -> None:
-    """Empty every ui.cached store (the loaded models stay): for tests that swap a data set."""
+    """Empty every store of ui.cached, shared_resource and cached_data (the loaded models stay)."""
     for store in _CACHED.values():
         store.clear()
 

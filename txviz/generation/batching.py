@@ -18,6 +18,7 @@ import itertools
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -28,6 +29,7 @@ from txviz.core.capture import CaptureSettings
 from txviz.core.running import Run, step
 from txviz.generation.loop import (
     ROW_DTYPE,
+    GenerationError,
     GenerationRequest,
     GenerationStep,
     Prompt,
@@ -109,7 +111,10 @@ class GenerationEngine:
     """One decode loop for one loaded model, shared by every session that generates with it."""
 
     def __init__(self, loaded: LoadedModel, max_batch: int = DEFAULT_MAX_BATCH):
-        self.loaded, self.max_batch = loaded, max(1, int(max_batch))
+        # Weak: the model cache owns the model; an engine (and its idle thread) must not keep an
+        # evicted model's weights alive. A session generating holds the model itself meanwhile.
+        self._loaded = weakref.ref(loaded)
+        self.max_batch = max(1, int(max_batch))
         self._changed = threading.Condition()
         self._waiting: list[_Sequence] = []
         self._active: list[_Sequence] = []
@@ -120,6 +125,13 @@ class GenerationEngine:
         self._closing = False
         self.steps_run = 0  # batched forwards so far (tests and the benchmark read it)
         self.largest_batch = 0
+
+    @property
+    def loaded(self) -> LoadedModel:
+        loaded = self._loaded()
+        if loaded is None:
+            raise GenerationError("The model was unloaded to make room for others: run it again.")
+        return loaded
 
     # -- sessions' side ------------------------------------------------------------------------
     def submit(self, request: GenerationRequest, owner: str = "") -> Ticket:
@@ -240,8 +252,8 @@ class GenerationEngine:
 
     def _step(self) -> None:
         """One batched forward: every active row gets its next token."""
-        model, rows = self.loaded.model, list(self._active)
-        device = self.loaded.device
+        loaded, rows = self.loaded, list(self._active)
+        model, device = loaded.model, loaded.device
         record = any(s.request.record_attention for s in rows)
         settings = CaptureSettings(record=frozenset({"weights"} if record else ()), newest_query_only=True)
         input_ids = torch.tensor([[s.next_input] for s in rows], device=device)  # (B, 1)
@@ -259,9 +271,11 @@ class GenerationEngine:
         self.steps_run += 1
         rows_of = _attention_rows(output, valid) if record else [None] * len(rows)
         for b, sequence in enumerate(rows):
-            self._emit(sequence, output.logits[b, -1], rows_of[b])
+            self._emit(loaded, sequence, output.logits[b, -1], rows_of[b])
 
-    def _emit(self, sequence: _Sequence, logits: torch.Tensor, attention: np.ndarray | None) -> None:
+    def _emit(
+        self, loaded: LoadedModel, sequence: _Sequence, logits: torch.Tensor, attention: np.ndarray | None
+    ) -> None:
         """Sample one row's token with its own settings and hand the step to its session."""
         request = sequence.request
         choice = choose(logits, request.sampling, sequence.generator)
@@ -269,7 +283,7 @@ class GenerationEngine:
         sequence.generated.append(choice.token_id)
         index = len(sequence.generated) - 1
         step = make_step(
-            self.loaded,
+            loaded,
             request,
             sequence.prompt,
             sequence.generated,

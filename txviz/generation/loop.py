@@ -110,7 +110,7 @@ def prepare(loaded: LoadedModel, request: GenerationRequest) -> Prompt:
         )
     try:
         request.sampling.validate()
-    except ValueError as error:
+    except UserError as error:
         raise GenerationError(str(error)) from error
     tokenizer = loaded.tokenizer
     if request.chat:

@@ -25,7 +25,7 @@ class SamplingSettings:
         return self.temperature == 0.0
 
     def validate(self) -> None:
-        """Raise ValueError with a message a user can act on."""
+        """Raise UserError with a message a user can act on."""
         if not 0.0 <= self.temperature <= MAX_TEMPERATURE:
             raise UserError(f"Temperature must be between 0 and {MAX_TEMPERATURE} (0 is greedy).")
         if self.top_k < 0:

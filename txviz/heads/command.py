@@ -21,6 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Score the heads and write the .npz; a clear message and exit 2 on bad input."""
     from txviz import models
+    from txviz.core.errors import UserError
     from txviz.heads import corpus, runs
 
     try:
@@ -28,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
         texts = corpus.from_text(Path(args.corpus).read_text("utf-8")) if args.corpus else None
         settings = runs.RepeatSettings(args.repeats, args.length, args.seed)
         scores = runs.score_heads(loaded, texts or corpus.default_corpus(), settings, args.offset)
-    except (ValueError, OSError) as error:
+    except (UserError, OSError, UnicodeDecodeError) as error:  # a corpus file that is not UTF-8
         print(f"error: {error}", file=sys.stderr)
         return 2
     for notice in (texts.notice if texts else "", scores.notice):

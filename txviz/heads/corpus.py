@@ -3,8 +3,8 @@ and repeated random token sequences drawn from a seed (for duplicate-token and i
 
 from __future__ import annotations
 
-import functools
 import re
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,12 +73,22 @@ def default_corpus() -> Corpus:
     return Corpus(DEFAULT_TEXTS)
 
 
-@functools.lru_cache(maxsize=8)
+# Each model's word list, dropped with the model (an lru_cache would keep evicted models alive).
+_VOCABULARIES: weakref.WeakKeyDictionary[LoadedModel, tuple[str, ...]] = weakref.WeakKeyDictionary()
+
+
 def word_vocabulary(loaded: LoadedModel) -> tuple[str, ...]:
     """Lower-case words that are one token each, with or without a leading space, in both contexts.
 
     Random sequences are drawn from these so that the text " w1 w2 ..." tokenises back to exactly
     the drawn tokens, and the sequence can be opened in any page as plain text."""
+    found = _VOCABULARIES.get(loaded)
+    if found is None:
+        found = _VOCABULARIES[loaded] = _one_token_words(loaded)
+    return found
+
+
+def _one_token_words(loaded: LoadedModel) -> tuple[str, ...]:
     tok = loaded.tokenizer
     if tok is None:
         raise CorpusError(f"{loaded.name} has no tokenizer: it cannot read text.")

@@ -30,7 +30,7 @@ class NormalizerSettings:
     k: int = 2
 
     def check(self, n_tokens: int) -> None:
-        """Raise ValueError with a message for the user when a parameter cannot apply."""
+        """Raise UserError with a message for the user when a parameter cannot apply."""
         if not np.isfinite(self.temperature) or self.temperature <= 0:
             raise UserError(
                 f"Temperature must be positive (got {self.temperature:g}); "

@@ -32,7 +32,7 @@ class LoadedImage:
 
 
 def load_image(data: bytes, max_pixels: int = MAX_PIXELS) -> LoadedImage:
-    """Decode PNG/JPEG/WebP/GIF bytes into RGB, or raise ValueError with a message for people."""
+    """Decode PNG/JPEG/WebP/GIF bytes into RGB, or raise UserError with a message for people."""
     if not data:
         raise UserError("The file is empty: choose a PNG, JPEG or WebP image.")
     damaged = "The {} is truncated or damaged and cannot be decoded ({}). Upload the complete file."

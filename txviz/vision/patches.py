@@ -6,6 +6,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from txviz.core.errors import UserError
+
+
+class PatchGridError(UserError):
+    """A vision model whose tokens do not map onto its image patches."""
+
 
 @dataclass(frozen=True)
 class PatchGrid:
@@ -113,8 +119,9 @@ def patch_grid(config, pixel_shape: tuple[int, int] | None = None, n_tokens: int
     if n_tokens is not None and n_tokens != grid.n_tokens:
         extra = n_tokens - grid.n_patches
         if extra < 1:
-            raise ValueError(
-                f"The model returned {n_tokens} tokens for a {grid.rows} x {grid.cols} patch grid."
+            raise PatchGridError(
+                f"The model returned {n_tokens} tokens for a {grid.rows} x {grid.cols} grid of patches: "
+                "txviz cannot tell which token is which patch of this model. Choose a ViT-style model."
             )
         # A model family this code does not know: keep [CLS] and call the rest extra tokens.
         names = ("[CLS]",) + tuple(f"[EXTRA{i}]" for i in range(extra - 1))
