@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from txviz.entailment.equations import numbered
+
 
 @dataclass(frozen=True)
 class Alignment:
@@ -44,8 +46,9 @@ def fixed_f(x: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.normalize(x, dim=-1) / TEMPERATURE**0.5
 
 
+@numbered
 def alignment(loaded, premise: tuple[str, ...], hypothesis: tuple[str, ...]) -> Alignment:
-    """Equations 15.46-15.48 with a fixed f and a_i, b_j read from the encoder, each sentence alone."""
+    """Equations {e_ij}, {beta_i} and {alpha_j} with a fixed f and a_i, b_j read from the encoder, each sentence alone."""
     a, b = word_vectors(loaded, premise), word_vectors(loaded, hypothesis)
     e = fixed_f(a) @ fixed_f(b).T
     return Alignment(e.numpy(), torch.softmax(e, 1).numpy(), torch.softmax(e, 0).numpy())
