@@ -42,6 +42,8 @@ def test_cost_and_table_tabs():
         "1 layer",
     ]
     assert list(rows.loc["complexity per layer (book)"]) == ["O(k n d²)", "O(k n d²)", "O(n d²)", "O(n² d)"]
+    assert list(rows.loc["maximum path length (book, Table 15.1)"])[:2] == ["O(log_k n)", "O(log_k n)"]
+    assert list(rows.loc["maximum path length (book, its text)"])[0] == "O(n/k): contiguous kernels"
     assert list(rows.loc["FLOPs measured: grow as"])[-1] == "n^2.00 · d^1.00"
 
 
