@@ -6,7 +6,7 @@ import streamlit as st
 from txviz.app import ui
 from txviz.core.tracing import trace_text
 from txviz.figures.text import plain_all
-from txviz.selfattention import additive, linear
+from txviz.selfattention import additive, linear, prince
 from txviz.selfattention import equivariance as eq
 from txviz.selfattention import figures as figs
 from txviz.selfattention import toy as ta
@@ -35,15 +35,21 @@ toy_tab, heads_tab, real_tab, shuffle_tab, additive_tab, linear_tab = st.tabs(
 
 with st.sidebar:
     st.subheader("Toy input")
-    n_tokens = st.slider("N tokens", 1, 8, 3, key="n_tokens")
-    d_model = st.slider("D dimensions", 1, 8, 4, key="d_model")
-    seed = st.number_input("Seed", 0, 10_000, 0, key="seed")
+    book = st.toggle("Prince's Fig. 12.1 (first tab)", value=False, key="fig_12_1")
+    n_tokens = st.slider("N tokens", 1, 8, 3, key="n_tokens", disabled=book)
+    d_model = st.slider("D dimensions", 1, 8, 4, key="d_model", disabled=book)
+    seed = st.number_input("Seed", 0, 10_000, 0, key="seed", disabled=book)
     scaled = st.toggle("Divide scores by √d", value=True, key="scaled")
+if book:  # the book's own numbers: three tokens, weights solved for its attention
+    book_x, book_head = prince.figure_12_1(scaled)
+    n_tokens, d_model, seed = prince.CONFIG.n_tokens, prince.CONFIG.d_model, prince.CONFIG.seed
 
 tokens = figs.token_labels(n_tokens)
 with ui.user_errors():
     config = ta.ToyConfig(n_tokens, d_model, 1, int(seed))
-start = pd.DataFrame(ta.toy_input(config), index=tokens, columns=[f"d{j + 1}" for j in range(d_model)])
+start = pd.DataFrame(
+    book_x if book else ta.toy_input(config), index=tokens, columns=[f"d{j + 1}" for j in range(d_model)]
+)
 
 
 @ui.cached(max_entries=16)
@@ -60,9 +66,11 @@ def show_matrix(matrix, rows, columns, title, row_title="", column_title="", **k
 
 if toy_tab.open:
     with toy_tab:
+        if book:
+            st.info(prince.NOTE)
         st.markdown("**Inputs X**: one row per token. Edit any number; blanks are refused.")
-        edited = st.data_editor(start, key=f"x_{n_tokens}_{d_model}_{seed}", width="stretch")
-        head = ta.toy_heads(config)[0]
+        edited = st.data_editor(start, key=f"x_{n_tokens}_{d_model}_{seed}_{book}", width="stretch")
+        head = book_head if book else ta.toy_heads(config)[0]
         with ui.user_errors():
             result = ta.self_attention_head(edited.to_numpy(), head, scaled)
         dims = [f"d{j + 1}" for j in range(d_model)]
