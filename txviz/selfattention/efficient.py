@@ -53,7 +53,7 @@ def orthogonal_gaussian(m: int, d: int, rng: np.random.Generator) -> np.ndarray:
     blocks = []
     for _ in range(-(-m // d)):
         q, r = np.linalg.qr(rng.normal(size=(d, d)))
-        blocks.append((q * np.sign(np.diag(r))).T)  # the sign fix makes the rotation uniform (Haar)  # the sign fix makes the rotation uniform (Haar)
+        blocks.append((q * np.sign(np.diag(r))).T)  # the sign fix makes the rotation uniform (Haar)
     directions = np.concatenate(blocks)[:m]
     lengths = np.linalg.norm(rng.normal(size=(m, d)), axis=1)  # chi(d): the lengths of iid Gaussian rows
     return directions * lengths[:, None]
