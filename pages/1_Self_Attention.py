@@ -3,10 +3,11 @@
 import pandas as pd
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import navigation, ui
+from txviz.core import paths
 from txviz.core.tracing import trace_text
 from txviz.figures.text import plain_all
-from txviz.selfattention import additive, linear, prince
+from txviz.selfattention import additive, efficient, linear, prince
 from txviz.selfattention import equivariance as eq
 from txviz.selfattention import figures as figs
 from txviz.selfattention import toy as ta
@@ -296,6 +297,13 @@ def linear_head(_loaded, text: str, layer: int, head: int):
     return linear.minilm_head(_loaded, text, layer, head)
 
 
+@st.cache_data(max_entries=16, show_spinner="Linformer and Performer on this head...")
+def efficient_numbers(_loaded, text: str, layer: int, head: int, kp: int, kind: str, features: int):
+    """Linformer, Performer and elu + 1 on one MiniLM head, and their error curves."""
+    qkv = linear.minilm_head(_loaded, text, layer, head)
+    return efficient.versus_softmax(qkv, kp, kind, features)
+
+
 if linear_tab.open:
     with linear_tab:
         st.markdown(
@@ -368,3 +376,68 @@ if linear_tab.open:
                 hide_index=True,
             )
         st.caption("Full table: `python -m txviz bench linear` (ratios of softmax to linear time, one run).")
+
+        st.subheader("Low rank (Linformer) and random features (Performer), on the same head")
+        st.markdown(
+            "**Linformer** (Wang et al. 2020) projects the n keys and values to kp rows with a kp × n matrix "
+            "E: softmax(q (E K)ᵀ/√d) (E V), O(n kp d). **Performer** (Choromanski et al. 2021, FAVOR+) "
+            "estimates exp(q·k/√d) by φ(q)·φ(k) with m positive random features "
+            "φ(x) = exp(w·x − |x|²/2)/√m, w Gaussian and orthogonal in blocks: unbiased, and closer as m "
+            "grows. Like elu + 1, both factor the sum over keys, so the n × n matrix is never built."
+        )
+        cols = st.columns(3)
+        n_tokens_here = len(qkv.tokens)
+        kp = cols[0].slider("Linformer kp", 1, n_tokens_here, max(1, n_tokens_here // 2), key="linformer_kp")
+        kind = cols[1].selectbox("Projection E", efficient.PROJECTIONS, key="linformer_projection")
+        features = cols[2].select_slider(
+            "Performer features m", efficient.FEATURE_COUNTS, 64, key="performer_m"
+        )
+        versus = efficient_numbers(minilm, linear_text, linear_layer, linear_head_index, kp, kind, features)
+        cols = st.columns(3)
+        cols[0].metric("Linformer output error", f"{versus.comparison.linformer_error:.3f}")
+        cols[1].metric("Performer output error", f"{versus.comparison.performer_error:.3f}")
+        cols[2].metric("elu + 1 output error", f"{versus.comparison.elu_error:.3f}")
+        cols = st.columns(2)
+        with cols[0]:
+            ui.show_figure(
+                figs.weights_figure(result.softmax, labels, "Softmax: MiniLM's own weights"),
+                key="efficient_soft",
+            )
+        with cols[1]:
+            ui.show_figure(
+                figs.weights_figure(
+                    versus.comparison.performer_weights, labels, f"Performer estimate, m = {features}"
+                ),
+                key="efficient_performer",
+            )
+        ui.show_figure(
+            figs.efficient_error_figure(versus.curves, versus.comparison.elu_error), key="efficient_curves"
+        )
+        st.caption(
+            "Same q, k, v as above (MiniLM's captured queries and keys). Linformer learns E while it trains; "
+            "here E is fixed, a random Gaussian N(0, 1/kp) (averaged over 5 draws) or the mean of kp "
+            "contiguous segments (at kp = n the identity: exactly softmax). A random E mixes values MiniLM "
+            "never meant to mix, so its error is large. Performer's curve is averaged over 5 draws of the "
+            "features; its variance grows like exp(|q + k|²/√d), and MiniLM's q and k are long "
+            f"(max |q + k|²/√d = {versus.spread:.0f} on this head), so it needs many features here."
+        )
+
+        st.subheader("Where each family of efficient transformers is shown (probml fig. 15.29)")
+        titles = {
+            family_page: navigation.url_name(paths.PAGES / family_page).replace("_", " ")
+            for family in efficient.FAMILIES
+            for family_page, _ in family.shown
+        }
+        ui.show_figure(figs.families_figure(efficient.FAMILIES, titles), key="efficient_families")
+        for family in efficient.FAMILIES:
+            st.markdown(f"**{family.name}**: {family.idea}. {family.members}.")
+            for family_page, what in family.shown:
+                st.page_link(
+                    navigation.feature_page(paths.PAGES / family_page),
+                    label=f"{titles[family_page]}: {what}",
+                    icon=":material/open_in_new:",
+                )
+        st.caption(
+            "Not shown in txviz: Reformer's hashing, Transformer-XL's segment memory and the Set "
+            "Transformer's inducing points; the links go to the nearest idea txviz draws."
+        )

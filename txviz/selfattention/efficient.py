@@ -224,3 +224,26 @@ FAMILIES = (
         ),
     ),
 )
+
+
+@dataclass(frozen=True)
+class Versus:
+    """What the page shows for one head: the comparison, the error curves, and how long q + k gets."""
+
+    comparison: EfficientComparison
+    curves: dict[str, tuple[list[int], list[float]]]
+    spread: float  # max over pairs of |q_i + k_j|^2 / sqrt(d): Performer's variance grows like its exp
+
+
+def versus_softmax(head: HeadQKV, kp: int, kind: str, m: int) -> Versus:
+    """The comparison at the chosen sizes and the curves over every size."""
+    sums = head.queries[:, None, :] + head.keys[None, :, :]
+    return Versus(
+        compare(head, kp, m, kind),
+        {
+            "Linformer, random Gaussian E": linformer_curve(head, "random Gaussian"),
+            "Linformer, segment means E": linformer_curve(head, "segment means"),
+            "Performer (FAVOR+)": performer_curve(head),
+        },
+        float((sums**2).sum(-1).max() / np.sqrt(head.queries.shape[-1])),
+    )
