@@ -57,3 +57,12 @@ def test_bad_sizes_get_a_message():
     at = run_page(n=1)
     assert not at.exception and not at.error
     assert any("n = 1" in i.value for i in at.info)
+
+
+def test_rnn_forgetting_section():
+    at = run_page()
+    assert not at.exception and not at.error
+    assert any("How fast an RNN forgets" in s.value for s in at.subheader)
+    at.slider(key="forget_n").set_value(12).run()
+    assert not at.exception and not at.error
+    assert any("halves every" in c.value for c in at.caption)
