@@ -108,3 +108,13 @@ def test_prince_figure_12_1_preset_shows_the_books_numbers():
     assert [f"{w:.2f}" for w in second] == ["0.50", "0.20", "0.30"]
     at.toggle(key="scaled").set_value(False).run()
     assert [f"{w:.2f}" for w in at.dataframe[-1].value["weight a[n, m]"]] == ["0.50", "0.20", "0.30"]
+
+
+def test_several_heads_tab_shows_the_two_heads_toy():
+    at = run_page("Several heads")
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    assert list(table["model"]) == ["1 head", "2 heads", "chance"]
+    assert table["held-out both"][1] > 0.99 > 0.3 > table["held-out both"][0]
+    at.number_input(key="two_heads_example").set_value(17).run()
+    assert not at.exception and not at.error
