@@ -155,27 +155,7 @@ if heads_tab.open:
             "two heads (the same number of weights, D/2 dimensions each) look at one each."
         )
         heads_models, heads_runs = two_heads_models()
-        st.dataframe(
-            [
-                {
-                    "model": f"{h} head{'s' * (h > 1)}",
-                    **{
-                        f"held-out {what}": heads_runs[f"heads_{h}"][what]
-                        for what in ("subject", "object", "both")
-                    },
-                }
-                for h in twoheads.HEADS
-            ]
-            + [
-                {
-                    "model": "chance",
-                    "held-out subject": heads_runs["chance"],
-                    "held-out object": heads_runs["chance"],
-                    "held-out both": heads_runs["chance"] ** 2,
-                }
-            ],  # fmt: skip
-            hide_index=True,
-        )
+        st.dataframe(twoheads.score_rows(heads_runs), hide_index=True)
         held_out = heads_runs["config"]["held_out"]
         index = int(st.number_input("Held-out sequence", 0, held_out - 1, 0, key="two_heads_example"))
         shown = twoheads.example(heads_models, index)
@@ -199,7 +179,7 @@ if heads_tab.open:
             f"{heads_runs['config']['seed']}, {heads_runs['config']['steps']} steps, one thread, seconds). "
             "If keys also see the symbols, one head can hide which symbol is which in uneven weights and "
             "a wider read-out decodes it: the toy keeps where-to-look and what-to-carry apart so the "
-            "limit shown is the softmax's."
+            "limit shown is that of one softmax average read linearly."
         )
 
 if real_tab.open:

@@ -29,6 +29,7 @@ ROLES = ("·", "subject", "object", "query")  # role ids 0..3
 NONE, SUBJECT, OBJECT, QUERY = range(4)
 HEADS = (1, 2)
 HELD_OUT_SEED = 12_345
+ANSWERS = ("subject", "object", "both")
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,18 @@ def load(directory: Path = ASSETS_DIR) -> tuple[dict[int, HeadsToy], dict]:
         load_model(model, str(directory / f"heads_{heads}.safetensors"))
         models[heads] = model.eval()
     return models, summary
+
+
+def score_rows(runs: dict) -> list[dict]:
+    """runs.json as a table: each model's held-out accuracy, then chance."""
+    rows = [
+        {"model": f"{h} head{'s' * (h > 1)}", **{f"held-out {k}": runs[f"heads_{h}"][k] for k in ANSWERS}}
+        for h in HEADS
+    ]
+    chance = runs["chance"]
+    return rows + [
+        {"model": "chance", "held-out subject": chance, "held-out object": chance, "held-out both": chance**2}
+    ]
 
 
 @dataclass(frozen=True)
