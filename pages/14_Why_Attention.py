@@ -30,8 +30,9 @@ COLUMNS = {
         "needs about n/k layers before the last output reads the first input (log_k n with dilations "
         "1, k, k², ...). The book says both: its text gives O(n/k) for contiguous kernels and O(log_k n) "
         "for dilated ones, while its Table 15.1 (after Vaswani et al. 2017) lists O(log_k n) for the "
-        "convolutional layer, the dilated figure; the table here shows both. An RNN passes x_1 through n cell applications to reach y_n; one self-attention "
-        "layer connects every pair directly. Short paths make long-range dependencies easier to learn."
+        "convolutional layer, the dilated figure; the table here shows both. An RNN passes x_1 through "
+        "n cell applications to reach y_n; one self-attention layer connects every pair directly. Short "
+        "paths make long-range dependencies easier to learn."
     ),
 }
 
