@@ -147,8 +147,8 @@ if stream.open:
         st.caption(
             "Each block reads the stream and adds to it: x ← x + MHA(...), then x ← x + FFN(...). "
             + (
-                "Post-LN blocks renormalise the sum after every block, so the stream's norm stays approximately "
-                "constant, near √d times the LayerNorm gain's scale."
+                "Post-LN blocks renormalise the sum after every block, so the stream's norm stays "
+                "approximately constant, near √d times the LayerNorm gain's scale."
                 if run.layout.form == "post-LN"
                 else "In a pre-norm model nothing rescales the stream, so its norm grows with depth."
             )
