@@ -3,11 +3,18 @@
 import streamlit as st
 
 from txviz.app import ui
-from txviz.block import dataflow, figures, lens, norms, residual
+from txviz.block import dataflow, figures, lens, moe, norms, residual
 from txviz.block.opened import FORM_NOTES, open_block
 from txviz.block.recording import STAGES, read_only, run_text
 
-VIEWS = ["Data flow", "One block", "Residual stream", "LayerNorm vs BatchNorm", "Logit lens"]
+VIEWS = [
+    "Data flow",
+    "One block",
+    "Residual stream",
+    "LayerNorm vs BatchNorm",
+    "Logit lens",
+    "Mixture of experts",
+]
 KINDS = ("encoder", "decoder", "encoder-decoder")
 DEFAULT_TEXT = "The cat sat on the mat because it was warm."
 DEFAULT_SENTENCES = (
@@ -69,7 +76,7 @@ layer = layer_col.slider(
 st.caption(
     f"{name}: {run.layout.family} layout, {run.layout.form} blocks, {len(data.tokens)} {stack} tokens."
 )
-flow, one, stream, batch, reading = st.tabs(VIEWS, key="block_view", on_change="rerun")
+flow, one, stream, batch, reading, experts = st.tabs(VIEWS, key="block_view", on_change="rerun")
 
 if flow.open:
     with flow:
@@ -146,7 +153,8 @@ if stream.open:
         st.caption(
             "Each block reads the stream and adds to it: x ← x + MHA(...), then x ← x + FFN(...). "
             + (
-                "Post-LN blocks renormalise the sum, so the stream's norm stays near the LayerNorm scale."
+                "Post-LN blocks renormalise the sum after every block, so the stream's norm stays "
+                "approximately constant, near √d times the LayerNorm gain's scale."
                 if run.layout.form == "post-LN"
                 else "In a pre-norm model nothing rescales the stream, so its norm grows with depth."
             )
@@ -225,4 +233,37 @@ if reading.open:
         ui.show_figure(figures.lens_position(result, position, final_token), key="lens_position")
         st.caption(
             "The last row equals the model's own prediction: the same final norm and head, the same input."
+        )
+
+
+@ui.shared_resource(spinner="Loading the trained experts...")
+def shipped_experts():
+    return moe.load()
+
+
+if experts.open:
+    with experts:
+        st.markdown(
+            "A mixture of experts replaces the block's feed-forward network by E of them and a router "
+            "(Switch Transformer, Fedus et al. 2021): the router scores the experts for each token, the "
+            "top one runs, and its output is scaled by the router's probability. Each token pays for one "
+            "FFN while the layer holds E, and a balancing loss E·Σᵢ fᵢ Pᵢ (fᵢ the share of tokens sent to "
+            "expert i, Pᵢ its mean probability) keeps every expert in use. A toy shows it: points in four "
+            "regions, each with its own function to fit."
+        )
+        moe_models, moe_runs = shipped_experts()
+        st.dataframe(moe.score_rows(moe_runs), hide_index=True)
+        moe_config = moe.MoEConfig(**moe_runs["config"])
+        routed = moe.routing(moe_models[moe.MODELS[1]], moe_config)
+        left, right = st.columns([3, 2])
+        with left:
+            ui.show_figure(figures.moe_routing(routed, moe.REGIONS), key="moe_routing")
+        with right:
+            ui.show_figure(figures.moe_by_region(routed.by_region, moe.REGIONS), key="moe_by_region")
+        st.caption(
+            f"All three trained by `python -m txviz train moe` on the same batches (seed {moe_config.seed}, "
+            f"{moe_config.steps} steps, one thread) and scored on the same {moe_config.held_out:,} held-out "
+            "points. The mixture runs one expert's width per point, as the small dense FFN does, yet fits "
+            "at least as well as the dense FFN with all experts' width. The router learns its own split "
+            "of the plane: it need not follow the regions one to one."
         )

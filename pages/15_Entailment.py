@@ -5,6 +5,7 @@ import streamlit as st
 from txviz.app import ui
 from txviz.entailment import contextual, corpus, train
 from txviz.entailment import figures as figs
+from txviz.entailment.equations import tag
 from txviz.entailment.model import LABELS, probabilities, run_steps
 from txviz.entailment.vectors import MAX_WORDS, WordVectors, read_words
 
@@ -87,15 +88,20 @@ ui.show_figure(
 )
 
 st.header("1. Attend")
-st.latex(r"e_{ij} = f(a_i)^\top f(b_j) \qquad (15.46)")
+st.latex(r"e_{ij} = f(a_i)^\top f(b_j) \qquad " + tag("e_ij"))
 ui.show_figure(
     figs.word_heatmap(
         steps.e, steps.premise, steps.hypothesis, "Alignment scores e_ij", "e_ij", midpoint=True
     ),
     key="e",
 )
-st.latex(r"\beta_i = \sum_{j=1}^{n} \frac{\exp(e_{ij})}{\sum_{k=1}^{n} \exp(e_{ik})}\, b_j \qquad (15.47)")
-st.latex(r"\alpha_j = \sum_{i=1}^{m} \frac{\exp(e_{ij})}{\sum_{k=1}^{m} \exp(e_{kj})}\, a_i \qquad (15.48)")
+st.latex(
+    r"\beta_i = \sum_{j=1}^{n} \frac{\exp(e_{ij})}{\sum_{k=1}^{n} \exp(e_{ik})}\, b_j \qquad " + tag("beta_i")
+)
+st.latex(
+    r"\alpha_j = \sum_{i=1}^{m} \frac{\exp(e_{ij})}{\sum_{k=1}^{m} \exp(e_{kj})}\, a_i \qquad "
+    + tag("alpha_j")
+)
 left, right = st.columns(2)
 with left:
     ui.show_figure(
@@ -162,8 +168,8 @@ st.caption(
 )
 
 st.header("2. Compare")
-st.latex(r"v_{A,i} = g([a_i, \beta_i]),\ i = 1..m \qquad (15.49)")
-st.latex(r"v_{B,j} = g([b_j, \alpha_j]),\ j = 1..n \qquad (15.50)")
+st.latex(r"v_{A,i} = g([a_i, \beta_i]),\ i = 1..m \qquad " + tag("v_A,i"))
+st.latex(r"v_{B,j} = g([b_j, \alpha_j]),\ j = 1..n \qquad " + tag("v_B,j"))
 left, right = st.columns(2)
 with left:
     ui.show_figure(
@@ -181,12 +187,12 @@ with right:
     )
 
 st.header("3. Aggregate")
-st.latex(r"v_A = \sum_{i=1}^{m} v_{A,i} \qquad (15.51)")
-st.latex(r"v_B = \sum_{j=1}^{n} v_{B,j} \qquad (15.52)")
+st.latex(r"v_A = \sum_{i=1}^{m} v_{A,i} \qquad " + tag("v_A"))
+st.latex(r"v_B = \sum_{j=1}^{n} v_{B,j} \qquad " + tag("v_B"))
 ui.show_figure(figs.sums(steps.sum_a, steps.sum_b), key="sums")
 
 st.header("4. Classify")
-st.latex(r"\hat{y} = h([v_A, v_B]) \qquad (15.53)")
+st.latex(r"\hat{y} = h([v_A, v_B]) \qquad " + tag("y"))
 st.markdown(
     " · ".join(f"**{label}** {p:.3f}" for label, p in zip(LABELS, steps.probabilities, strict=True))
     + f" (bag of words: {bow.max():.3f} {LABELS[int(bow.argmax())]})"

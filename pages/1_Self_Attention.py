@@ -3,9 +3,10 @@
 import pandas as pd
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import navigation, ui
+from txviz.core import paths
 from txviz.core.tracing import trace_text
-from txviz.selfattention import additive, linear
+from txviz.selfattention import additive, efficient, linear, prince, twoheads
 from txviz.selfattention import equivariance as eq
 from txviz.selfattention import figures as figs
 from txviz.selfattention import toy as ta
@@ -34,15 +35,21 @@ toy_tab, heads_tab, real_tab, shuffle_tab, additive_tab, linear_tab = st.tabs(
 
 with st.sidebar:
     st.subheader("Toy input")
-    n_tokens = st.slider("N tokens", 1, 8, 3, key="n_tokens")
-    d_model = st.slider("D dimensions", 1, 8, 4, key="d_model")
-    seed = st.number_input("Seed", 0, 10_000, 0, key="seed")
+    book = st.toggle("Prince's Fig. 12.1 (first tab)", value=False, key="fig_12_1")
+    n_tokens = st.slider("N tokens", 1, 8, 3, key="n_tokens", disabled=book)
+    d_model = st.slider("D dimensions", 1, 8, 4, key="d_model", disabled=book)
+    seed = st.number_input("Seed", 0, 10_000, 0, key="seed", disabled=book)
     scaled = st.toggle("Divide scores by √d", value=True, key="scaled")
+if book:  # the book's own numbers: three tokens, weights solved for its attention
+    book_x, book_head = prince.figure_12_1(scaled)
+    n_tokens, d_model, seed = prince.CONFIG.n_tokens, prince.CONFIG.d_model, prince.CONFIG.seed
 
 tokens = figs.token_labels(n_tokens)
 with ui.user_errors():
     config = ta.ToyConfig(n_tokens, d_model, 1, int(seed))
-start = pd.DataFrame(ta.toy_input(config), index=tokens, columns=[f"d{j + 1}" for j in range(d_model)])
+start = pd.DataFrame(
+    book_x if book else ta.toy_input(config), index=tokens, columns=[f"d{j + 1}" for j in range(d_model)]
+)
 
 
 @ui.cached(max_entries=16)
@@ -59,9 +66,11 @@ def show_matrix(matrix, rows, columns, title, row_title="", column_title="", **k
 
 if toy_tab.open:
     with toy_tab:
+        if book:
+            st.info(prince.NOTE)
         st.markdown("**Inputs X**: one row per token. Edit any number; blanks are refused.")
-        edited = st.data_editor(start, key=f"x_{n_tokens}_{d_model}_{seed}", width="stretch")
-        head = ta.toy_heads(config)[0]
+        edited = st.data_editor(start, key=f"x_{n_tokens}_{d_model}_{seed}_{book}", width="stretch")
+        head = book_head if book else ta.toy_heads(config)[0]
         with ui.user_errors():
             result = ta.self_attention_head(edited.to_numpy(), head, scaled)
         dims = [f"d{j + 1}" for j in range(d_model)]
@@ -102,6 +111,12 @@ if toy_tab.open:
         with cols[1]:
             ui.show_figure(figs.routing_figure(result, tokens), key="routing")
 
+
+@ui.shared_resource(spinner="Loading the trained heads...")
+def two_heads_models():
+    return twoheads.load()
+
+
 if heads_tab.open:
     with heads_tab:
         divisors = [h for h in range(1, d_model + 1) if d_model % h == 0]
@@ -128,6 +143,42 @@ if heads_tab.open:
             show_matrix(multi.output, tokens, dims, "MhSa[X] = [Sa₁ | … | Sa_H] Ω_cᵀ", "token")
         st.caption(
             "The toy input and weights come from the seed; edits on the first tab apply to that tab only."
+        )
+
+        st.subheader("Why several heads: one head cannot look at two things at once")
+        st.markdown(
+            "A toy task (UDL 12.6): eight random symbols, one marked *subject* and one *object*; the last "
+            "token must name both. Each head picks where to look from the roles and carries the symbols, "
+            "and a linear read-out gives the answers. One head returns the same mix a·v_subject + b·v_object "
+            "for every sequence, so a linear read-out names the symbol with the larger weight, not both; "
+            "two heads (the same number of weights, D/2 dimensions each) look at one each."
+        )
+        heads_models, heads_runs = two_heads_models()
+        st.dataframe(twoheads.score_rows(heads_runs), hide_index=True)
+        held_out = heads_runs["config"]["held_out"]
+        index = int(st.number_input("Held-out sequence", 0, held_out - 1, 0, key="two_heads_example"))
+        shown = twoheads.example(heads_models, index)
+        cols = st.columns(2)
+        for col, h in zip(cols, twoheads.HEADS, strict=True):
+            with col:
+                answer = shown.predicted[h]
+                show_matrix(
+                    shown.weights[h],
+                    [f"head {i + 1}" for i in range(h)],
+                    shown.labels,
+                    f"{h} head{'s' * (h > 1)}: answers {answer[0]}, {answer[1]}",
+                    "",
+                    "position",
+                    kind="sequential",
+                    zmid=None,
+                )
+        st.caption(
+            f"Right answers: subject {shown.answers[0]}, object {shown.answers[1]}. Held-out: "
+            f"{held_out:,} sequences never trained on. Trained by `python -m txviz train two_heads` (seed "
+            f"{heads_runs['config']['seed']}, {heads_runs['config']['steps']} steps, one thread, seconds). "
+            "If keys also see the symbols, one head can hide which symbol is which in uneven weights and "
+            "a wider read-out decodes it: the toy keeps where-to-look and what-to-carry apart so the "
+            "limit shown is that of one softmax average read linearly."
         )
 
 if real_tab.open:
@@ -287,6 +338,13 @@ def linear_head(loaded, text: str, layer: int, head: int):
     return linear.minilm_head(loaded, text, layer, head)
 
 
+@ui.cached(max_entries=16, spinner="Linformer and Performer on this head...")
+def efficient_numbers(loaded, text: str, layer: int, head: int, kp: int, kind: str, features: int):
+    """Linformer, Performer and elu + 1 on one MiniLM head, and their error curves."""
+    qkv = linear.minilm_head(loaded, text, layer, head)
+    return efficient.versus_softmax(qkv, kp, kind, features)
+
+
 if linear_tab.open:
     with linear_tab:
         st.markdown(
@@ -359,3 +417,68 @@ if linear_tab.open:
                 hide_index=True,
             )
         st.caption("Full table: `python -m txviz bench linear` (ratios of softmax to linear time, one run).")
+
+        st.subheader("Low rank (Linformer) and random features (Performer), on the same head")
+        st.markdown(
+            "**Linformer** (Wang et al. 2020) projects the n keys and values to kp rows with a kp × n matrix "
+            "E: softmax(q (E K)ᵀ/√d) (E V), O(n kp d). **Performer** (Choromanski et al. 2021, FAVOR+) "
+            "estimates exp(q·k/√d) by φ(q)·φ(k) with m positive random features "
+            "φ(x) = exp(w·x − |x|²/2)/√m, w Gaussian and orthogonal in blocks: unbiased, and closer as m "
+            "grows. Like elu + 1, both factor the sum over keys, so the n × n matrix is never built."
+        )
+        cols = st.columns(3)
+        n_tokens_here = len(qkv.tokens)
+        kp = cols[0].slider("Linformer kp", 1, n_tokens_here, max(1, n_tokens_here // 2), key="linformer_kp")
+        kind = cols[1].selectbox("Projection E", efficient.PROJECTIONS, key="linformer_projection")
+        features = cols[2].select_slider(
+            "Performer features m", efficient.FEATURE_COUNTS, 64, key="performer_m"
+        )
+        versus = efficient_numbers(minilm, linear_text, linear_layer, linear_head_index, kp, kind, features)
+        cols = st.columns(3)
+        cols[0].metric("Linformer output error", f"{versus.comparison.linformer_error:.3f}")
+        cols[1].metric("Performer output error", f"{versus.comparison.performer_error:.3f}")
+        cols[2].metric("elu + 1 output error", f"{versus.comparison.elu_error:.3f}")
+        cols = st.columns(2)
+        with cols[0]:
+            ui.show_figure(
+                figs.weights_figure(result.softmax, labels, "Softmax: MiniLM's own weights"),
+                key="efficient_soft",
+            )
+        with cols[1]:
+            ui.show_figure(
+                figs.weights_figure(
+                    versus.comparison.performer_weights, labels, f"Performer estimate, m = {features}"
+                ),
+                key="efficient_performer",
+            )
+        ui.show_figure(
+            figs.efficient_error_figure(versus.curves, versus.comparison.elu_error), key="efficient_curves"
+        )
+        st.caption(
+            "Same q, k, v as above (MiniLM's captured queries and keys). Linformer learns E while it trains; "
+            "here E is fixed, a random Gaussian N(0, 1/kp) (averaged over 5 draws) or the mean of kp "
+            "contiguous segments (at kp = n the identity: exactly softmax). A random E mixes values MiniLM "
+            "never meant to mix, so its error is large. Performer's curve is averaged over 5 draws of the "
+            "features; its variance grows like exp(|q + k|²/√d), and MiniLM's q and k are long "
+            f"(max |q + k|²/√d = {versus.spread:.0f} on this head), so it needs many features here."
+        )
+
+        st.subheader("Where each family of efficient transformers is shown (probml fig. 15.29)")
+        titles = {
+            family_page: navigation.url_name(paths.PAGES / family_page).replace("_", " ")
+            for family in efficient.FAMILIES
+            for family_page, _ in family.shown
+        }
+        ui.show_figure(figs.families_figure(efficient.FAMILIES, titles), key="efficient_families")
+        for family in efficient.FAMILIES:
+            st.markdown(f"**{family.name}**: {family.idea}. {family.members}.")
+            for family_page, what in family.shown:
+                st.page_link(
+                    navigation.feature_page(paths.PAGES / family_page),
+                    label=f"{titles[family_page]}: {what}",
+                    icon=":material/open_in_new:",
+                )
+        st.caption(
+            "Not shown in txviz: Reformer's hashing, Transformer-XL's segment memory and the Set "
+            "Transformer's inducing points; the links go to the nearest idea txviz draws."
+        )

@@ -4,6 +4,7 @@ import streamlit as st
 
 from txviz.app import ui
 from txviz.coref import figures as figs
+from txviz.coref import translation
 from txviz.coref.answers import (
     ANSWER_METHODS,
     answers_over_pairs,
@@ -269,6 +270,25 @@ if loaded.is_causal:
         summary = compare_over_set([attentions[i] for i in scored], [every[i] for i in scored], (layer, head))
         st.write(summary.sentence)
         st.dataframe(summary.rows, hide_index=True)
+
+st.subheader("The book's il/elle example (probml 15.5.1)")
+st.markdown(
+    "Translated into French, *it* becomes **il** when it means *l'animal* (masculine) and **elle** when "
+    "it means *la rue* (feminine), so a translator must first decide what *it* refers to. **txviz ships "
+    "no translation model**: the French below is written by hand. What the model here can show is the "
+    f"English half, whether a head of {name} links *it* to the right noun in each sentence."
+)
+with ui.user_errors():
+    il_elle = pair_trace(loaded, translation.book_pair(), query)
+st.dataframe(translation.rows(il_elle.pair, il_elle.attention, (layer, head)), hide_index=True)
+both = translation.heads_getting_both(il_elle.attention)
+st.caption(
+    f"Attention from the {query_name(query)} in layer {layer}, head {head} (chosen above), all pieces of a "
+    f"word summed. {int(both.sum())} of {both.size} heads of {name} attend more to the right noun in both "
+    "sentences, so would point to the right French pronoun in both; a head choosing at random does so one "
+    "time in four. Attending to a noun is not translating: a translation model would also need the "
+    "noun's French gender, which nothing here learns."
+)
 
 st.warning(
     "Attention weights are one signal, not an explanation: a head can look at a word without "

@@ -45,12 +45,12 @@ def test_equations_step_by_step_on_a_hand_computed_case():
     np.testing.assert_allclose(s.to_b, [[0.5, 0.5], [1 / (1 + E), E / (1 + E)]], atol=1e-6)
     np.testing.assert_allclose(s.to_a, [[E / (1 + E), 0.5], [1 / (1 + E), 0.5]], atol=1e-6)
     # (15.47) beta_0 = (b1 + b2)/2 = [1, .5]; beta_1 = [1, e/(1+e)]
-    # (15.48) alpha_0 = [e/(1+e), 1/(1+e)]; alpha_1 = [.5, .5]
-    # (15.49, 15.50) g([x, beta]) = x + beta
+    # (15.50) alpha_0 = [e/(1+e), 1/(1+e)]; alpha_1 = [.5, .5]
+    # (15.48, 15.51) g([x, beta]) = x + beta
     t = E / (1 + E)
     np.testing.assert_allclose(s.v_a, [[2, 0.5], [1, 1 + t]], atol=1e-6)
     np.testing.assert_allclose(s.v_b, [[1 + t, 1 - t], [1.5, 1.5]], atol=1e-6)
-    # (15.51, 15.52) sums
+    # (15.49, 15.52) sums
     np.testing.assert_allclose(s.sum_a, [3, 1.5 + t], atol=1e-6)
     np.testing.assert_allclose(s.sum_b, [2.5 + t, 2.5 - t], atol=1e-6)
     # (15.53) logits [v_A[0], v_B[0], v_A[0] - v_B[0]] then softmax

@@ -124,3 +124,14 @@ def test_unknown_block_layout_gets_a_message(app, tmp_path, minilm):
     app.text_input(key="model_custom").set_value(str(tmp_path)).run()
     assert not app.exception
     assert "cannot write out the block of a 'distilbert' model" in app.error[0].value
+
+
+def test_mixture_of_experts_tab(app):
+    app.session_state["block_view"] = "Mixture of experts"
+    app.run()
+    _ok(app)
+    table = app.dataframe[0].value
+    assert list(table["model"])[1] == "mixture of experts (top-1)"
+    mse = list(table["held-out MSE"])
+    assert mse[1] < mse[0] and mse[1] < mse[3]  # below the same-compute dense FFN and the mean
+    assert len(app.get("plotly_chart")) == 2

@@ -165,3 +165,13 @@ def test_decoder_candidate_after_the_pronoun_is_explained_not_an_error(smollm2):
     at.pills(key="own_candidates").set_value([0, 6]).run()
     assert_clean(at)
     assert any("'Bill' comes after the pronoun" in i.value for i in at.info)
+
+
+def test_il_elle_section_says_what_french_needs_without_a_translation_model(minilm, small_set):
+    at = run_page()
+    assert not at.error
+    assert any("il/elle" in s.value for s in at.subheader)
+    assert any("ships no translation model" in m.value for m in at.markdown)
+    rows = at.dataframe[-1].value
+    assert list(rows["French needs"]) == ["il (l'animal, masculine)", "elle (la rue, feminine)"]
+    assert set(rows["the head points to"]) <= {"il", "elle", "a tie"}

@@ -95,3 +95,26 @@ def test_long_text_is_cut_with_a_notice():
     at = run_page("On a real model", real_text="the cat sat on the mat. " * 60)
     assert_clean(at)
     assert any("only the first 128" in w.value for w in at.warning)
+
+
+def test_prince_figure_12_1_preset_shows_the_books_numbers():
+    at = run_page(fig_12_1=True)
+    assert not at.exception and not at.error
+    assert any("Fig. 12.1" in info.value for info in at.info)
+    first = at.dataframe[-1].value["weight a[n, m]"]
+    assert [f"{w:.2f}" for w in first] == ["0.10", "0.30", "0.60"]
+    at.selectbox(key="query").set_value(1).run()
+    second = at.dataframe[-1].value["weight a[n, m]"]
+    assert [f"{w:.2f}" for w in second] == ["0.50", "0.20", "0.30"]
+    at.toggle(key="scaled").set_value(False).run()
+    assert [f"{w:.2f}" for w in at.dataframe[-1].value["weight a[n, m]"]] == ["0.50", "0.20", "0.30"]
+
+
+def test_several_heads_tab_shows_the_two_heads_toy():
+    at = run_page("Several heads")
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    assert list(table["model"]) == ["1 head", "2 heads", "chance"]
+    assert table["held-out both"][1] > 0.99 > 0.3 > table["held-out both"][0]
+    at.number_input(key="two_heads_example").set_value(17).run()
+    assert not at.exception and not at.error

@@ -89,3 +89,19 @@ def test_linear_tab_escapes_tokens_once():
     labels = chart_labels(at)
     assert "&amp;" in labels and "&lt;" in labels and "&gt;" in labels
     assert not [label for label in labels if "&amp;amp;" in label or "&amp;lt;" in label]
+
+
+def test_linear_tab_shows_linformer_performer_and_the_families():
+    at = run_page("Linear attention")
+    assert not at.exception and not at.error
+    values = metric_values(at)
+    assert len(values) == 7 and all(v >= 0 for v in values[4:])  # Linformer, Performer, elu + 1
+    assert any("Performer" in s.value for s in at.subheader)
+    assert len(at.get("page_link")) == 6  # one per page each family points at
+    n = at.slider(key="linformer_kp").max
+    at.selectbox(key="linformer_projection").set_value("segment means").run()
+    at.slider(key="linformer_kp").set_value(n).run()
+    assert not at.exception and not at.error
+    assert metric_values(at)[4] < 1e-6  # kp = n segment means is the identity: softmax itself
+    at.select_slider(key="performer_m").set_value(2048).run()
+    assert not at.exception and not at.error

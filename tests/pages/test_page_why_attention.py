@@ -42,6 +42,8 @@ def test_cost_and_table_tabs():
         "1 layer",
     ]
     assert list(rows.loc["complexity per layer (book)"]) == ["O(k n d²)", "O(k n d²)", "O(n d²)", "O(n² d)"]
+    assert list(rows.loc["maximum path length (book, Table 15.1)"])[:2] == ["O(log_k n)", "O(log_k n)"]
+    assert list(rows.loc["maximum path length (book, its text)"])[0] == "O(n/k): contiguous kernels"
     assert list(rows.loc["FLOPs measured: grow as"])[-1] == "n^2.00 · d^1.00"
 
 
@@ -55,3 +57,12 @@ def test_bad_sizes_get_a_message():
     at = run_page(n=1)
     assert_clean(at)
     assert any("n = 1" in i.value for i in at.info)
+
+
+def test_rnn_forgetting_section():
+    at = run_page()
+    assert not at.exception and not at.error
+    assert any("How fast an RNN forgets" in s.value for s in at.subheader)
+    at.slider(key="forget_n").set_value(12).run()
+    assert not at.exception and not at.error
+    assert any("halves every" in c.value for c in at.caption)

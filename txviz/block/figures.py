@@ -11,7 +11,7 @@ from txviz.block.norms import Dependence
 from txviz.block.ops import Step
 from txviz.figures.attention import pool
 from txviz.figures.axes import margin, ticks
-from txviz.figures.colors import scale
+from txviz.figures.colors import PALETTE, scale
 from txviz.figures.text import in_template, plain, plain_all
 
 DIVERGING = scale("diverging")  # activations: red negative, near-white zero, blue positive (any mode)
@@ -361,4 +361,53 @@ def steps_overview(steps: tuple[Step, ...], head: int = 0, columns: int = 5) -> 
         height=170 * rows + 80,
         margin=margin(top=70),
     )
+    return figure
+
+
+def moe_routing(routing, regions: tuple[str, ...]) -> go.Figure:
+    """Held-out points coloured by the expert the router sent them to, quadrant borders drawn."""
+    figure = go.Figure()
+    for expert in range(len(routing.load)):
+        picked = routing.chosen == expert
+        figure.add_trace(
+            go.Scattergl(
+                x=routing.points[picked, 0],
+                y=routing.points[picked, 1],
+                mode="markers",
+                marker={"size": 4, "color": PALETTE[expert % len(PALETTE)]},
+                name=f"expert {expert + 1} ({routing.load[expert]:.0%} of points)",
+            )
+        )
+    figure.add_hline(y=0, line_color="grey")
+    figure.add_vline(x=0, line_color="grey")
+    for (x, y), text in zip(((-2, -4.2), (-2, 4.2), (2, -4.2), (2, 4.2)), regions, strict=True):
+        figure.add_annotation(x=x, y=y, text=plain(text), showarrow=False)
+    figure.update_layout(
+        title="Where the router sends each held-out point",
+        xaxis={"title": "x", "range": [-5, 5]},
+        yaxis={"title": "y", "range": [-5, 5], "scaleanchor": "x"},
+        height=460,
+        margin=margin(top=40),
+    )
+    return figure
+
+
+def moe_by_region(by_region: np.ndarray, regions: tuple[str, ...]) -> go.Figure:
+    """Share of each quadrant's points sent to each expert."""
+    experts = [f"expert {i + 1}" for i in range(by_region.shape[1])]
+    figure = go.Figure(
+        go.Heatmap(
+            z=by_region,
+            x=experts,
+            y=plain_all(regions),
+            colorscale=scale("sequential"),
+            zmin=0,
+            zmax=1,
+            text=np.round(by_region, 2),
+            texttemplate="%{text}",
+            hovertemplate="%{y} → %{x}: %{z:.2f}<extra></extra>",
+        )
+    )
+    figure.update_layout(title="Each region's points, by expert", height=300, margin=margin(top=40))
+    figure.update_yaxes(autorange="reversed")
     return figure

@@ -15,13 +15,16 @@ from txviz.models import LoadedModel
 
 FORM_NOTES = {
     "post-LN": "This is the textbook's block (Vaswani et al. 2017): each sub-block's output is added to the "
-    "stream and the sum is normalised (post-LN). Every block rescales the whole stream, so the stream's "
-    "norm stays fixed from layer to layer.",
+    "stream and the sum is normalised (post-LN). Every block renormalises the whole stream, so its norm stays "
+    "approximately constant from layer to layer, about √d times the LayerNorm gain's scale, not exactly: "
+    "the gains and biases differ per feature and per layer.",
     "pre-norm": "This model uses the pre-norm block: the norm sits on the branch (X + MHA(Norm(X))), not on "
-    "the stream. The residual stream is a plain running sum that no norm rescales, so the gradient reaches "
-    "early layers unchanged; deep decoders train stably without careful warm-up (Xiong et al. 2020), which "
-    "is why GPT-2 and Llama moved there. The stream grows with depth, so a final norm comes before the "
-    "output head.",
+    "the stream. The residual stream is a running sum that no norm rescales, so the Jacobian of a late "
+    "layer's stream with respect to an early one is the identity plus the branches' terms: the identity "
+    "path gives gradients a direct route to early layers (the other terms add to it). GPT-2 (Radford et "
+    "al. 2019) moved LayerNorm to the input of each sub-block, and Llama kept it there; Xiong et al. (2020) "
+    "analysed why pre-LN trains stably without learning-rate warm-up. The stream grows with depth, so a "
+    "final norm comes before the output head.",
 }
 
 

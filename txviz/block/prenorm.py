@@ -4,9 +4,11 @@
     E = Z + FeedForward(Norm(Z))           (gated SiLU FFN for Llama, GELU for GPT-2)
 
 Unlike the textbook's post-LN block, the norm sits on the branch, not on the stream: the
-residual stream X -> Z -> E is a plain running sum that no norm ever rescales, so gradients reach
-early layers unchanged and deep stacks train without learning-rate warm-up tricks (Xiong et al.
-2020). The price: the stream grows with depth, so a final norm is applied before the output head.
+residual stream X -> Z -> E is a running sum that no norm rescales, so dE/dX is the identity plus
+the branches' Jacobians, a direct route for gradients to early layers. GPT-2 (Radford et al. 2019)
+moved LayerNorm to each sub-block's input; Xiong et al. (2020) analysed why this pre-LN form trains
+without learning-rate warm-up. The price: the stream grows with depth, so a final norm is applied
+before the output head.
 """
 
 from __future__ import annotations

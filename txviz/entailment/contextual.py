@@ -9,6 +9,7 @@ import torch
 
 from txviz.core.errors import require_kind
 from txviz.core.running import run
+from txviz.entailment.equations import numbered
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,9 @@ def fixed_f(x: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.normalize(x, dim=-1) / TEMPERATURE**0.5
 
 
+@numbered
 def alignment(loaded, premise: tuple[str, ...], hypothesis: tuple[str, ...]) -> Alignment:
-    """Equations 15.46-15.48 with a fixed f and a_i, b_j read from the encoder, each sentence alone."""
+    """Equations {e_ij}, {beta_i} and {alpha_j} with a fixed f and a_i, b_j read from the encoder, each sentence alone."""
     require_kind(loaded, ("encoder",), "align two sentences with contextual word vectors")
     a, b = word_vectors(loaded, premise), word_vectors(loaded, hypothesis)
     e = fixed_f(a) @ fixed_f(b).T

@@ -8,6 +8,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from txviz.entailment.equations import numbered
+
 LABELS = ("entailment", "neutral", "contradiction")
 NEG = -1e9  # a padded position's score: exp underflows to exactly 0
 
@@ -38,8 +40,9 @@ class DecomposableAttention(nn.Module):
         self.g = mlp(2 * d_word, hidden, dropout)
         self.h = nn.Sequential(mlp(2 * hidden, hidden, dropout), nn.Linear(hidden, len(LABELS)))
 
+    @numbered
     def attend(self, a, b, mask_a, mask_b):
-        """(15.46) e_ij = f(a_i)^T f(b_j); (15.47) beta_i and (15.48) alpha_j, with both softmax weights."""
+        """{e_ij} e_ij = f(a_i)^T f(b_j); {beta_i} beta_i and {alpha_j} alpha_j, with both softmax weights."""
         e = self.f(a) @ self.f(b).transpose(1, 2)  # (B, m, n)
         to_b = torch.softmax(e.masked_fill(~mask_b[:, None, :], NEG), dim=2)  # over j: rows sum to 1
         to_a = torch.softmax(e.masked_fill(~mask_a[:, :, None], NEG), dim=1)  # over i: columns sum to 1
@@ -47,17 +50,20 @@ class DecomposableAttention(nn.Module):
         alpha = to_a.transpose(1, 2) @ a  # (B, n, d): the part of a aligned with b_j
         return e, to_b, to_a, beta, alpha
 
+    @numbered
     def compare(self, a, b, beta, alpha):
-        """(15.49) v_A,i = g([a_i, beta_i]); (15.50) v_B,j = g([b_j, alpha_j])."""
+        """{v_A,i} v_A,i = g([a_i, beta_i]); {v_B,j} v_B,j = g([b_j, alpha_j])."""
         return self.g(torch.cat([a, beta], -1)), self.g(torch.cat([b, alpha], -1))
 
     @staticmethod
+    @numbered
     def aggregate(v_a, v_b, mask_a, mask_b):
-        """(15.51) v_A = sum_i v_A,i; (15.52) v_B = sum_j v_B,j (padding left out)."""
+        """{v_A} v_A = sum_i v_A,i; {v_B} v_B = sum_j v_B,j (padding left out)."""
         return (v_a * mask_a[..., None]).sum(1), (v_b * mask_b[..., None]).sum(1)
 
+    @numbered
     def classify(self, sum_a, sum_b):
-        """(15.53) y = h([v_A, v_B]): three scores, softmax gives the class probabilities."""
+        """{y} y = h([v_A, v_B]): three scores, softmax gives the class probabilities."""
         return self.h(torch.cat([sum_a, sum_b], -1))
 
     def forward(self, a, b, mask_a, mask_b):

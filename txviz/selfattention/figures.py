@@ -209,3 +209,50 @@ def linear_cost_figure(ns: Sequence[int], softmax_s: Sequence[float], linear_s: 
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
     )
     return figure
+
+
+def efficient_error_figure(
+    curves: dict[str, tuple[Sequence[int], Sequence[float]]], elu_error: float
+) -> go.Figure:
+    """Output error against size: Linformer's kp and Performer's feature count m, elu + 1 as a line."""
+    figure = go.Figure()
+    for name, (sizes, errors) in curves.items():
+        figure.add_trace(go.Scatter(x=list(sizes), y=list(errors), mode="lines+markers", name=plain(name)))
+    figure.add_hline(y=elu_error, line_dash="dot", annotation_text="elu + 1 (no size to choose)")
+    figure.update_layout(
+        title="Error against softmax: ‖O − O_soft‖ / ‖O_soft‖",
+        xaxis={"title": "projected keys kp (Linformer) or random features m (Performer)", "type": "log"},
+        yaxis={"title": "relative output error", "rangemode": "tozero"},
+        height=380,
+        margin=margin(top=40),
+    )
+    return figure
+
+
+def families_figure(families: Sequence, page_titles: dict[str, str]) -> go.Figure:
+    """The families of efficient transformers (probml fig. 15.29) as boxes under one root."""
+    figure = go.Figure()
+    count = len(families)
+    figure.add_annotation(x=(count - 1) / 2, y=1.0, text="<b>Efficient transformers</b>", showarrow=False)
+    for i, family in enumerate(families):
+        figure.add_shape(type="line", x0=(count - 1) / 2, y0=0.93, x1=i, y1=0.8, line={"color": "grey"})
+        where = "<br>".join(f"→ {plain(page_titles[page])}" for page, _ in family.shown)
+        members = "<br>".join(plain(m.strip()) for m in family.members.split(","))
+        figure.add_annotation(
+            x=i,
+            y=0.75,
+            yanchor="top",
+            text=f"<b>{plain(family.name)}</b><br><br>{members}<br><br><i>in txviz:</i><br>{where}",
+            showarrow=False,
+            bordercolor="grey",
+            borderpad=6,
+            align="left",
+        )
+    figure.update_layout(
+        title="Families of efficient transformers (probml fig. 15.29, after Tay et al. 2020)",
+        xaxis={"visible": False, "range": [-0.6, count - 0.4]},
+        yaxis={"visible": False, "range": [0.1, 1.05]},
+        height=420,
+        margin=margin(top=40),
+    )
+    return figure

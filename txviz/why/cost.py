@@ -24,7 +24,7 @@ LABELS = {
     "attention+proj": "self-attention with Q, K, V and output projections",
 }
 BOOK = {  # Table 15.1 of the book, per layer type
-    "conv": ("O(k n d²)", "O(1)", "O(n/k)"),
+    "conv": ("O(k n d²)", "O(1)", "O(log_k n)"),
     "rnn": ("O(n d²)", "O(n)", "O(n)"),
     "attention": ("O(n² d)", "O(1)", "O(1)"),
 }

@@ -127,3 +127,21 @@ def thread_bars(times: ThreadTimes) -> go.Figure:
         margin=dict(t=50, l=60, r=10, b=50),
     )
     return figure
+
+
+def forgetting_lines(result) -> go.Figure:
+    """|| d y_n / d x_(n-k) || against k, log scale: the GRU's falls away, attention's stays level."""
+    figure = go.Figure()
+    for name, values in (("RNN (GRU): a product of k step Jacobians", result.rnn),
+                         ("self-attention: one step from every input", result.attention)):  # fmt: skip
+        color = COLORS["rnn" if name.startswith("RNN") else "attention"]
+        figure.add_trace(
+            go.Scatter(x=result.distances, y=values, mode="lines+markers", name=name, line={"color": color})
+        )
+    figure.update_layout(
+        title="How much the last output still depends on an input k steps back",
+        xaxis={"title": "steps back k (x_(n-k))"},
+        yaxis={"title": "‖∂y_n / ∂x_(n-k)‖ (Frobenius)", "type": "log"},
+        height=380,
+    )
+    return figure
