@@ -129,7 +129,7 @@ def test_unknown_block_layout_gets_a_message(app, tmp_path, minilm):
 def test_mixture_of_experts_tab(app):
     app.session_state["block_view"] = "Mixture of experts"
     app.run()
-    _ok(app)
+    assert_clean(app)
     table = app.dataframe[0].value
     assert list(table["model"])[1] == "mixture of experts (top-1)"
     mse = list(table["held-out MSE"])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 from scipy.special import softmax
+from txviz.why.threads import torch_threads
 
 from txviz.selfattention import twoheads as th
-from txviz.why.threads import torch_threads
 
 
 def test_batches_mark_one_subject_and_one_object_and_answer_their_symbols():
