@@ -57,7 +57,9 @@ def attribute_source(
             decoder_input_ids=decoder_ids.expand(batch, -1), use_cache=False,
         ).logits[:, -1].float()  # fmt: skip
         # decoding never chooses these: the probability explained is the one the page shows
-        return target(logits.index_fill(-1, torch.tensor(banned, dtype=torch.long, device=logits.device), float("-inf")))
+        return target(
+            logits.index_fill(-1, torch.tensor(banned, dtype=torch.long, device=logits.device), float("-inf"))
+        )
 
     with torch.no_grad():
         embeds = model.get_encoder().embed_tokens(source_ids).detach()
