@@ -1,4 +1,4 @@
-"""Command line: `python -m txviz trace|lens|bench|train|models ...` for scripts, exports and benchmarks."""
+"""Command line: `python -m txviz trace|lens|explain|bench|train|models ...` for scripts, exports and benchmarks."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import txviz.bench
 import txviz.training
+from txviz.explain import command as explain_command
 from txviz.figures import export
 from txviz.heads import command as heads_command
 
@@ -149,6 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
     lens.add_argument("--max-tokens", type=int, default=256)
     sub.add_parser("models", help="list the models")
     heads_command.add_arguments(sub.add_parser("heads", help="every head's detector scores as .npz"))
+    sub.add_parser(
+        "explain",
+        parents=[explain_command.options()],
+        help="every generated token's attribution, attention and lens as .npz",
+    )
     for command, package in (("bench", txviz.bench), ("train", txviz.training)):
         p = sub.add_parser(command, help=f"one of: {', '.join(_modules(package))}")
         p.add_argument("name")
@@ -168,5 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         return models_command(args)
     if args.command == "heads":
         return heads_command.run(args)
+    if args.command == "explain":
+        return explain_command.run(args)
     package = txviz.bench if args.command == "bench" else txviz.training
     return run_module(package, args.name, args.args)

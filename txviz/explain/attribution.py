@@ -25,12 +25,9 @@ import torch
 
 from txviz.core.errors import UserError, require_kind
 from txviz.core.running import run
+from txviz.explain.methods import ABLATION_BATCH, IG_STEPS, METHODS
 from txviz.heads.attribution import gradient_x_input, integrated_gradients, reference_embeddings
 from txviz.models import LoadedModel
-
-METHODS = {"gradient": "gradient × input", "ig": "integrated gradients", "ablation": "feature ablation"}
-IG_STEPS = 16  # the page's default: ~18 forwards and backwards; the CLI and bench may ask for more
-ABLATION_BATCH = 16  # perturbed copies per forward
 
 
 class ExplainError(UserError):

@@ -11,7 +11,8 @@ import torch
 from txviz.core.errors import require_kind
 from txviz.core.running import run
 from txviz.core.tokens import special_flags
-from txviz.explain.attribution import IG_STEPS, Target, attribute_embeddings, check_target
+from txviz.explain.attribution import Target, attribute_embeddings, check_target
+from txviz.explain.methods import IG_STEPS
 from txviz.explain.step import check_step
 from txviz.heads.attribution import reference_embeddings
 from txviz.models import LoadedModel

@@ -11,7 +11,8 @@ import numpy as np
 from txviz.block.lens import check_lens, logit_lens
 from txviz.block.recording import run_ids
 from txviz.core.tokens import readable_tokens
-from txviz.explain.attribution import IG_STEPS, METHODS, ExplainError, Target, attribute_step
+from txviz.explain.attribution import ExplainError, Target, attribute_step
+from txviz.explain.methods import IG_STEPS, METHODS
 from txviz.models import LoadedModel
 
 
