@@ -62,4 +62,5 @@ def test_smollm2_ig_splits_the_change_in_log_probability(smollm2):
     assert explained.scores["ig"].sum() == pytest.approx(
         float(change[0] - change[1]), rel=0.1
     )  # 32 steps: ~6% off
-    assert explained.scores["ig"][0] == explained.scores["ablation"][0] == 0  # the sink stays as it is
+    # the sink stays as it is in the baseline (ablation: batched forwards differ by rounding only)
+    assert explained.scores["ig"][0] == 0 and abs(explained.scores["ablation"][0]) < 1e-4
