@@ -25,8 +25,8 @@ import torch
 
 from txviz.core.errors import UserError, require_kind
 from txviz.core.running import run
-from txviz.explain.methods import ABLATION_BATCH, IG_STEPS, METHODS
-from txviz.heads.attribution import gradient_x_input, integrated_gradients, reference_embeddings
+from txviz.explain.methods import BATCH_TOKENS, IG_STEPS, METHODS
+from txviz.heads.attribution import gradient_x_input, reference_embeddings
 from txviz.models import LoadedModel
 
 
@@ -72,18 +72,24 @@ def attribute_embeddings(
     method: str,
     reference: torch.Tensor | None = None,
     steps: int = IG_STEPS,
-    batch: int = ABLATION_BATCH,
+    batch: int | None = None,
 ) -> np.ndarray:
     """Per position (T,): ``method``'s attribution of ``forward`` (1, T, D) -> (1,), summed over the
     embedding; ``reference`` (zeros by default) is what integrated gradients start from and what
-    feature ablation puts in a position's place."""
+    feature ablation puts in a position's place; ``batch`` inputs go through one pass (default: what
+    BATCH_TOKENS allows)."""
     reference = torch.zeros_like(embeds) if reference is None else reference
+    batch = batch or max(1, BATCH_TOKENS // embeds.shape[1])
     if method == "gradient":
         with torch.enable_grad():
             return gradient_x_input(forward, embeds)[0].sum(dim=-1).detach().cpu().numpy()
     if method == "ig":
+        from captum.attr import IntegratedGradients
+
         with torch.enable_grad():
-            attributions, _ = integrated_gradients(forward, embeds, reference, steps)
+            attributions = IntegratedGradients(forward).attribute(
+                embeds, baselines=reference, n_steps=steps, internal_batch_size=min(batch, steps)
+            )
         return attributions[0].sum(dim=-1).detach().cpu().numpy()
     if method == "ablation":
         from captum.attr import FeatureAblation
@@ -102,7 +108,8 @@ def _accepts(model, argument: str) -> bool:
     return argument in inspect.signature(model.forward).parameters
 
 
-def _embed(loaded: LoadedModel, ids: Sequence[int]) -> torch.Tensor:
+def embed(loaded: LoadedModel, ids: Sequence[int]) -> torch.Tensor:
+    """The input embeddings (1, T, D) of ``ids``, detached: what the attributions start from."""
     with torch.no_grad():
         return loaded.model.get_input_embeddings()(torch.tensor([list(ids)], device=loaded.device)).detach()
 
@@ -137,6 +144,6 @@ def attribute_step(
     if not context:
         raise ExplainError("There is no earlier token to attribute the choice to.")
     check_target(target, loaded.model.get_input_embeddings().num_embeddings)
-    embeds = _embed(loaded, context)
+    embeds = embed(loaded, context)
     reference = reference_embeddings(embeds, fixed_positions(len(context)))
     return attribute_embeddings(decoder_forward(loaded, target), embeds, method, reference, steps)
