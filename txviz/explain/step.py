@@ -56,7 +56,10 @@ def explain_attribution(
     target = Target(int(chosen), None if alternative is None else int(alternative))
     tokens = readable_tokens(loaded.tokenizer, list(context))[0]
     scores = {m: attribute_step(loaded, context, target, m, steps) for m in methods}
-    word = lambda i: readable_tokens(loaded.tokenizer, [i])[0][0]  # noqa: E731
+
+    def word(token_id: int) -> str:
+        return readable_tokens(loaded.tokenizer, [token_id])[0][0]
+
     return StepAttribution(tuple(tokens), scores, target.describe(word))
 
 
