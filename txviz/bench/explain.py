@@ -37,9 +37,10 @@ def median_seconds(fn: Callable[[], object], repeats: int) -> float:
 
 def context_ids(loaded, n: int) -> tuple[int, ...]:
     """The first ``n`` ids of the text said over and over."""
-    ids = loaded.tokenizer(TEXT * (1 + 4 * n // len(TEXT)))["input_ids"]
-    if len(ids) < n:
-        raise ValueError(f"The benchmark text gives only {len(ids)} tokens.")
+    text, ids = TEXT, []
+    while len(ids) < n:
+        text += TEXT
+        ids = loaded.tokenizer(text)["input_ids"]
     return tuple(ids[:n])
 
 
