@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import ui, widgets
 from txviz.bench import masks as bench
 from txviz.masks import figures as figs
 from txviz.masks import merging
@@ -85,9 +85,7 @@ if model_tab.open:
             run = masked_run(loaded, text, key, tuple(sorted(params.items())))
         if run.notice:
             st.warning(run.notice)
-        cols = st.columns(2)
-        layer = cols[0].slider("Layer", 0, run.before.n_layers - 1, 0, key="layer")
-        head = cols[1].slider("Head", 0, run.before.n_heads - 1, 0, key="head")
+        layer, head = widgets.layer_head_picker(run.before.n_layers, run.before.n_heads)
         title = f"{name}, layer {layer}, head {head}: {labels[key]} on every layer"
         ui.show_figure(
             figs.before_after(

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import ui, widgets
 from txviz.softhard import compare as soft_hard
 from txviz.softhard import figures, toy
 
@@ -48,9 +48,7 @@ first = next(iter(comparison.traces.values()))
 if first.notice:
     st.warning(f"{first.notice} This page reads at most {soft_hard.MAX_TOKENS} tokens.")
 
-layer_col, head_col = st.columns(2)
-layer = layer_col.slider("Layer", 0, first.n_layers - 1, 0, key="layer")
-head = head_col.slider("Head", 0, first.n_heads - 1, 0, key="head")
+layer, head = widgets.layer_head_picker(first.n_layers, first.n_heads)
 ui.show_figure(figures.normalizer_heatmaps(comparison, layer, head, ui.presenting()))
 st.caption(
     "Each normalizer runs in every layer, so from layer 1 on the scores themselves differ. "
