@@ -91,7 +91,9 @@ def test_self_attention_real_model_tab(one_head_bert):
 @pytest.mark.parametrize("view", ["Data flow", "One block"])
 def test_transformer_block(one_head_bert, view):
     at = run("11_Transformer_Block.py", "model", one_head_bert, block_view=view)
-    captions = ONLY_ONE[:1] + (("Head (for the per-head arrays) 0 (the only one)",) if view == "One block" else ())
+    captions = ONLY_ONE[:1] + (
+        ("Head (for the per-head arrays) 0 (the only one)",) if view == "One block" else ()
+    )
     assert_runs(at, captions)
 
 
