@@ -5,7 +5,7 @@ import re
 import urllib.parse
 
 import pytest
-from conftest import ROOT, page_url, serve_app, wait_for_app
+from conftest import page_url, serve_app, wait_for_app
 from playwright.sync_api import expect
 
 from txviz.app.lessons import load_lessons
