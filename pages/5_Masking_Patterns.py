@@ -127,10 +127,13 @@ if cost_tab.open:
         )
         pattern = options[choice]
         if st.button("Measure on this machine (256 to 2,048 tokens)", key="measure"):
-            bar = st.progress(0.0, "Compiling FlexAttention (seconds per length, the first time)...")
-            rows = bench.run_benchmark(COST_SIZES, [pattern], progress=lambda d, t, m: bar.progress(d / t, m))
+            rows = widgets.with_progress(
+                "Compiling FlexAttention (seconds per length, the first time)...",
+                lambda progress: bench.run_benchmark(
+                    COST_SIZES, [pattern], progress=lambda done, total, what: progress(done / total, what)
+                ),
+            )
             st.session_state["measured"] = (choice, rows)
-            bar.empty()
         measured = st.session_state.get("measured")
         live = measured is not None and measured[0] == choice
         saved = bench.load_saved()

@@ -94,15 +94,9 @@ with st.expander("Train both again, live (about 10 to 30 s on one CPU thread)"):
     if retrain:
         with ui.user_errors():
             config = toy.ToyConfig(seed=seed, steps=steps, n_pairs=n_pairs)
-        bar, runs = st.progress(0.0, text="Training..."), {}
-        for i, method in enumerate(toy.METHODS):
-
-            def report(step: int, total: int, i: int = i, method: str = method) -> None:
-                bar.progress((i + step / total) / len(toy.METHODS), text=f"{method}: step {step}")
-
-            runs[method] = toy.train(method, config, progress=report)
-        bar.empty()
-        st.session_state["toy_runs"] = runs
+        st.session_state["toy_runs"] = widgets.with_progress(
+            "Training...", lambda progress: toy.train_both(config, progress)
+        )
     if "toy_runs" in st.session_state and st.button("Back to the shipped runs", key="reset"):
         del st.session_state["toy_runs"]
 runs = st.session_state.get("toy_runs") or shipped_runs()
