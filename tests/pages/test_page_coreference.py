@@ -68,15 +68,15 @@ def test_default_pair_on_minilm_shows_cross_validated_scores_and_the_caveat(mini
     assert list(kinds["kind"]) == ["all kinds", *KINDS] and list(kinds["pairs"]) == [12, 4, 4, 4]
     assert kinds["head chosen on all"][0] == "L{} H{}".format(*cv.best_head)
     # the head shown first is the one chosen on all pairs
-    assert at.selectbox(key="layer_minilm@cpu").value == cv.best_head[0]
+    assert at.slider(key="layer_minilm@cpu").value == cv.best_head[0]
 
 
 def test_moving_widgets_keeps_the_page_working(minilm, small_set):
     at = run_page()
     at.selectbox(key="pair_index").set_value(7).run()
     assert not at.exception
-    at.selectbox(key="layer_minilm@cpu").set_value(2).run()
-    at.selectbox(key="head_minilm@cpu").set_value(5).run()
+    at.slider(key="layer_minilm@cpu").set_value(2).run()
+    at.slider(key="head_minilm@cpu").set_value(5).run()
     assert not at.exception
     at.selectbox(key="kind").set_value("size").run()
     at.slider(key="folds").set_value(3).run()

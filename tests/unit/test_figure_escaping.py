@@ -153,7 +153,7 @@ def pair_attention():
 def _():
     from txviz.coref import figures
 
-    return figures.head_grids(pair_attention(), selected=(0, 1)), HOSTILE
+    return figures.head_grids(pair_attention(), selected=(0, 1)), HOSTILE  # altair: kept verbatim
 
 
 @case("coref.figures.pair_heatmaps")

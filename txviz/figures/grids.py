@@ -27,16 +27,26 @@ def head_grid(
     pick: tuple[int, int] | None = None,
     presenting: bool = False,
     domain: tuple[float, float] | None = None,
+    diverging: bool = False,
+    extra: Mapping[str, np.ndarray] | None = None,
 ) -> alt.LayerChart:
-    """One number per head as a [layer, head] grid; a click selects a cell, the picked head is outlined."""
+    """One number per head as a [layer, head] grid; a click selects a cell, the picked head is outlined.
+
+    ``diverging``: a red-white-blue scale with white at zero; ``extra``: more [layer, head] numbers
+    shown in the tooltip, by name.
+    """
     layers, heads = values.shape
     grid = np.indices(values.shape).reshape(2, -1)
     table = pd.DataFrame({"layer": grid[0], "head": grid[1], "value": values.astype(float).ravel()})
     table["value"] = table["value"].where(np.isfinite(table["value"]))  # NaN and inf: blank cells
+    extra = dict(extra or {})
+    for i, numbers in enumerate(extra.values()):
+        table[f"extra{i}"] = np.asarray(numbers, dtype=float).ravel()  # columns by number: names are any text
     click = alt.selection_point(name=PICK, fields=["layer", "head"], on="click", clear=False)
-    scale = alt.Scale(
-        scheme=scale_name("sequential", presenting), **({"domain": list(domain)} if domain else {})
-    )
+    # Vega's "redblue" is ColorBrewer RdBu, the project's diverging scale (colors.scale_name)
+    scheme = "redblue" if diverging else scale_name("sequential", presenting)
+    bounds = {"domain": list(domain)} if domain else {}
+    scale = alt.Scale(scheme=scheme, **bounds, **({"domainMid": 0} if diverging else {}))
     cells = (
         alt.Chart(table)
         .mark_rect()
@@ -48,6 +58,7 @@ def head_grid(
                 alt.Tooltip("layer:O"),
                 alt.Tooltip("head:O"),
                 alt.Tooltip("value:Q", title=unit, format=".3f"),
+                *[alt.Tooltip(f"extra{i}:Q", title=name, format=".3f") for i, name in enumerate(extra)],
             ],
         )
         .add_params(click)
