@@ -411,8 +411,9 @@ def test_head_grids_carry_lean_a_lean_b_and_difference():
         scale = cells["encoding"]["color"]["scale"]
         assert scale["domainMid"] == 0 and scale["domain"][0] == -scale["domain"][1]  # white at zero
         assert spec["datasets"][outline["data"]["name"]] == [{"layer": 0, "head": 1}]  # the chosen head
-    assert grids[0]["layer"][0]["encoding"]["color"]["scale"]["domain"] == (
-        grids[1]["layer"][0]["encoding"]["color"]["scale"]["domain"]
+    assert (
+        grids[0]["layer"][0]["encoding"]["color"]["scale"]["domain"]
+        == (grids[1]["layer"][0]["encoding"]["color"]["scale"]["domain"])
     )  # one scale for the two sentences
 
 
