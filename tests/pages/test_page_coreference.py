@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, click_grid
 from streamlit.testing.v1 import AppTest
 
 from txviz.app import ui
@@ -165,3 +165,11 @@ def test_decoder_candidate_after_the_pronoun_is_explained_not_an_error(smollm2):
     at.pills(key="own_candidates").set_value([0, 6]).run()
     assert not at.exception and not at.error
     assert any("'Bill' comes after the pronoun" in i.value for i in at.info)
+
+
+def test_clicking_a_head_in_a_grid_picks_it(minilm, small_set):
+    at = run_page()
+    click_grid(at, "coref_grid_2", 4, 7)  # the difference grid
+    assert not at.exception and not at.error
+    assert (at.slider(key="layer_minilm@cpu").value, at.slider(key="head_minilm@cpu").value) == (4, 7)
+    assert any(s.value == "Layer 4, head 7 in both sentences" for s in at.subheader)
