@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import serving, ui
+from txviz.app import serving, ui, widgets
 from txviz.vision import figures
 from txviz.vision.images import load_image
 from txviz.vision.runs import trace_image
@@ -59,7 +59,7 @@ st.subheader("Attention on the image")
 controls, picture = st.columns([1, 2])
 with controls:
     view = st.radio("Show", VIEWS, key="view")
-    layer = st.slider("Layer", 0, result.trace.n_layers - 1, result.trace.n_layers - 1, key="layer")
+    layer = widgets.index_picker("Layer", result.trace.n_layers, "layer", result.trace.n_layers - 1)
     head_choice = st.selectbox(
         "Head",
         ["mean over heads"] + list(range(result.trace.n_heads)),

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import ui, widgets
 from txviz.bench import masks as bench
 from txviz.masks import figures as figs
 from txviz.masks import merging
@@ -85,9 +85,7 @@ if model_tab.open:
             run = masked_run(loaded, text, key, tuple(sorted(params.items())))
         if run.notice:
             st.warning(run.notice)
-        cols = st.columns(2)
-        layer = cols[0].slider("Layer", 0, run.before.n_layers - 1, 0, key="layer")
-        head = cols[1].slider("Head", 0, run.before.n_heads - 1, 0, key="head")
+        layer, head = widgets.layer_head_picker(run.before.n_layers, run.before.n_heads)
         title = f"{name}, layer {layer}, head {head}: {labels[key]} on every layer"
         ui.show_figure(
             figs.before_after(
@@ -129,10 +127,13 @@ if cost_tab.open:
         )
         pattern = options[choice]
         if st.button("Measure on this machine (256 to 2,048 tokens)", key="measure"):
-            bar = st.progress(0.0, "Compiling FlexAttention (seconds per length, the first time)...")
-            rows = bench.run_benchmark(COST_SIZES, [pattern], progress=lambda d, t, m: bar.progress(d / t, m))
+            rows = widgets.with_progress(
+                "Compiling FlexAttention (seconds per length, the first time)...",
+                lambda progress: bench.run_benchmark(
+                    COST_SIZES, [pattern], progress=lambda done, total, what: progress(done / total, what)
+                ),
+            )
             st.session_state["measured"] = (choice, rows)
-            bar.empty()
         measured = st.session_state.get("measured")
         live = measured is not None and measured[0] == choice
         saved = bench.load_saved()

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import ui, widgets
 from txviz.selfattention import figures as sa_figs
 from txviz.selfattention import toy as ta
 from txviz.seq2seq import arithmetic, teacher
@@ -74,11 +74,9 @@ if decode_tab.open:
         step = st.slider("Step", 0, last, last, key="step") if last > 0 else 0
         kind = KIND_LABELS[st.radio("Attention", list(KIND_LABELS), key="kind", horizontal=True)]
         part = {"cross": trace.cross, "decoder": trace.decoder, "encoder": trace.encoder}[kind]
-        col_layer, col_head = st.columns(2)
-        layer = col_layer.selectbox(
-            "Layer", range(part.n_layers), index=part.n_layers - 1, key=f"layer_{kind}"
+        layer, head = widgets.layer_head_picker(
+            part.n_layers, part.n_heads, (f"layer_{kind}", f"head_{kind}"), (part.n_layers - 1, 0)
         )
-        head = col_head.selectbox("Head", range(part.n_heads), key=f"head_{kind}")
 
         ui.show_figure(
             figs.step_attention(trace, step, min(layer, trace.cross.n_layers - 1), head), key="step_view"
@@ -124,8 +122,9 @@ if arithmetic_tab.open:
         with ui.user_errors():
             cross = cross_run(loaded, source, method, beams, max_steps)
         cols = st.columns(3)
-        x_layer = cols[0].slider("Layer", 0, cross.n_layers - 1, cross.n_layers - 1, key="x_layer")
-        x_head = cols[1].slider("Head", 0, cross.n_heads - 1, 0, key="x_head")
+        x_layer, x_head = widgets.layer_head_picker(
+            cross.n_layers, cross.n_heads, ("x_layer", "x_head"), (cross.n_layers - 1, 0), columns=cols[:2]
+        )
         target_pos = cols[2].selectbox(
             "Target token (query)",
             range(len(cross.query_tokens)),

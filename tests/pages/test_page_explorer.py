@@ -1,7 +1,7 @@
 """The Attention Explorer page under AppTest: widgets moved, bad input, no exception."""
 
 import pytest
-from conftest import ROOT, assert_clean
+from conftest import ROOT, assert_clean, click_grid
 from streamlit.testing.v1 import AppTest
 
 PAGE = str(ROOT / "pages/2_Attention_Explorer.py")
@@ -38,7 +38,17 @@ def test_only_the_open_tab_is_drawn(app):
     assert len(app.get("plotly_chart")) == 1  # one head
     app.session_state["view"] = "Aggregates"
     app.run()
-    assert len(app.get("plotly_chart")) == 3  # aggregate, entropy, distance
+    assert len(app.get("plotly_chart")) == 1  # the aggregate
+    assert len(app.get("vega_lite_chart")) == 2  # the entropy and distance grids, clickable
+
+
+def test_clicking_a_grid_cell_picks_that_head(app):
+    app.session_state["view"] = "Aggregates"
+    app.run()
+    click_grid(app, "grid_tokens", 4, 7)
+    assert not app.exception and not app.error
+    assert (app.slider(key="layer").value, app.slider(key="head").value) == (4, 7)
+    assert app.query_params["layer"] == "4" and app.query_params["head"] == "7"  # the link follows
 
 
 def test_switching_to_smollm2_adapts_the_sliders(app):
