@@ -5,17 +5,23 @@ browser sessions, with its own prompt and seed. It reaches 30 sessions on a 2-co
 30 Chromium contexts would measure the browsers instead of the server. Leaks are checked exactly:
 every client's greedy tokens must equal a lone run of its own prompt, and its attention rows must
 cover its own sequence and nothing more.
+
+The physical reference is measured in the same run: transformers' own `generate` on the same
+prompts, first one prompt alone, then all of them left-padded in one batch, with nothing recorded.
 """
 
 from __future__ import annotations
 
+import copy
 import statistics
 import threading
 import time
 
+import torch
+
 from txviz.bench.measure import track_large_allocations
 from txviz.generation.batching import GenerationEngine
-from txviz.generation.loop import GenerationRequest, generate
+from txviz.generation.loop import GenerationRequest, generate, prepare
 from txviz.generation.sampling import SamplingSettings
 
 SUBJECTS = [
@@ -70,15 +76,37 @@ def leaks(loaded, results: list, new_tokens: int) -> list[str]:
     return found
 
 
-def main_inprocess(model: str, sessions: int, new_tokens: int, max_batch: int) -> int:
-    """Lone generation, then `sessions` at once, through one engine; prints the ratio line last."""
+def reference_generate(loaded, indices: list[int], new_tokens: int) -> float:
+    """Seconds for transformers' greedy `generate` on these clients' prompts, left-padded in one batch."""
+    ids = [prepare(loaded, request_for(i, new_tokens)).ids for i in indices]
+    width = max(len(row) for row in ids)
+    pad = loaded.tokenizer.pad_token_id
+    pad = loaded.tokenizer.eos_token_id if pad is None else pad
+    input_ids = torch.tensor([[pad] * (width - len(row)) + list(row) for row in ids])
+    mask = torch.tensor([[0] * (width - len(row)) + [1] * len(row) for row in ids])
+    config = copy.deepcopy(loaded.model.generation_config)
+    config.do_sample, config.max_new_tokens, config.min_new_tokens = False, new_tokens, new_tokens
+    config.eos_token_id, config.pad_token_id = None, pad  # always new_tokens tokens, as the clients ask
+    began = time.perf_counter()
+    with torch.no_grad():
+        loaded.model.generate(input_ids.to(loaded.device), attention_mask=mask.to(loaded.device),
+                              generation_config=config)  # fmt: skip
+    return time.perf_counter() - began
+
+
+def main_inprocess(model: str, sessions: int, new_tokens: int, max_batch: int, threads: int = 1) -> int:
+    """Lone generation, then `sessions` at once, through one engine, then transformers' `generate`
+    alone and batched on the same prompts; prints the ratio line last."""
     import psutil
 
     from txviz import models
 
+    if threads:
+        torch.set_num_threads(threads)
     track_large_allocations()
     loaded = models.load(model)
     run_clients(loaded, 1, 2, max_batch)  # warm-up
+    reference_generate(loaded, [0], 2)
     lone = statistics.median(run_clients(loaded, 1, new_tokens, max_batch)["times"][0] for _ in range(3))
     rows, ratio_at_8 = [], None
     for n in sorted({1, min(8, sessions), sessions}):
@@ -101,7 +129,15 @@ def main_inprocess(model: str, sessions: int, new_tokens: int, max_batch: int) -
     for n, out, found, _, _ in rows:
         for line in out["errors"] + found:
             print(f"- {n} clients: {line}")
-    print(f"\nlone generation: {lone:.1f} s (median of 3)")
     n, ratio = ratio_at_8
-    print(f"slowest generation under load / lone generation = {ratio:.2f}x ({n} sessions)")
+    slowest_at_8 = ratio * lone
+    alone = statistics.median(reference_generate(loaded, [0], new_tokens) for _ in range(3))
+    together = statistics.median(reference_generate(loaded, list(range(n)), new_tokens) for _ in range(3))
+    print(f"\nlone generation: {lone:.2f} s (median of 3); {n} at once, slowest: {slowest_at_8:.2f} s")
+    print(f"transformers generate, {n} prompts: alone {alone:.2f} s, left-padded batch {together:.2f} s "
+          f"(medians of 3); torch threads: {torch.get_num_threads()}")  # fmt: skip
+    print(
+        f"engine slowest-under-load / lone = {ratio:.2f}x; generate batch / alone = {together / alone:.2f}x; "
+        f"engine / generate = {slowest_at_8 / together:.2f}x"
+    )
     return 1 if any(out["errors"] or found for _, out, found, _, _ in rows) else 0
