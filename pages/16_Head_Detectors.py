@@ -6,7 +6,7 @@ import json
 import numpy as np
 import streamlit as st
 
-from txviz.app import navigation, ui
+from txviz.app import navigation, serving, ui
 from txviz.core import paths
 from txviz.figures.attention import attention_heatmap
 from txviz.heads import attribution, compare, corpus, figures, runs
@@ -41,7 +41,7 @@ def scored(loaded, texts: corpus.Corpus, repeats: runs.RepeatSettings, offset: i
     if key not in store:
         bar = st.progress(0.0, "Scoring heads...")
         with ui.user_errors():
-            result = runs.score_heads(loaded, texts, repeats, offset, progress=bar.progress)
+            result = serving.heavy(runs.score_heads, loaded, texts, repeats, offset, progress=bar.progress)
         bar.empty()
         for array in (*result.scores.values(), *result.best_text.values()):
             array.flags.writeable = False

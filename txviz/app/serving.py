@@ -1,9 +1,12 @@
-"""Serving a class: the server's config, one generation engine per model, a session's identity."""
+"""Serving a class: the server's config, one generation engine per model, the heavy-pass queue,
+a session's identity."""
 
 from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
+from typing import TypeVar
 
 import streamlit as st
 
@@ -11,6 +14,9 @@ from txviz.core.config import ServerConfig, load_config
 from txviz.core.errors import UserError
 from txviz.generation.batching import GenerationEngine
 from txviz.models import LoadedModel
+from txviz.serving.jobs import JobCancelled, JobQueue, waiting_message
+
+T = TypeVar("T")
 
 
 def _secrets() -> dict:
@@ -40,6 +46,34 @@ def _engine(name: str, device: str, _loaded: LoadedModel) -> GenerationEngine:
 def engine(loaded: LoadedModel) -> GenerationEngine:
     """The generation engine every session shares for this model."""
     return _engine(loaded.name, str(loaded.device), loaded)
+
+
+@st.cache_resource(show_spinner=False)
+def jobs() -> JobQueue:
+    """The one queue every session's heavy model passes go through (max_jobs at once)."""
+    return JobQueue(config().max_jobs)
+
+
+def heavy(job: Callable[..., T], *args, **kwargs) -> T:
+    """job(*args, **kwargs) in this session's turn, telling the session its place while it waits.
+
+    The place is redrawn at every poll: that is also where Streamlit stops a session that left or
+    reran, which takes it out of the queue.
+    """
+    shown = []
+
+    def tell(ahead: int) -> None:
+        if not shown:
+            shown.append(st.empty())
+        shown[0].info(f"Busy server: {waiting_message(ahead)}", icon="⏳")
+
+    try:
+        return jobs().run(lambda: job(*args, **kwargs), owner=session_id(), on_wait=tell)
+    except JobCancelled:
+        st.stop()  # this session asked for something newer, which runs instead
+    finally:
+        if shown:
+            shown[0].empty()
 
 
 def offered_models(names: list[str]) -> list[str]:

@@ -306,7 +306,7 @@ def cached(
 
     def decorate(func: Callable[..., T]) -> Callable[..., T]:
         def shared(_loaded: LoadedModel, name: str, device: str, *args: Any) -> T:
-            return lock_arrays(func(_loaded, *args))
+            return lock_arrays(serving.heavy(func, _loaded, *args))  # in turn with other sessions
 
         # Nested functions with one source share one cache in Streamlit (streamlit#11157): name it.
         shared.__module__, shared.__qualname__ = func.__module__, f"{func.__qualname__}.cached"
