@@ -316,14 +316,16 @@ def cached(
 
     def decorate(func: Callable[..., T]) -> Callable[..., T]:
         def shared(_loaded: LoadedModel, name: str, device: str, *args: Any) -> T:
-            with serving.heavy_job():  # at most max_jobs heavy passes at once, server-wide
+            def compute() -> T:
                 if not progress:
-                    return lock_arrays(func(_loaded, *args))
+                    return func(_loaded, *args)
                 bar = st.progress(0.0, progress)  # made inside, so a cache hit replays it
                 try:
-                    return lock_arrays(func(_loaded, *args, progress=bar.progress))
+                    return func(_loaded, *args, progress=bar.progress)
                 finally:
                     bar.empty()
+
+            return lock_arrays(serving.heavy(compute))  # in turn with other sessions (max_jobs)
 
         store = _named_store(shared, func, max_entries, False if progress else spinner)
 
