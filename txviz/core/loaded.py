@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from txviz.core.errors import UserError
 
-KINDS = ("encoder", "decoder", "encoder-decoder", "vision", "image-decoder")
+Kind = Literal["encoder", "decoder", "encoder-decoder", "vision", "image-decoder"]
+KINDS: tuple[Kind, ...] = get_args(Kind)
 
 
 class ModelLoadError(UserError):
@@ -19,7 +20,7 @@ class ModelInfo:
     """One entry of the registry, as the model picker and the home page show it."""
 
     name: str
-    kind: str  # one of KINDS
+    kind: Kind
     description: str
     parameters: str  # e.g. "22.7M"
     source: str  # where the weights come from
@@ -36,7 +37,7 @@ class LoadedModel:
     """A model in eval mode on its device, with what turns inputs into its tensors."""
 
     name: str
-    kind: str
+    kind: Kind
     model: Any  # transformers.PreTrainedModel
     tokenizer: Any | None  # text models
     processor: Any | None  # vision models: the image processor
