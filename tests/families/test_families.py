@@ -11,14 +11,7 @@ from txviz.families import matrix, zoo
 pytestmark = pytest.mark.families
 
 # (family, feature) pairs that still fail; each entry is a known defect, not an expectation.
-KNOWN = {
-    ("Mistral", "generation"), ("Gemma 2", "generation"), ("Gemma 3 (text)", "generation"),
-    ("gpt-oss", "trace"), ("gpt-oss", "explorer"), ("gpt-oss", "generation"), ("ALBERT", "explorer"),
-    *((f, feature) for f in ("Falcon", "GPT-J") for feature in matrix.FEATURES),
-    *((f, feature) for f in ("Bloom", "MPNet", "DeBERTa-v2")
-      for feature in ("trace", "explorer", "heads", "extra mask", "normaliser")),
-    ("Bloom", "generation"),
-}  # fmt: skip
+KNOWN: set[tuple[str, str]] = set()
 
 
 @pytest.fixture(scope="session")
