@@ -106,6 +106,24 @@ def _offline_message(source: str, error: Exception) -> str:
             f"Could not reach the Hugging Face Hub for '{source}', and it is not in the local "
             f"cache. Download it on a machine with a network, or give a local folder. {HUB_ID_HINT}"
         )
+    if "no file named" in text:
+        return (
+            f"'{source}' holds a config.json but no weights (model.safetensors or pytorch_model.bin): "
+            "save the model's weights into the folder too."
+        )
+    if "does not recognize this architecture" in text:
+        import transformers
+
+        return (
+            f"'{source}' is a model family the installed transformers ({transformers.__version__}) does not "
+            "know: upgrade transformers, or choose a model of a known family (see docs/model-families.md)."
+        )
+    if "custom code" in text or "trust_remote_code" in text:
+        return (
+            f"'{source}' needs its own Python code to load (a remote-code model). txviz loads models with "
+            "trust_remote_code off, so it runs no code that comes with a model; choose a model "
+            "transformers itself knows."
+        )
     if "not a valid model identifier" in text or "Repository Not Found" in text or "404" in text:
         return f"'{source}' is neither a known model, a local folder, nor a Hub model. {HUB_ID_HINT}"
     return f"Could not load '{source}': {text.splitlines()[0] if text else type(error).__name__}"
@@ -147,11 +165,14 @@ def load_pretrained(
         model = _from_pretrained(auto, source, config, attention, kwargs)
     model.eval().to(device)
     probe = probe_inputs(model, kind, device)
-    if attention != "eager" and not _records_attention(model, probe):
-        # It accepted the capture function but never calls it (Bloom, MPNet, DeBERTa-v2): read it eagerly.
-        attention = "eager"
-        model = _from_pretrained(auto, source, config, attention, kwargs).eval().to(device)
-    gap = self_check(model, probe) if attention != "eager" else 0.0
+    gap = 0.0
+    if attention != "eager":
+        recorded = _captured(model, probe)
+        if recorded.attention:
+            gap = self_check(model, probe, _output_of(recorded.output))
+        else:  # it accepted the capture function but never calls it (Bloom, MPNet, DeBERTa-v2)
+            attention = "eager"
+            model = _from_pretrained(auto, source, config, attention, kwargs).eval().to(device)
     tokenizer = processor = None
     try:
         if kind == "vision":
@@ -180,6 +201,11 @@ def _from_pretrained(auto, source: str, config, attention: str, kwargs: dict):
         )
     except OSError as error:
         raise ModelLoadError(_offline_message(source, error)) from error
+    except RuntimeError as error:  # transformers' size-mismatch report
+        raise ModelLoadError(
+            f"'{source}': its weights do not match its config.json (a tensor of another shape than the "
+            "config says, e.g. a changed hidden size). Save the config with the weights it belongs to."
+        ) from error
     except (KeyError, ValueError):
         if attention != "eager":
             raise
@@ -204,11 +230,12 @@ def probe_inputs(model, kind: str, device: str) -> dict:
     return probe
 
 
-def _records_attention(model, probe: dict) -> bool:
+def _captured(model, probe: dict):
+    """The probe through the capture path, recording weights (the explicit computation, not SDPA)."""
     from txviz.core.capture import CaptureSettings
     from txviz.core.running import run
 
-    return bool(run(model, CaptureSettings(record={"weights"}), **probe).attention)
+    return run(model, CaptureSettings(record={"weights"}), ("output",), **probe)
 
 
 def _output_of(output) -> torch.Tensor:
@@ -219,16 +246,15 @@ def _output_of(output) -> torch.Tensor:
     return output[0].float()
 
 
-def self_check(model, probe: dict) -> float | None:
-    """Largest output gap between the capture path (recording weights) and the model's own attention.
+def self_check(model, probe: dict, ours: torch.Tensor) -> float | None:
+    """Largest gap between ``ours`` (the probe's output through the capture path) and the output with
+    the model's own attention.
 
     A future transformers release or an unusual model can then never show wrong attention silently.
     None when the model cannot switch to its own attention to compare.
     """
-    from txviz.core.capture import CaptureSettings
     from txviz.core.running import run
 
-    ours = _output_of(run(model, CaptureSettings(record={"weights"}), ("output",), **probe).output)
     for own in ("sdpa", "eager"):
         try:
             model.set_attn_implementation(own)
