@@ -99,6 +99,19 @@ def lens_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def families_command(args: argparse.Namespace) -> int:
+    """Check every feature on a tiny model of each family and write the table as Markdown."""
+    import tempfile
+
+    from txviz.families import matrix
+
+    with tempfile.TemporaryDirectory() as root:
+        results = matrix.matrix(Path(root))
+    matrix.write_doc(results, Path(args.out))
+    print(f"{args.out}: {len(results)} families x {len(matrix.FEATURES)} features")
+    return 0
+
+
 def models_command(args: argparse.Namespace) -> int:
     """List every model with whether it can load now."""
     from txviz import models
@@ -148,6 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     lens.add_argument("--format", choices=["npz", "json"], default="npz")
     lens.add_argument("--max-tokens", type=int, default=256)
     sub.add_parser("models", help="list the models")
+    families = sub.add_parser("families", help="check every feature on tiny models of many families")
+    families.add_argument("--out", default="docs/model-families.md")
     heads_command.add_arguments(sub.add_parser("heads", help="every head's detector scores as .npz"))
     for command, package in (("bench", txviz.bench), ("train", txviz.training)):
         p = sub.add_parser(command, help=f"one of: {', '.join(_modules(package))}")
@@ -166,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         return lens_command(args)
     if args.command == "models":
         return models_command(args)
+    if args.command == "families":
+        return families_command(args)
     if args.command == "heads":
         return heads_command.run(args)
     package = txviz.bench if args.command == "bench" else txviz.training

@@ -138,7 +138,7 @@ def model_picker(
     options = names if serving.config().public else names + [OTHER_MODEL]
     default = link_value(key, default, options)
     index = options.index(default) if default in options else 0
-    choice = st.selectbox(label, options, index=index, key=key)
+    choice = st.selectbox(label, options, index=index, key=key, format_func=_marked)
     if choice != OTHER_MODEL:
         return choice
     typed = st.text_input(
@@ -152,6 +152,15 @@ def model_picker(
         st.info("Type a model id or folder to load it.")
         st.stop()
     return typed.strip()
+
+
+_check_gaps: dict[str, float] = {}  # model name -> self-check gap of a model that failed it (any session)
+
+
+def _marked(name: str) -> str:
+    """A picker's label: the name, marked when its self-check at load found different numbers."""
+    gap = _check_gaps.get(name)
+    return name if gap is None else f"{name} ⚠ differs from its own attention by {gap:.2g}"
 
 
 @st.cache_resource(max_entries=MODELS_KEPT, show_spinner=False)
@@ -177,6 +186,9 @@ def load_model(name: str, kinds: tuple[str, ...] | None = None) -> LoadedModel:
     except ModelLoadError as error:
         st.error(str(error))
         st.stop()
+    if loaded.check_warning:  # the self-check at load: shown on every page that uses this model
+        _check_gaps[name] = loaded.check_gap
+        st.warning(loaded.check_warning)
     if kinds:
         with user_errors():
             require_kind(loaded, kinds, "run on this page")

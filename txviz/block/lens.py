@@ -64,6 +64,9 @@ def logit_lens(loaded: LoadedModel, run: BlockRun, positions: slice = slice(None
         logits = head(norm(h) if norm is not None else h)
         if bias is not None:
             logits = logits + bias
+        cap = getattr(loaded.config, "final_logit_softcapping", None)
+        if cap:  # Gemma soft-caps its output logits after the head
+            logits = cap * torch.tanh(logits / cap)
         p = torch.softmax(logits[0].float(), dim=-1).cpu()  # (T, V)
         best = p.max(dim=-1)
         ids.append(best.indices)

@@ -7,6 +7,7 @@ from typing import Any, Literal, get_args
 
 from txviz.core.errors import UserError
 
+CHECK_TOLERANCE = 1e-4  # float32: the same attention in another order differs by ~1e-6
 Kind = Literal["encoder", "decoder", "encoder-decoder", "vision", "image-decoder"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
 
@@ -44,6 +45,18 @@ class LoadedModel:
     device: str
     description: str = ""
     meta: dict = field(default_factory=dict)  # the txviz.json of a project model
+    attention: str = "txviz"  # "eager": its attention bypasses the capture function, read from its output
+    check_gap: float | None = None  # self-check at load: largest output gap, capture vs its own attention
+
+    @property
+    def check_warning(self) -> str:
+        """A warning when the self-check at load found txviz's numbers differ from the model's own."""
+        if self.check_gap is None or self.check_gap <= CHECK_TOLERANCE:
+            return ""
+        return (
+            f"{self.name}: through txviz's attention its output differs from the model's own attention "
+            f"by {self.check_gap:.2g} (more than {CHECK_TOLERANCE:g}): what txviz shows for it may be wrong."
+        )
 
     @property
     def config(self):

@@ -237,7 +237,8 @@ def generate(
         choice = choose(step.logits[0, -1], request.sampling, generator)
         attention = None
         if request.record_attention:
-            attention = step.stack("weights")[:, :, -1, :].astype(ROW_DTYPE)  # (L, H, K)
+            n_keys = len(prompt) + len(generated)  # sliding-window layers keep fewer: zeros before them
+            attention = step.stack("weights", keys=n_keys)[:, :, -1, :].astype(ROW_DTYPE)  # (L, H, K)
         generated.append(choice.token_id)
         finished = choice.token_id in stops
         elapsed = time.perf_counter() - start

@@ -127,7 +127,7 @@ def hub_error(error: BaseException) -> BaseException | None:
 
 
 def _load_message(source: str, error: Exception) -> str:
-    """What to tell the user, chosen by the type of huggingface_hub's error."""
+    """What to tell the user: by the type of huggingface_hub's error, else by transformers' own words (no typed error)."""
     from huggingface_hub import errors
 
     cause = hub_error(error)
@@ -136,6 +136,25 @@ def _load_message(source: str, error: Exception) -> str:
             f"'{source}' is gated on the Hugging Face Hub: accept its terms there and log in "
             "(`hf auth login`), or give a local folder."
         )
+    text = str(error)
+    if "no file named" in text:
+        return (
+            f"'{source}' holds a config.json but no weights (model.safetensors or pytorch_model.bin): "
+            "save the model's weights into the folder too."
+        )
+    if "does not recognize this architecture" in text:
+        import transformers
+
+        return (
+            f"'{source}' is a model family the installed transformers ({transformers.__version__}) does not "
+            "know: upgrade transformers, or choose a model of a known family (see docs/model-families.md)."
+        )
+    if "custom code" in text or "trust_remote_code" in text:
+        return (
+            f"'{source}' needs its own Python code to load (a remote-code model). txviz loads models with "
+            "trust_remote_code off, so it runs no code that comes with a model; choose a model "
+            "transformers itself knows."
+        )
     if isinstance(cause, errors.RepositoryNotFoundError | errors.HFValidationError):
         return f"'{source}' is neither a known model, a local folder, nor a Hub model. {HUB_ID_HINT}"
     if isinstance(cause, errors.LocalEntryNotFoundError | errors.OfflineModeIsEnabled):
@@ -143,7 +162,6 @@ def _load_message(source: str, error: Exception) -> str:
             f"'{source}' is not in the local cache, and the Hugging Face Hub cannot be reached to "
             f"download it. Download it on a machine with a network, or give a local folder. {HUB_ID_HINT}"
         )
-    text = str(error)
     return f"Could not load '{source}': {text.splitlines()[0] if text else type(error).__name__}"
 
 
@@ -172,25 +190,25 @@ def load_pretrained(
             "txviz shows attention, so it has nothing to show here."
         )
     kind = kind or detect_kind(config)
+    auto = _auto_class(kind, config)
+    attention = capture.IMPLEMENTATION
     try:
-        model = _auto_class(kind, config).from_pretrained(
-            source,
-            attn_implementation=capture.IMPLEMENTATION,
-            trust_remote_code=False,
-            dtype=torch.float32,
-            **kwargs,
-        )
-    except ValueError as error:
-        if "attention" in str(error).lower() or "Unrecognized" in str(error):
-            raise ModelLoadError(
-                f"'{source}' ({config.model_type}) does not route attention through transformers' "
-                "attention interface (it may have no attention at all, like a CNN), so txviz "
-                "cannot show its attention."
-            ) from error
-        raise ModelLoadError(_load_message(source, error)) from error
-    except OSError as error:
-        raise ModelLoadError(_load_message(source, error)) from error
+        model = _from_pretrained(auto, source, config, attention, kwargs)
+    except (KeyError, ValueError) as error:  # a family with its own attention code (Falcon, GPT-J...)
+        if isinstance(error, ValueError) and not _about_attention(error):
+            raise ModelLoadError(_load_message(source, error)) from error
+        attention = "eager"
+        model = _from_pretrained(auto, source, config, attention, kwargs)
     model.eval().to(device)
+    probe = probe_inputs(model, kind, device)
+    gap = 0.0
+    if attention != "eager":
+        recorded = _captured(model, probe)
+        if recorded.attention:
+            gap = self_check(model, probe, _output_of(recorded.output))
+        else:  # it accepted the capture function but never calls it (Bloom, MPNet, DeBERTa-v2)
+            attention = "eager"
+            model = _from_pretrained(auto, source, config, attention, kwargs).eval().to(device)
     tokenizer = processor = None
     try:
         if kind == "vision":
@@ -201,7 +219,107 @@ def load_pretrained(
         raise ModelLoadError(
             f"'{source}' has a model but no usable tokenizer or processor: {error}"
         ) from error
-    return LoadedModel(name, kind, model, tokenizer, processor, device, description, meta or {})
+    _check_vocabulary(source, model, tokenizer)
+    return LoadedModel(
+        name, kind, model, tokenizer, processor, device, description, meta or {}, attention, gap
+    )
+
+
+def _about_attention(error: Exception) -> bool:
+    return "attention" in str(error).lower() or "Unrecognized" in str(error)
+
+
+def _from_pretrained(auto, source: str, config, attention: str, kwargs: dict):
+    """The model of ``source`` with the given attention implementation, float32; load errors for users."""
+    try:
+        return auto.from_pretrained(
+            source, attn_implementation=attention, trust_remote_code=False, dtype=torch.float32, **kwargs
+        )
+    except OSError as error:
+        raise ModelLoadError(_load_message(source, error)) from error
+    except RuntimeError as error:  # transformers' size-mismatch report
+        raise ModelLoadError(
+            f"'{source}': its weights do not match its config.json (a tensor of another shape than the "
+            "config says, e.g. a changed hidden size). Save the config with the weights it belongs to."
+        ) from error
+    except (KeyError, ValueError):
+        if attention != "eager":
+            raise
+        raise ModelLoadError(
+            f"'{source}' ({config.model_type}) cannot be loaded with transformers' eager attention "
+            "either, so txviz cannot show its attention."
+        ) from None
+
+
+def probe_inputs(model, kind: str, device: str) -> dict:
+    """A few tokens (or one small image) to check a freshly loaded model with."""
+    cfg = model.config
+    if kind == "vision":
+        size = getattr(cfg, "image_size", 224)
+        size = size if isinstance(size, int) else size[0]
+        return {"pixel_values": torch.zeros(1, getattr(cfg, "num_channels", 3), size, size, device=device)}
+    vocab = getattr(cfg.get_text_config(), "vocab_size", None) or 8
+    ids = torch.tensor([[i % vocab for i in (5, 7, 11, 13, 17, 19)]], device=device)
+    probe = {"input_ids": ids}
+    if kind == "encoder-decoder":
+        probe["decoder_input_ids"] = ids[:, :3]
+    return probe
+
+
+def _captured(model, probe: dict):
+    """The probe through the capture path, recording weights (the explicit computation, not SDPA)."""
+    from txviz.core.capture import CaptureSettings
+    from txviz.core.running import run
+
+    return run(model, CaptureSettings(record={"weights"}), ("output",), **probe)
+
+
+def _output_of(output) -> torch.Tensor:
+    for name in ("logits", "last_hidden_state"):
+        value = getattr(output, name, None)
+        if value is not None:
+            return value.float()
+    return output[0].float()
+
+
+def self_check(model, probe: dict, ours: torch.Tensor) -> float | None:
+    """Largest gap between ``ours`` (the probe's output through the capture path) and the output with
+    the model's own attention.
+
+    A future transformers release or an unusual model can then never show wrong attention silently.
+    None when the model cannot switch to its own attention to compare.
+    """
+    from txviz.core.running import run
+
+    for own in ("sdpa", "eager"):
+        try:
+            model.set_attn_implementation(own)
+        except (ValueError, KeyError, ImportError):
+            continue
+        try:
+            theirs = _output_of(run(model, outputs=("output",), **probe).output)
+        finally:
+            model.set_attn_implementation(capture.IMPLEMENTATION)
+        return float((ours - theirs).abs().max())
+    return None
+
+
+def _check_vocabulary(source: str, model, tokenizer) -> None:
+    """Refuse a tokenizer that makes ids the model's embedding does not have."""
+    if tokenizer is None:
+        return
+    embedding = model.get_input_embeddings()
+    rows = getattr(embedding, "num_embeddings", None)
+    if rows is None:
+        return
+    ids = [i for i in tokenizer.get_vocab().values() if isinstance(i, int)]
+    largest = max(ids, default=-1)
+    if largest >= rows:
+        raise ModelLoadError(
+            f"'{source}': its tokenizer makes ids up to {largest:,}, but the model's embedding has only "
+            f"{rows:,} rows, so some texts would fail or read the wrong vectors. Use the tokenizer saved "
+            "with this model."
+        )
 
 
 def read_meta(folder: Path) -> dict:
