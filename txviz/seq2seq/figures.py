@@ -249,7 +249,7 @@ def parallel_accuracy_figure(comparison: Comparison) -> go.Figure:
                 x=list(comparison.passes),
                 y=100 * values,
                 mode="lines+markers",
-                name=names.get(strategy, strategy),
+                name=plain(names.get(strategy, strategy)),
                 line={"color": PALETTE[i]},
                 hovertemplate="%{x} passes: %{y:.1f}%<extra></extra>",
             )
