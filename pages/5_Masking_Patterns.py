@@ -8,7 +8,7 @@ from txviz.masks import figures as figs
 from txviz.masks import merging
 from txviz.masks import patterns as masks
 from txviz.masks.effects import DecoderEffect, apply_pattern, prediction_rows
-from txviz.objectives import causal, masked
+from txviz.objectives import causal, encoder_tasks, masked
 from txviz.objectives import figures as objective_figs
 
 COST_SIZES = (256, 512, 1024, 2048)  # live measurement stays well under a minute after compiling
@@ -20,8 +20,15 @@ ui.setup_page(
     "apply them to a real model, and time a block-sparse kernel against dense attention.",
     share=("model",),
 )
-gallery_tab, model_tab, cost_tab, swin_tab, objectives_tab = st.tabs(
-    ["Gallery", "On a real model", "Real cost", "Images (Swin)", "GPT vs BERT objectives"],
+gallery_tab, model_tab, cost_tab, swin_tab, objectives_tab, encoder_tab = st.tabs(
+    [
+        "Gallery",
+        "On a real model",
+        "Real cost",
+        "Images (Swin)",
+        "GPT vs BERT objectives",
+        "Using the encoder",
+    ],
     key="view",
     on_change="rerun",
 )
@@ -257,3 +264,43 @@ if objectives_tab.open:
         ui.show_figure(objective_figs.masked_figure(prediction), key="bert_objective")
         st.dataframe(masked.prediction_rows(prediction), hide_index=True, width="stretch")
         st.caption(masked.accuracy_note(meta))
+
+
+@ui.shared_resource(spinner="Reading the probes...")
+def encoder_probes():
+    return encoder_tasks.load_probes()
+
+
+if encoder_tab.open:
+    with encoder_tab:
+        st.markdown(
+            "An encoder gives one output per token. Read the **[CLS]** output with a classifier to label "
+            "the whole sentence; read every other output with a tagger to label each word (Prince, fig. "
+            "12.11). Here the tiny BERT of the previous tab, pretrained on masked words, is frozen, and two "
+            "logistic regressions read its last layer: is the sentence **true** to the grammar or **false** "
+            "(one word swapped for a wrong one of its kind), and **which word** is wrong."
+        )
+        probes = encoder_probes()
+        with ui.user_errors():
+            bert = tiny_bert()
+        sentence = st.text_input(
+            "Sentence of the grammar (try swapping a word)",
+            encoder_tasks.EXAMPLE,
+            key="encoder_sentence",
+            max_chars=ui.max_text_chars(),
+        )
+        with ui.user_errors():
+            reading = encoder_tasks.read(bert, probes, sentence)
+        cols = st.columns(2)
+        cols[0].metric("Classifier on [CLS]: p(false)", f"{reading.false_probability:.2f}")
+        flagged = [w for w, p in zip(reading.tokens[1:-1], reading.wrong_probability, strict=True) if p > 0.5]
+        cols[1].metric("Tagger: words marked wrong", ", ".join(flagged) or "none")
+        ui.show_figure(objective_figs.word_tags_figure(reading), key="encoder_tags")
+        ui.show_figure(objective_figs.cls_attention_figure(reading, ui.presenting()), key="encoder_cls")
+        st.caption(
+            "The classifier sees only the last layer's [CLS] output: these rows are where [CLS] gathered it "
+            "from. The probes are linear, so what they find the frozen features already held; attention "
+            "shows where information flowed, not why the probe decided."
+        )
+        st.dataframe(encoder_tasks.score_rows(probes.runs), hide_index=True, width="stretch")
+        st.caption(encoder_tasks.LIMITS)

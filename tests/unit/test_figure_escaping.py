@@ -801,3 +801,53 @@ def test_the_escaping_check_catches_a_builder_that_forgets():
     figure.update_xaxes(tickmode="array", tickvals=[0], ticktext=[BOLD])  # raw, as the bug did
     texts = strings(figure.to_dict())
     assert any("<" in OWN_MARKUP.sub("", t) for t in texts)
+
+
+# --- textbook items, round three: learning curves, parallel decoding, using an encoder -------------
+@case("vision.figures.learning_curves_figure")
+def _():
+    from txviz.vision.curves import Curves
+    from txviz.vision.figures import learning_curves_figure
+
+    sizes = (50, 100)
+    curves = Curves(
+        sizes, {BOLD: RNG.random(2)}, {LINK + ENTITY: RNG.random(2)}, {BOLD: 1}, {BOLD: (1, 1)}, 360
+    )
+    return learning_curves_figure(curves), HOSTILE
+
+
+@case("seq2seq.figures.parallel_accuracy_figure")
+def _():
+    from txviz.seq2seq.figures import parallel_accuracy_figure
+    from txviz.seq2seq.parallel import Comparison
+
+    comparison = Comparison((1, 2), {BOLD: RNG.random(2), LINK + ENTITY: RNG.random(2)}, 1.5, 1.0, 11.0, 10)
+    return parallel_accuracy_figure(comparison), HOSTILE
+
+
+@case("seq2seq.figures.refinement_figure")
+def _():
+    from txviz.seq2seq.figures import refinement_figure
+    from txviz.seq2seq.parallel import OneSource
+
+    canvases = ((BOLD, LINK, ENTITY), (BOLD, "x", ENTITY))
+    one = OneSource(BOLD, 3, canvases, RNG.random((2, 3)), np.ones((2, 3), bool), (BOLD, LINK))
+    return refinement_figure(one), HOSTILE
+
+
+@case("objectives.figures.cls_attention_figure")
+def _():
+    from txviz.objectives.encoder_tasks import Reading
+    from txviz.objectives.figures import cls_attention_figure
+
+    reading = Reading(("[CLS]", *HOSTILE, "[SEP]"), 0.5, RNG.random(3), weights(2, 2, 5))
+    return cls_attention_figure(reading), HOSTILE
+
+
+@case("objectives.figures.word_tags_figure")
+def _():
+    from txviz.objectives.encoder_tasks import Reading
+    from txviz.objectives.figures import word_tags_figure
+
+    reading = Reading(("[CLS]", *HOSTILE, "[SEP]"), 0.5, RNG.random(3), weights(2, 2, 5))
+    return word_tags_figure(reading), HOSTILE
