@@ -104,3 +104,13 @@ def test_user_errors_shows_a_user_error_and_lets_a_programming_value_error_throu
     assert not at.exception and [e.value for e in at.error] == ["That text is empty: type some text first."]
     at = AppTest.from_function(_raise_inside_user_errors, args=("bug",), default_timeout=30).run()
     assert not at.error and "zip()" in at.exception[0].value
+
+
+def test_functions_of_one_name_on_two_pages_keep_apart():
+    """Every page script runs as __main__: page 12's held_out must not answer page 13's held_out."""
+    made = {}
+    for page, value in (("12_Image_GPT", 2), ("13_Image_Captioning", 3)):
+        scope = {"__name__": "__main__"}
+        exec(compile(f"def held_out():\n    return {value}\n", f"pages/{page}.py", "exec"), scope)
+        made[page] = ui.shared_resource()(scope["held_out"])
+    assert made["12_Image_GPT"]() == 2 and made["13_Image_Captioning"]() == 3

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Callable, Container, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -390,11 +391,13 @@ def cached_data(
 
 def _named_store(inner: Callable, func: Callable, max_entries, spinner, kind=None):
     """``inner`` cached under ``func``'s name (with its docstring), and listed for clear_cached."""
-    # Nested functions with one source share one cache in Streamlit (streamlit#11157): name it.
-    inner.__module__, inner.__qualname__ = func.__module__, f"{func.__qualname__}.cached"
+    # Nested functions with one source share one cache in Streamlit (streamlit#11157): name it, with
+    # its file too, since every page script runs as __main__ and two pages may name a function alike.
+    page = os.path.splitext(os.path.basename(func.__code__.co_filename))[0]
+    inner.__module__, inner.__qualname__ = func.__module__, f"{func.__qualname__}.cached.{page}"
     inner.__name__, inner.__doc__ = func.__name__, func.__doc__
     store = (kind or st.cache_resource)(max_entries=max_entries, show_spinner=spinner)(inner)
-    _CACHED[f"{func.__module__}.{func.__qualname__}"] = store
+    _CACHED[f"{func.__module__}.{inner.__qualname__}"] = store
     return store
 
 
