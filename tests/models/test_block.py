@@ -11,13 +11,14 @@ import transformers as tf
 
 from txviz import models
 from txviz.block import norms
-from txviz.block.layouts import UnknownLayoutError, layout_of, prepared
 from txviz.block.lens import NoLensError, check_lens, logit_lens
 from txviz.block.opened import open_block
 from txviz.block.recording import STAGES, run_text
 from txviz.block.residual import residual_norms
 from txviz.core import capture, stages
+from txviz.core.capture import CaptureSettings, prepared
 from txviz.core.errors import UserError
+from txviz.core.layouts import UnknownLayoutError, layout_of
 from txviz.models import LoadedModel
 
 TEXT = "The cat sat on the mat because it was warm."
@@ -120,14 +121,15 @@ def test_unknown_layout_gets_a_clear_message(minilm):
 def test_hooks_are_installed_once_and_idle_outside_a_recorder(smollm2):
     layout = prepared(smollm2.model)
     names = stages.installed(smollm2.model)
-    assert len(names) == 2 * 30 + 1 and prepared(smollm2.model) == layout
+    # attn, ffn and the stream after each block; the stream entering block 0; the final norm
+    assert len(names) == 3 * 30 + 2 and prepared(smollm2.model) == layout
     assert stages.installed(smollm2.model) == names  # a second call adds nothing
-    with stages.record_stages({"ffn"}) as recorder:
+    with torch.no_grad(), capture.capture(smollm2.model, CaptureSettings(stages={"ffn"})) as recorder:
         smollm2.model(input_ids=torch.tensor([[1, 2, 3]]))
-    assert set(recorder.records) == {f"decoder.{i}.ffn" for i in range(30)}
-    with stages.record_stages(set()) as idle:
+    assert set(recorder.stages) == {f"decoder.{i}.ffn" for i in range(30)}
+    with torch.no_grad(), capture.capture(smollm2.model, CaptureSettings()) as idle:
         smollm2.model(input_ids=torch.tensor([[1, 2, 3]]))
-    assert not idle.records
+    assert not idle.stages
 
 
 def test_concurrent_recorders_keep_their_own_stages(minilm):
@@ -139,10 +141,10 @@ def test_concurrent_recorders_keep_their_own_stages(minilm):
 
     def record(kind: str) -> None:
         barrier.wait()
-        with torch.no_grad(), stages.record_stages({kind}) as recorder:
+        with torch.no_grad(), capture.capture(minilm.model, CaptureSettings(stages={kind})) as recorder:
             for _ in range(3):
                 minilm.model(input_ids=ids)
-        found[kind] = recorder.records
+        found[kind] = recorder.stages
 
     threads = [threading.Thread(target=record, args=(kind,)) for kind in ("attn", "ffn")]
     for thread in threads:

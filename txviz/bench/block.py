@@ -12,9 +12,10 @@ import torch
 
 from txviz import models
 from txviz.bench.capture import text_of
-from txviz.block.layouts import layout_of, prepared
 from txviz.block.recording import STAGES, run_text
-from txviz.core import stages
+from txviz.core import capture, stages
+from txviz.core.capture import prepared
+from txviz.core.layouts import layout_of
 
 
 def timed_pair(first, second, repeats: int) -> tuple[dict, dict]:
@@ -45,13 +46,13 @@ def idle_hook_cost(loaded, ids: torch.Tensor, repeats: int) -> tuple[dict, dict]
         for hooked in (False, True):
             stages.uninstall(model)
             if hooked:
-                stages.install(model, points)
+                stages.install(model, points, capture._active)
             wall, cpu = time.perf_counter(), time.process_time()
             with torch.no_grad():
                 model(input_ids=ids)
             samples[hooked]["wall"].append(time.perf_counter() - wall)
             samples[hooked]["cpu"].append(time.process_time() - cpu)
-    stages.install(model, points)
+    stages.install(model, points, capture._active)
     # the first round is a warm-up
     return tuple({k: statistics.median(v[1:]) for k, v in samples[h].items()} for h in (False, True))
 
@@ -66,7 +67,11 @@ def hook_call_cost(calls: int = 20_000, rounds: int = 5) -> float:
     best = {False: float("inf"), True: float("inf")}
     for _ in range(rounds):
         for hooked in (False, True):
-            handle = module.register_forward_hook(stages._hook_for("bench.0.ffn")) if hooked else None
+            handle = (
+                module.register_forward_hook(stages._hook_for("bench.0.ffn", capture._active))
+                if hooked
+                else None
+            )
             start = time.process_time()
             for _ in range(calls):
                 module(x)

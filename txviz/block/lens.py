@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from txviz.block.layouts import layout_of
 from txviz.block.recording import BlockRun, run_text
 from txviz.core.errors import UserError
+from txviz.core.layouts import layout_of
 from txviz.core.tokens import readable_tokens
 from txviz.models import LoadedModel
 

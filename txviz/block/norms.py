@@ -13,9 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from txviz.block.layouts import prepared
-from txviz.core.errors import UserError
-from txviz.core.stages import record_stages
+from txviz.core.capture import CaptureSettings
+from txviz.core.errors import UserError, require_kind
+from txviz.core.layouts import cached_layout
+from txviz.core.running import run
 from txviz.core.tokens import readable_tokens
 from txviz.models import LoadedModel
 
@@ -45,7 +46,6 @@ def sentences_of(text: str) -> list[str]:
     return lines
 
 
-@torch.no_grad()
 def batch_activations(
     loaded: LoadedModel, sentences: list[str], layer: int, extra_padding: int = 0, stack: str | None = None
 ) -> Batch:
@@ -54,11 +54,8 @@ def batch_activations(
     Post-LN blocks (BERT): X + MHA(X), what LayerNorm normalises after attention.
     Pre-norm blocks (Llama, GPT-2): the stream X entering the block's first norm.
     """
-    if loaded.kind not in ("encoder", "decoder"):
-        raise UserError(
-            "The LayerNorm / BatchNorm comparison runs on an encoder or a decoder, not on a seq2seq model."
-        )
-    layout = prepared(loaded.model)
+    require_kind(loaded, ("encoder", "decoder"), "compare LayerNorm and BatchNorm on a batch of sentences")
+    layout = cached_layout(loaded.model)
     name = layout.stacks[-1].name if stack is None else stack
     if not 0 <= layer < layout.stack(name).n_layers:
         raise UserError(f"The model has layers 0 to {layout.stack(name).n_layers - 1}.")
@@ -68,14 +65,18 @@ def batch_activations(
     width = max(len(i) for i in ids) + extra_padding
     input_ids = torch.tensor([i + [pad] * (width - len(i)) for i in ids], device=loaded.device)
     mask = torch.tensor([[1] * len(i) + [0] * (width - len(i)) for i in ids], device=loaded.device)
-    with record_stages({"attn"}) as recorder:
-        out = loaded.model(
-            input_ids=input_ids, attention_mask=mask, output_hidden_states=True, use_cache=False
-        )
-    x = out.hidden_states[layer]
+    recorded = run(
+        loaded.model,
+        CaptureSettings(stages={"attn"}),
+        ("hidden_states",),
+        input_ids=input_ids,
+        attention_mask=mask,
+        use_cache=False,
+    )
+    x = recorded.hidden_states[layer]
     where = f"the stream X entering block {layer}'s first norm"
     if layout.form == "post-LN":
-        x = x + recorder.last(f"{name}.{layer}.attn").output
+        x = x + recorded.stage(f"{name}.{layer}.attn").output
         where = f"X + MHA(X) in block {layer}, entering its first LayerNorm"
     tokens = tuple(readable_tokens(tok, i)[0] for i in ids)
     return Batch(tuple(sentences), tokens, x.float().cpu().numpy(), mask.bool().cpu().numpy(), where)

@@ -9,8 +9,8 @@ import numpy as np
 import torch
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
-from txviz.block.layouts import UnknownLayoutError
 from txviz.block.weights import Attention, FeedForward, Linear, Norm
+from txviz.core.layouts import UnknownLayoutError
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """One forward pass with the residual stream between blocks and, when asked, each block's stages.
 
 The stream between blocks is the model's own ``output_hidden_states``; the stages inside a block
-(what attention and the FFN add, the FFN's hidden activations) come from hooks installed once per
-model that record only inside ``record_stages`` (txviz.core.stages).
+(what attention and the FFN add, the FFN's hidden activations) are recorded by the same ``run``
+(txviz.core.running), through hooks installed once per model that record only when asked.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from txviz.block.layouts import Layout, prepared
-from txviz.core.errors import UserError
-from txviz.core.stages import StageRecorder, record_stages
+from txviz.core.capture import CaptureSettings
+from txviz.core.errors import UserError, require_kind
+from txviz.core.layouts import Layout, cached_layout
+from txviz.core.running import Run, generate, run
 from txviz.core.tokens import readable_tokens
 from txviz.core.tracing import encode
 from txviz.models import LoadedModel
@@ -64,11 +65,11 @@ class BlockRun:
         raise UserError(f"This model has no {name}; it has {', '.join(s.name for s in self.stacks)}.")
 
 
-def _stack_stages(recorder: StageRecorder, stack: str, n_layers: int, kinds: frozenset[str]) -> dict:
+def _stack_stages(recorder: Run, stack: str, n_layers: int, kinds: frozenset[str]) -> dict:
     """Stacked (N, T, ...) arrays of each stage recorded for one stack."""
     out = {}
     for kind in ("attn", "cross", "ffn"):
-        records = [recorder.last(f"{stack}.{i}.{kind}") for i in range(n_layers)]
+        records = [recorder.stage(f"{stack}.{i}.{kind}") for i in range(n_layers)]
         if kind in kinds and all(records):
             out[kind] = np.stack([r.output[0].float().cpu().numpy() for r in records])
             if kind == "ffn" and all(r.input is not None for r in records):
@@ -84,30 +85,34 @@ def _hidden(states: tuple[torch.Tensor, ...], pre_final: torch.Tensor | None) ->
 
 def _target_ids(loaded: LoadedModel, source: torch.Tensor) -> torch.Tensor:
     """The decoder's input for an encoder-decoder: its start token and its own greedy output."""
-    with torch.no_grad():
-        out = loaded.model.generate(
-            input_ids=source, max_new_tokens=MAX_TARGET_TOKENS, do_sample=False, num_beams=1
-        )
+    out = generate(
+        loaded.model, input_ids=source, max_new_tokens=MAX_TARGET_TOKENS, do_sample=False, num_beams=1
+    )
     return out[:, :-1] if out.shape[1] > 1 else out
 
 
-@torch.no_grad()
 def run_text(
     loaded: LoadedModel, text: str, stages: frozenset[str] = frozenset(), max_tokens: int = MAX_TOKENS
 ) -> BlockRun:
     """The residual stream of ``text`` through every block, with the asked ``stages`` recorded."""
-    if loaded.kind == "vision":
-        raise UserError(f"{loaded.name} reads images: open the Vision Transformer page.")
-    layout = prepared(loaded.model)
+    require_kind(loaded, ("encoder", "decoder", "encoder-decoder"), "show the residual stream of a text")
+    layout = cached_layout(loaded.model)
     encoded = encode(loaded, text, max_tokens)
     ids = torch.tensor([encoded.ids], device=loaded.device)
     kinds = frozenset(stages) | {"final_norm"}
     inputs = {"input_ids": ids}
     if loaded.kind == "encoder-decoder":
         inputs["decoder_input_ids"] = _target_ids(loaded, ids)
-    with record_stages(kinds) as recorder:
-        out = loaded.model(**inputs, output_hidden_states=True, use_cache=False)
-    final_in = recorder.last("final_norm")
+    recorder = run(
+        loaded.model,
+        CaptureSettings(stages=kinds),
+        ("output",),
+        **inputs,
+        output_hidden_states=True,
+        use_cache=False,
+    )
+    out = recorder.output
+    final_in = recorder.stage("final_norm")
     runs = []
     for stack in layout.stacks:
         if stack.name == "decoder" and loaded.kind == "encoder-decoder":

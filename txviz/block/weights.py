@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from txviz.block.layouts import Layout, UnknownLayoutError
+from txviz.core.layouts import Layout, UnknownLayoutError
 
 
 @dataclass(frozen=True)

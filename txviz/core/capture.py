@@ -1,17 +1,19 @@
-"""The one attention function every model runs through, and what it records.
+"""The one attention function every model runs through, and the per-call settings it reads.
 
-Models are loaded with ``attn_implementation="txviz"``. A ``ContextVar`` carries the per-call
-settings, so concurrent Streamlit sessions sharing one cached model never see each other's
-settings or records, and the shared model itself is never mutated per request.
+Models are loaded with ``attn_implementation="txviz"``. One ``ContextVar`` carries the per-call
+settings (what to record, how to normalise, what to change) and the call's records, so concurrent
+Streamlit sessions sharing one cached model never see each other's settings or records, and the
+shared model itself is never mutated per request. The stage hooks (txviz.core.stages) read the
+same ``ContextVar``: there is one recording system.
 """
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 import numpy as np
 import torch
@@ -19,10 +21,22 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+from txviz.core import interventions, stages
 from txviz.core.attention import Normalizer, causal_mask, softmax
+from txviz.core.interventions import Intervention, Plan
+from txviz.core.layouts import Layout, cached_layout, module_names
+from txviz.core.stages import StageRecord
 
 IMPLEMENTATION = "txviz"
-RECORDABLE = frozenset({"weights", "scores", "queries", "keys"})
+# What the attention function can record of each call; "heads" is each head's output before the
+# output projection, (B, H, Q, D_head).
+RecordItem = Literal["weights", "scores", "queries", "keys", "heads"]
+RECORDABLE = frozenset(get_args(RecordItem))
+# What the stage hooks can record inside a block (txviz.core.stages): what attention, cross-attention
+# and the FFN add, the stream after each block, the stream entering block 0, the final norm.
+Stage = Literal["attn", "cross", "ffn", "resid", "embed", "final_norm"]
+STAGES = frozenset(get_args(Stage))
+_SLOW = RECORDABLE - {"heads"}  # items only the explicit computation has
 
 # (query positions (Q, 1), key positions (1, K)) -> bool (Q, K), True where attention is allowed;
 # the same shape of function as FlexAttention's mask_mod without batch and head.
@@ -31,23 +45,34 @@ MaskFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 @dataclass(frozen=True)
 class CaptureSettings:
-    """What the attention function should compute and record during one call."""
+    """What one call should compute, record and change: the one per-call carrier."""
 
-    record: frozenset[str] = frozenset()  # any of RECORDABLE
+    record: frozenset[RecordItem] = frozenset()  # attention items, any of RECORDABLE
     normalize: Normalizer | None = None  # masked scores -> weights; None is softmax
-    extra_mask: MaskFn | torch.Tensor | None = None  # applied on top of the model's own mask
+    extra_mask: MaskFn | torch.Tensor | None = None  # applied on top of the model's own mask, every layer
     newest_query_only: bool = False  # keep only the last query row (generation)
+    stages: frozenset[Stage] = frozenset()  # block stages to record, any of STAGES
+    interventions: Sequence[Intervention] = ()  # txviz.core.interventions, applied in order
 
     def __post_init__(self) -> None:
-        unknown = set(self.record) - RECORDABLE
-        if unknown:
-            raise ValueError(f"Cannot record {sorted(unknown)}; choose from {sorted(RECORDABLE)}.")
+        for given, known, verb in (
+            (self.record, RECORDABLE, "record"),
+            (self.stages, STAGES, "record the stage"),
+        ):
+            unknown = set(given) - known
+            if unknown:
+                raise ValueError(f"Cannot {verb} {sorted(unknown)}; choose from {sorted(known)}.")
         object.__setattr__(self, "record", frozenset(self.record))
+        object.__setattr__(self, "stages", frozenset(self.stages))
+        object.__setattr__(self, "interventions", tuple(self.interventions))
 
     @property
     def fast_path(self) -> bool:
-        """Nothing to record and plain softmax: hand over to SDPA."""
-        return not self.record and self.normalize is None and self.extra_mask is None
+        """No weights to record and plain softmax: hand over to SDPA (heads are edited after it)."""
+        return not (self.record & _SLOW) and self.normalize is None and self.extra_mask is None
+
+
+PLAIN = CaptureSettings()  # nothing recorded or changed, softmax: the fast path
 
 
 @dataclass(frozen=True)
@@ -58,16 +83,19 @@ class AttentionRecord:
     scores: torch.Tensor | None = None  # (B, H, Q, K), -inf where masked
     queries: torch.Tensor | None = None  # (B, H, Q, D)
     keys: torch.Tensor | None = None  # (B, H, K, D), KV heads expanded to query heads
+    heads: torch.Tensor | None = None  # (B, H, Q, D): each head's output before the output projection
     is_causal: bool = False
 
 
 @dataclass
 class Recorder:
-    """Collects records during a ``capture`` block, keyed by module name in call order."""
+    """One call's settings, where its interventions act, and what it recorded, in call order."""
 
     settings: CaptureSettings
     module_names: dict[int, str]
-    records: dict[str, list[AttentionRecord]] = field(default_factory=dict)
+    records: dict[str, list[AttentionRecord]] = field(default_factory=dict)  # attention module name ->
+    stages: dict[str, list[StageRecord]] = field(default_factory=dict)  # point name, e.g. "decoder.3.ffn" ->
+    plan: Plan = interventions.EMPTY
 
     def add(self, module: torch.nn.Module, record: AttentionRecord) -> None:
         name = self.module_names.get(id(module), type(module).__name__)
@@ -78,25 +106,36 @@ class Recorder:
         names = list(self.records) if names is None else names
         return np.stack([getattr(self.records[n][call], item)[0].numpy() for n in names])
 
+    def stage(self, name: str, call: int = -1) -> StageRecord | None:
+        """What point ``name`` ('decoder.3.ffn', 'final_norm') saw in the given call, if recorded."""
+        calls = self.stages.get(name)
+        return calls[call] if calls else None
+
 
 _active: ContextVar[Recorder | None] = ContextVar("txviz_capture", default=None)
 
 
-_names_by_model: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def module_names(model: torch.nn.Module) -> dict[int, str]:
-    """id -> name of every submodule, cached: walking the modules costs ~8 ms a call on SmolLM2."""
-    names = _names_by_model.get(model)
-    if names is None:
-        names = _names_by_model[model] = {id(m): n for n, m in model.named_modules()}
-    return names
+def prepared(model: torch.nn.Module) -> Layout:
+    """The model's layout, with the stage hooks installed once (idempotent, idle until asked)."""
+    layout = cached_layout(model)
+    stages.install(model, layout.points(model), _active)
+    return layout
 
 
 @contextmanager
 def capture(model: torch.nn.Module, settings: CaptureSettings) -> Iterator[Recorder]:
-    """Within this block, attention of ``model`` follows ``settings`` and is recorded."""
-    recorder = Recorder(settings=settings, module_names=module_names(model))
+    """Within this block, ``model`` follows ``settings``: its attention and stages record and change.
+
+    Stages and interventions outside attention need the model's block layout
+    (txviz.core.layouts); their hooks are installed once per model and idle unless asked.
+    """
+    plan = interventions.EMPTY
+    if settings.stages or settings.interventions:
+        layout = cached_layout(model)
+        plan = interventions.plan(layout, settings.interventions)
+        if settings.stages or plan.streams:
+            prepared(model)
+    recorder = Recorder(settings=settings, module_names=module_names(model), plan=plan)
     token = _active.set(recorder)
     try:
         yield recorder
@@ -127,12 +166,43 @@ def txviz_attention(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Attention as the model defines it, with the active settings applied and recorded."""
     recorder = _active.get()
-    settings = recorder.settings if recorder else CaptureSettings()
-    if settings.fast_path and not kwargs.get("output_attentions"):
-        return sdpa_attention_forward(
+    settings = recorder.settings if recorder else PLAIN
+    name = recorder.module_names.get(id(module)) if recorder and recorder.plan else None
+    knockouts = recorder.plan.knockouts.get(name) if name else None
+    head_edits = recorder.plan.heads.get(name) if name else None
+    if settings.fast_path and not knockouts and not kwargs.get("output_attentions"):
+        output, weights = sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout, scaling, is_causal, **kwargs
         )
+        record = {}
+        causal = bool(is_causal if is_causal is not None else getattr(module, "is_causal", False))
+    else:
+        output, weights, record, causal = _explicit(
+            module,
+            query,
+            key,
+            value,
+            attention_mask,
+            dropout,
+            scaling,
+            is_causal,
+            settings,
+            knockouts,
+            **kwargs,
+        )
+    if head_edits:
+        output = interventions.edit_heads(output, head_edits)  # (B, Q, H, D), before the output projection
+    if recorder is not None and settings.record:
+        rows = slice(-1, None) if settings.newest_query_only else slice(None)
+        record["heads"] = _keep(output.transpose(1, 2)[..., rows, :], "heads", settings)
+        recorder.add(module, AttentionRecord(**record, is_causal=causal))
+    return output, weights
 
+
+def _explicit(
+    module, query, key, value, attention_mask, dropout, scaling, is_causal, settings, knockouts, **kwargs
+):
+    """Attention computed step by step: scores, masks, the normaliser, weights, output, records."""
     groups = getattr(module, "num_key_value_groups", 1)
     key, value = repeat_kv(key, groups), repeat_kv(value, groups)
     scale = query.shape[-1] ** -0.5 if scaling is None else scaling
@@ -157,25 +227,22 @@ def txviz_attention(
         scores = scores.masked_fill(~causal_mask(n_query, n_key, scores.device), float("-inf"))
     if settings.extra_mask is not None:
         scores = scores.masked_fill(~_allowed(settings, n_query, n_key, scores.device), float("-inf"))
+    if knockouts:
+        cut = ~interventions.knockout_mask(knockouts, scores.shape[1], n_query, n_key, scores.device)
+        scores = scores.masked_fill(cut, float("-inf"))
 
     weights = (settings.normalize or softmax)(scores)  # (B, H, Q, K)
     if module.training and dropout > 0:
         weights = torch.nn.functional.dropout(weights, p=dropout)
     output = torch.matmul(weights.to(value.dtype), value).transpose(1, 2).contiguous()
-
-    if recorder is not None and settings.record:
-        rows = slice(-1, None) if settings.newest_query_only else slice(None)
-        recorder.add(
-            module,
-            AttentionRecord(
-                weights=_keep(weights[..., rows, :], "weights", settings),
-                scores=_keep(scores[..., rows, :], "scores", settings),
-                queries=_keep(query[..., rows, :], "queries", settings),
-                keys=_keep(key, "keys", settings),
-                is_causal=causal,
-            ),
-        )
-    return output, weights.to(query.dtype)
+    rows = slice(-1, None) if settings.newest_query_only else slice(None)
+    record = {
+        "weights": _keep(weights[..., rows, :], "weights", settings),
+        "scores": _keep(scores[..., rows, :], "scores", settings),
+        "queries": _keep(query[..., rows, :], "queries", settings),
+        "keys": _keep(key, "keys", settings),
+    }
+    return output, weights.to(query.dtype), record, causal
 
 
 def _keep(tensor: torch.Tensor, item: str, settings: CaptureSettings) -> torch.Tensor | None:

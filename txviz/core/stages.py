@@ -1,75 +1,116 @@
-"""Sub-module inputs and outputs recorded per call: hooks installed once, idle unless asked.
+"""Sub-module points of a block, recorded and changed per call: hooks installed once, idle unless asked.
 
-A model shared by every Streamlit session gets its forward hooks once (``install`` is
-idempotent). Each hook first reads a ``ContextVar``: with no recorder in the current context, or
-one that does not ask for this stage, it returns at once, so a plain forward (``trace_text``,
-every other page) pays one ContextVar read per hooked module and nothing else.
+A model shared by every Streamlit session gets its forward hooks once (``install`` is idempotent).
+Each hook reads the capture ``ContextVar`` (txviz.core.capture) it was installed with: with no
+recorder in the current context, or one that neither records this point's kind nor changes this
+point, it returns at once, so a plain forward pays one ContextVar read per hooked module.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
-_active: ContextVar[StageRecorder | None] = ContextVar("txviz_stages", default=None)
+from txviz.core.interventions import edit_stream
+
 _installed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {name: hook handle}
 _lock = threading.Lock()
 
 
 @dataclass(frozen=True)
 class StageRecord:
-    """What one hooked module saw in one call: its first input and its (first) output, detached."""
+    """What one hooked point saw in one call: its first input and its (first) output, detached."""
 
     input: torch.Tensor | None
     output: torch.Tensor
 
 
-@dataclass
-class StageRecorder:
-    """Collects the stages asked for (by kind: the last part of a point's name) in call order."""
-
-    kinds: frozenset[str]
-    records: dict[str, list[StageRecord]] = field(default_factory=dict)
-
-    def last(self, name: str) -> StageRecord | None:
-        calls = self.records.get(name)
-        return calls[-1] if calls else None
-
-
 def kind_of(name: str) -> str:
-    """'decoder.3.ffn' -> 'ffn'."""
+    """'decoder.3.ffn' -> 'ffn'; 'decoder.embed' -> 'embed'."""
     return name.rsplit(".", 1)[-1]
 
 
-def _hook_for(name: str):
+def _active_work(active: ContextVar, name: str, kind: str):
+    """(recorder, edits, record?) for this point in the current call, or None when it has nothing to do."""
+    recorder = active.get()
+    if recorder is None:
+        return None
+    edits = recorder.plan.streams.get(name) if recorder.plan else None
+    record = kind in recorder.settings.stages
+    if not edits and not record:
+        return None
+    return recorder, edits, record
+
+
+def _hook_for(name: str, active: ContextVar):
+    """A forward hook: record the module's output (and first input) and apply the point's edits."""
     kind = kind_of(name)
 
-    def hook(module: torch.nn.Module, args: tuple, output) -> None:
-        recorder = _active.get()
-        if recorder is None or kind not in recorder.kinds:
-            return
-        first = args[0].detach() if args and isinstance(args[0], torch.Tensor) else None
+    def hook(module: torch.nn.Module, args: tuple, output):
+        work = _active_work(active, name, kind)
+        if work is None:
+            return None
+        recorder, edits, record = work
         out = output[0] if isinstance(output, tuple) else output
-        # references, not copies: every hooked module returns a fresh tensor that nothing edits in place
-        recorder.records.setdefault(name, []).append(StageRecord(first, out.detach()))
+        if edits:
+            out = edit_stream(out, edits)
+        if record:
+            first = args[0].detach() if args and isinstance(args[0], torch.Tensor) else None
+            # references, not copies: every hooked module returns a fresh tensor that nothing edits in place
+            recorder.stages.setdefault(name, []).append(StageRecord(first, out.detach()))
+        if not edits:
+            return None
+        return (out, *output[1:]) if isinstance(output, tuple) else out
 
     return hook
 
 
-def install(model: torch.nn.Module, points: Mapping[str, torch.nn.Module]) -> None:
-    """Hook each named module of ``model`` once; later calls with the same model do nothing."""
+def _embed_hook_for(name: str, active: ContextVar):
+    """A forward pre-hook on a stack's first block: record and edit the stream entering it."""
+
+    def hook(module: torch.nn.Module, args: tuple, kwargs: dict):
+        work = _active_work(active, name, "embed")
+        if work is None:
+            return None
+        recorder, edits, record = work
+        positional = bool(args) and isinstance(args[0], torch.Tensor)
+        stream = args[0] if positional else kwargs["hidden_states"]
+        if edits:
+            stream = edit_stream(stream, edits)
+        if record:
+            recorder.stages.setdefault(name, []).append(StageRecord(None, stream.detach()))
+        if not edits:
+            return None
+        if positional:
+            return (stream, *args[1:]), kwargs
+        return args, {**kwargs, "hidden_states": stream}
+
+    return hook
+
+
+def install(model: torch.nn.Module, points: Mapping[str, torch.nn.Module], active: ContextVar) -> None:
+    """Hook each named point of ``model`` once, reading ``active``; later calls with the same model do nothing.
+
+    The hooks run before any other (prepend): transformers' own hidden-state hooks then see the
+    edited stream, as the next block does.
+    """
     with _lock:
         if model in _installed:
             return
-        _installed[model] = {
-            name: module.register_forward_hook(_hook_for(name)) for name, module in points.items()
-        }
+        handles = {}
+        for name, module in points.items():
+            if kind_of(name) == "embed":
+                handles[name] = module.register_forward_pre_hook(
+                    _embed_hook_for(name, active), with_kwargs=True, prepend=True
+                )
+            else:
+                handles[name] = module.register_forward_hook(_hook_for(name, active), prepend=True)
+        _installed[model] = handles
 
 
 def installed(model: torch.nn.Module) -> tuple[str, ...]:
@@ -82,14 +123,3 @@ def uninstall(model: torch.nn.Module) -> None:
     with _lock:
         for handle in _installed.pop(model, {}).values():
             handle.remove()
-
-
-@contextmanager
-def record_stages(kinds: frozenset[str] | set[str]) -> Iterator[StageRecorder]:
-    """Within this block, hooked modules of the asked kinds keep what they compute."""
-    recorder = StageRecorder(frozenset(kinds))
-    token = _active.set(recorder)
-    try:
-        yield recorder
-    finally:
-        _active.reset(token)

@@ -1,4 +1,7 @@
-"""Where a model keeps its blocks: the few Hugging Face block layouts txviz can write out as code.
+"""Where a model keeps its blocks: the few Hugging Face block layouts txviz knows point by point.
+
+The block page writes these layouts out as code; recording stages and editing the residual stream,
+the FFN or a head (txviz.core.interventions) find their points here.
 
 Each family is recognised by its config's model type and then checked by the names of the block's
 modules, so a model whose block does something else gets a clear message instead of wrong numbers.
@@ -6,12 +9,11 @@ modules, so a model whose block does something else gets a clear message instead
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import torch
 
-from txviz.core import stages
-from txviz.core.capture import module_names
 from txviz.core.errors import UserError
 
 FAMILIES = {  # config.model_type -> family
@@ -52,6 +54,9 @@ POINTS = {
     "gpt2": {"attn": "attn", "ffn": "mlp.c_proj"},
     "bart": {"attn": "self_attn", "ffn": "fc2", "cross": "encoder_attn"},
 }
+# Each block's attention modules, the ones that call the attention function (per-head points).
+ATTENTION = {"bert": "attention.self", "llama": "self_attn", "gpt2": "attn", "bart": "self_attn"}
+CROSS_ATTENTION = {"bart": "encoder_attn"}
 STACKS = {  # family -> (stack name, path from the base model to its ModuleList)
     "bert": (("encoder", "encoder.layer"),),
     "llama": (("decoder", "layers"),),
@@ -59,6 +64,17 @@ STACKS = {  # family -> (stack name, path from the base model to its ModuleList)
     "bart": (("encoder", "encoder.layers"), ("decoder", "decoder.layers")),
 }
 FINAL_NORM = {"llama": "norm", "gpt2": "ln_f"}
+
+
+_names_by_model: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def module_names(model: torch.nn.Module) -> dict[int, str]:
+    """id -> name of every submodule, cached: walking the modules costs ~8 ms a call on SmolLM2."""
+    names = _names_by_model.get(model)
+    if names is None:
+        names = _names_by_model[model] = {id(m): n for n, m in model.named_modules()}
+    return names
 
 
 class UnknownLayoutError(UserError):
@@ -93,16 +109,36 @@ class Layout:
         raise UserError(f"This model has no {name} stack; it has {', '.join(s.name for s in self.stacks)}.")
 
     def points(self, model: torch.nn.Module) -> dict[str, torch.nn.Module]:
-        """Every hooked module: 'decoder.3.ffn' -> the module; 'final_norm' -> the final norm."""
+        """Every hooked module: 'decoder.3.ffn' -> the module, 'decoder.3.resid' -> the block itself
+        (its output is the stream after it), 'decoder.embed' -> the first block (its input is the
+        embeddings' stream), 'final_norm' -> the final norm."""
         found = {}
         for stack in self.stacks:
             for i, block in enumerate(model.get_submodule(stack.path)):
+                if i == 0:
+                    found[f"{stack.name}.embed"] = block
                 for kind, path in POINTS[self.family].items():
                     if kind != "cross" or stack.cross:
                         found[f"{stack.name}.{i}.{kind}"] = block.get_submodule(path)
+                found[f"{stack.name}.{i}.resid"] = block
         if self.final_norm:
             found["final_norm"] = model.get_submodule(self.final_norm)
         return found
+
+    def attention_name(self, stack: str, layer: int, cross: bool = False) -> str:
+        """Module name of block ``layer``'s self-attention (or cross-attention) in ``stack``."""
+        found = self.stack(stack)
+        if not 0 <= layer < found.n_layers:
+            raise UserError(f"The {stack} has layers 0 to {found.n_layers - 1}; there is no layer {layer}.")
+        if cross and not found.cross:
+            raise UserError(f"The {stack} of this model has no cross-attention.")
+        part = CROSS_ATTENTION[self.family] if cross else ATTENTION[self.family]
+        return f"{found.path}.{layer}.{part}"
+
+    @property
+    def last_stack(self) -> str:
+        """The stack that makes the output (the decoder of an encoder-decoder)."""
+        return self.stacks[-1].name
 
     def block(self, model: torch.nn.Module, stack: str, layer: int) -> torch.nn.Module:
         blocks = model.get_submodule(self.stack(stack).path)
@@ -156,8 +192,12 @@ def layout_of(model: torch.nn.Module) -> Layout:
     return Layout(family, FORMS[family], base, tuple(stacks), final, head)
 
 
-def prepared(model: torch.nn.Module) -> Layout:
-    """The layout, with the stage hooks installed on the model once (idempotent, idle until asked)."""
-    layout = layout_of(model)
-    stages.install(model, layout.points(model))
+_layouts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def cached_layout(model: torch.nn.Module) -> Layout:
+    """``layout_of`` once per model: every recorded or edited run asks for it."""
+    layout = _layouts.get(model)
+    if layout is None:
+        layout = _layouts[model] = layout_of(model)
     return layout
