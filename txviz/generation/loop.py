@@ -38,6 +38,7 @@ class GenerationRequest:
     record_attention: bool = True
     stop_at_eos: bool = True
     top_candidates: int = TOP_CANDIDATES
+    interventions: tuple = ()  # txviz.core.interventions applied at every step (e.g. steering)
 
 
 @dataclass(frozen=True, eq=False)
@@ -171,7 +172,7 @@ def stop_ids(loaded: LoadedModel, request: GenerationRequest) -> frozenset[int]:
     return eos_ids(loaded) if request.stop_at_eos else frozenset()
 
 
-def prefill(loaded: LoadedModel, prompt: Prompt):
+def prefill(loaded: LoadedModel, prompt: Prompt, interventions: tuple = ()):
     """A KV cache holding all but the prompt's last token; the first step feeds that one."""
     from transformers import DynamicCache  # heavy import, only when generating
 
@@ -181,9 +182,9 @@ def prefill(loaded: LoadedModel, prompt: Prompt):
         # Through the fast path: a recorded prompt would build every head's full [T, T] scores
         # only to keep the last row.
         head_only_last = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
-        with torch.no_grad():
-            ids = torch.tensor([prompt.ids[:-1]], device=loaded.device)  # (1, T - 1)
-            model(input_ids=ids, past_key_values=cache, use_cache=True, **head_only_last)
+        ids = torch.tensor([prompt.ids[:-1]], device=loaded.device)  # (1, T - 1)
+        settings = CaptureSettings(interventions=interventions)
+        run(model, settings, (), input_ids=ids, past_key_values=cache, use_cache=True, **head_only_last)
     return cache
 
 
@@ -226,20 +227,20 @@ def generate(
     settings = CaptureSettings(
         record=frozenset({"weights"} if request.record_attention else ()),
         newest_query_only=True,
+        interventions=request.interventions,
     )
     generated: list[int] = []
     start = time.perf_counter()
-    cache = prefill(loaded, prompt)
+    cache = prefill(loaded, prompt, request.interventions)
     next_input = torch.tensor([prompt.ids[-1:]], device=loaded.device)  # (1, 1)
     for _ in range(request.max_new_tokens):
         # The capture block and no_grad close before each yield: the caller's code between
         # steps must not run inside them.
         step = run(model, settings, ("logits",), input_ids=next_input, past_key_values=cache, use_cache=True)
-        recorder = step.recorder
         choice = choose(step.logits[0, -1], request.sampling, generator)
         attention = None
         if request.record_attention:
-            attention = recorder.stack("weights")[:, :, -1, :].astype(ROW_DTYPE)  # (L, H, K)
+            attention = step.stack("weights")[:, :, -1, :].astype(ROW_DTYPE)  # (L, H, K)
         generated.append(choice.token_id)
         finished = choice.token_id in stops
         elapsed = time.perf_counter() - start
