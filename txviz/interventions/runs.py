@@ -29,6 +29,11 @@ def prompt_ids(loaded: LoadedModel, text: str, role: str = "prompt") -> list[int
     return encoded.ids
 
 
+def prompt_tokens(loaded: LoadedModel, text: str) -> tuple[str, ...]:
+    """The readable tokens of a prompt, as the interventions read it."""
+    return tokens_of(loaded, prompt_ids(loaded, text))
+
+
 def tokens_of(loaded: LoadedModel, ids: Sequence[int]) -> tuple[str, ...]:
     return readable_tokens(loaded.tokenizer, list(ids))[0]
 

@@ -1,0 +1,98 @@
+"""The Interventions page under AppTest: every tab's widgets moved, bad input, links in and out."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qs
+
+from conftest import ROOT
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(ROOT / "pages" / "18_Interventions.py")
+TIMEOUT = 600  # SmolLM2 on a shared CPU: a sweep is 300 batch rows
+CLEAN, CORRUPT = "Mary gave it to", "John gave it to"  # four tokens each keep the grids quick
+
+
+def fresh(**params) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params.update({k: json.dumps(v) for k, v in params.items()})
+    return at.run()
+
+
+def ok(at: AppTest) -> None:
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_ablating_a_head_an_mlp_and_an_edge(smollm2):
+    at = fresh()
+    ok(at)
+    assert [m.label for m in at.metric][1] == "after"
+    at.number_input(key="iv_layer").set_value(3).run()
+    at.number_input(key="iv_head").set_value(4).run()
+    ok(at)
+    assert at.query_params["iv_layer"] == "3"
+    at.selectbox(key="mode").set_value("mean").run()
+    ok(at)
+    at.selectbox(key="target").set_value("MLP").run()
+    ok(at)
+    at.selectbox(key="target").set_value("attention edge").run()
+    ok(at)
+    at.selectbox(key="metric").set_value("probability").run()
+    ok(at)
+    assert "print(json.dumps" in at.code[-1].value  # the exported script
+
+
+def test_bad_input_speaks_to_the_user(smollm2):
+    at = fresh()
+    at.text_input(key="answer").set_value(" Mary Ann").run()
+    assert not at.exception
+    assert any("first token" in i.value for i in at.info)
+    at.text_input(key="answer").set_value("").run()
+    assert not at.exception and any("empty" in e.value for e in at.error)
+    at = fresh()
+    at.text_area(key="text").set_value("   ").run()
+    assert not at.exception and any("empty" in w.value for w in at.warning)
+
+
+def test_a_test_this_head_link_opens_the_head_ablated(smollm2):
+    at = fresh(
+        model="smollm2",
+        text="The capital of France is",
+        answer=" Paris",
+        target="head",
+        iv_layer=2,
+        iv_head=5,
+    )
+    ok(at)
+    assert (at.number_input(key="iv_layer").value, at.number_input(key="iv_head").value) == (2, 5)
+    assert at.text_area(key="text").value == "The capital of France is"
+
+
+def test_patching_and_sweep_tabs(smollm2):
+    at = fresh(iv_view="Patch")
+    at.text_area(key="clean").set_value(CLEAN)
+    at.text_area(key="corrupt").set_value(CORRUPT)
+    at.toggle(key="patch_go").set_value(True).run()
+    ok(at)
+    assert any("rank correlation" in c.value for c in at.caption)
+    (link,) = at.get("page_link")
+    assert link.proto.page.endswith("Attention_Explorer")
+    assert json.loads(parse_qs(link.proto.query_string)["text"][0]) == CLEAN
+    at.text_area(key="corrupt").set_value("John gave it to the").run()
+    assert not at.exception and any("same number of tokens" in e.value for e in at.error)
+
+
+def test_sweep_and_steer_tabs(smollm2):
+    at = fresh(iv_view="Every head")
+    at.text_area(key="sweep_text").set_value(CLEAN)
+    at.toggle(key="sweep_go").set_value(True).run()
+    ok(at)
+    at = fresh(iv_view="Steer")
+    at.number_input(key="steer_new").set_value(4)
+    at.slider(key="strength").set_value(0.0).run()
+    ok(at)
+    plain, steered = at.code[0].value, at.code[1].value
+    assert plain == steered  # strength 0 is the plain run
+    at.slider(key="strength").set_value(8.0).run()
+    ok(at)
