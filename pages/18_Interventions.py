@@ -52,8 +52,9 @@ def cached_steer(loaded, positive, negative, layer, prompt, strength, max_new):
     return found.norm, steering.steered_pair(loaded, prompt, found, strength, max_new)
 
 
-def metric_inputs(key: str = "") -> tuple[str, str, str]:
-    """The metric's kind and answers; the metric is checked (and its notice shown) here."""
+def metric_inputs(text: str, key: str = "") -> tuple[str, str, str]:
+    """The metric's kind and answers; the metric is checked (and its notice shown) here. With no
+    answer given (a "test this head" link), the model's own likeliest next token is scored."""
     kinds = list(metrics.KINDS)
     a, b, c = st.columns(3)
     kind = a.selectbox(
@@ -66,6 +67,10 @@ def metric_inputs(key: str = "") -> tuple[str, str, str]:
     answer = b.text_input(
         "Answer (next token)", ui.link_value("answer", " Mary"), key=f"answer{key}", max_chars=80
     )
+    if not answer.strip() and kind != "logit_difference":
+        with ui.user_errors():
+            answer = runs.top_next_token(loaded, text)
+        st.info(f"No answer given: scoring the model's own likeliest next token {answer!r}.")
     wrong = ""
     if kind == "logit_difference":
         wrong = c.text_input("Wrong answer", ui.link_value("wrong", " John"), key=f"wrong{key}", max_chars=80)
@@ -92,7 +97,7 @@ ablate_tab, sweep_tab, patch_tab, steer_tab = tab
 if ablate_tab.open:
     with ablate_tab:
         text = ui.text_input("Prompt", TEXT)
-        kind, answer, wrong = metric_inputs()
+        kind, answer, wrong = metric_inputs(text)
         targets = ["head", "MLP", "attention edge"]
         left, middle, right = st.columns(3)
         target = left.selectbox(
@@ -167,7 +172,7 @@ if ablate_tab.open:
 if sweep_tab.open:
     with sweep_tab:
         text = st.text_area("Prompt", TEXT, key="sweep_text", max_chars=2000)
-        kind, answer, wrong = metric_inputs("_sweep")
+        kind, answer, wrong = metric_inputs(text, "_sweep")
         mode = st.selectbox("Ablate each by", list(ablation.MODES), key="sweep_mode")
         reference = ""
         if mode != "zero":
@@ -203,7 +208,7 @@ if patch_tab.open:
         corrupt = right.text_area(
             "Corrupted prompt (same number of tokens)", CORRUPT, key="corrupt", max_chars=2000
         )
-        kind, answer, wrong = metric_inputs("_patch")
+        kind, answer, wrong = metric_inputs(clean, "_patch")
         if st.toggle("Patch every layer, position, head and MLP", key="patch_go"):
             with ui.user_errors():
                 result = cached_patch(loaded, clean, corrupt, kind, answer, wrong)
@@ -283,7 +288,7 @@ if steer_tab.open:
             "Prompt to continue", "I think the movie was", key="steer_prompt", max_chars=2000
         )
         a, b, c = st.columns(3)
-        layer = int_input("Layer", "steer_layer", loaded.n_layers, a)
+        layer = int(a.number_input("Layer", 0, loaded.n_layers - 1, loaded.n_layers // 3, key="steer_layer"))
         strength = b.slider("Strength", -10.0, 10.0, 4.0, 0.5, key="strength")
         max_new = int(c.number_input("New tokens", 1, 64, 24, key="steer_new"))
         with ui.user_errors():

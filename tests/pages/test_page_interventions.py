@@ -13,9 +13,11 @@ TIMEOUT = 600  # SmolLM2 on a shared CPU: a sweep is 300 batch rows
 CLEAN, CORRUPT = "Mary gave it to", "John gave it to"  # four tokens each keep the grids quick
 
 
-def fresh(**params) -> AppTest:
+def fresh(state: dict | None = None, **params) -> AppTest:
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
     at.query_params.update({k: json.dumps(v) for k, v in params.items()})
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
     return at.run()
 
 
@@ -70,10 +72,7 @@ def test_a_test_this_head_link_opens_the_head_ablated(smollm2):
 
 
 def test_patching_and_sweep_tabs(smollm2):
-    at = fresh(iv_view="Patch")
-    at.text_area(key="clean").set_value(CLEAN)
-    at.text_area(key="corrupt").set_value(CORRUPT)
-    at.toggle(key="patch_go").set_value(True).run()
+    at = fresh({"iv_view": "Patch", "clean": CLEAN, "corrupt": CORRUPT, "patch_go": True})
     ok(at)
     assert any("rank correlation" in c.value for c in at.caption)
     (link,) = at.get("page_link")
@@ -84,13 +83,10 @@ def test_patching_and_sweep_tabs(smollm2):
 
 
 def test_sweep_and_steer_tabs(smollm2):
-    at = fresh(iv_view="Every head")
-    at.text_area(key="sweep_text").set_value(CLEAN)
-    at.toggle(key="sweep_go").set_value(True).run()
+    at = fresh({"iv_view": "Every head", "sweep_text": CLEAN, "sweep_go": True})
     ok(at)
-    at = fresh(iv_view="Steer")
-    at.number_input(key="steer_new").set_value(4)
-    at.slider(key="strength").set_value(0.0).run()
+    assert any("with nothing ablated" in c.value for c in at.caption)
+    at = fresh({"iv_view": "Steer", "steer_new": 4, "strength": 0.0})
     ok(at)
     plain, steered = at.code[0].value, at.code[1].value
     assert plain == steered  # strength 0 is the plain run

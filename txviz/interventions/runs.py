@@ -63,6 +63,12 @@ def forward(
     )
 
 
+def top_next_token(loaded: LoadedModel, text: str) -> str:
+    """The model's own likeliest next token after ``text``, as text (an answer to score)."""
+    logits = forward(loaded, repeated(prompt_ids(loaded, text), 1)).logits[0, -1]
+    return loaded.tokenizer.decode([int(logits.argmax())])
+
+
 def repeated(ids: Sequence[int], rows: int) -> torch.Tensor:
     """The same prompt in ``rows`` batch rows: one intervention per row."""
     return torch.tensor([list(ids)], dtype=torch.long).repeat(rows, 1)

@@ -1,0 +1,145 @@
+"""Interventions against plain forwards of the same shape, measured in the same run (SmolLM2, 32 tokens).
+
+Every-head zero-ablation sweep (one ablation per batch row) vs the same batches run plain; exact
+residual patching (one (layer, position) cell per row) vs the same batches run plain; attribution
+patching (one forward of clean and corrupted, one backward) vs one forward; one interactive
+intervention vs one forward; and the attribution estimate's rank correlation with the exact grid.
+The per-batch cost is what a ratio compares, so --sweep-layers and --patch-layers may measure fewer
+batches than the whole grid on a slow machine; the defaults measure all of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+import torch
+
+from txviz import models
+from txviz.core.interventions import Ablate
+from txviz.interventions import ablation, metrics, patching
+from txviz.interventions.runs import forward, repeated
+
+N_TOKENS = 32
+TEMPLATE = "When Mary and John went to the store, {} gave a drink to"
+FILLER = "It was a warm and quiet afternoon in the small town by the river, and the shops were open. "
+
+
+def prompts(loaded) -> tuple[str, str]:
+    """A clean and a corrupted prompt of exactly N_TOKENS tokens (IOI: the subject's name changes)."""
+    words = FILLER.split()
+    for n in range(len(words), 0, -1):
+        clean, corrupt = (" ".join(words[:n]) + " " + TEMPLATE.format(name) for name in ("John", "Mary"))
+        lengths = {len(loaded.tokenizer(t)["input_ids"]) for t in (clean, corrupt)}
+        if lengths == {N_TOKENS}:
+            return clean, corrupt
+    raise RuntimeError(f"No prompt pair of {N_TOKENS} tokens found for this tokenizer.")
+
+
+def medians(pairs: dict, repeats: int) -> dict:
+    """Median seconds of each function, run in turn each repeat so drifting load hits all alike."""
+    samples = {name: [] for name in pairs}
+    for _ in range(repeats):
+        for name, fn in pairs.items():
+            start = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m txviz bench interventions", description=__doc__)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sweep-layers", type=int, default=0, help="layers of heads swept (0: all)")
+    parser.add_argument("--patch-layers", type=int, default=0, help="residual rows patched (0: all)")
+    args = parser.parse_args(argv)
+    load = os.getloadavg()[0]
+    loaded = models.load("smollm2", "cpu")
+    clean, corrupt = prompts(loaded)
+    metric = metrics.make_metric(loaded, "logit_difference", " Mary", " John")
+    ids = loaded.tokenizer(corrupt)["input_ids"]
+    clean_ids = loaded.tokenizer(clean)["input_ids"]
+    n_layers, n_heads = loaded.n_layers, loaded.n_heads
+    sweep_layers = args.sweep_layers or n_layers
+    patch_rows = args.patch_layers or n_layers + 1
+
+    heads = [c for c in ablation.every_component(loaded, mlps=False) if c.layer < sweep_layers]
+    head_jobs = [[ablation.intervention(c, None)] for c in heads]
+    batch = ablation.SWEEP_BATCH
+    n_batches = -(-len(head_jobs) // batch)
+
+    def sweep():
+        ablation.batched_metrics(loaded, ids, metric, head_jobs, batch)
+
+    def sweep_plain():
+        for start in range(0, len(head_jobs), batch):
+            forward(loaded, repeated(ids, min(batch, len(head_jobs) - start)))
+
+    acts = patching.activations(loaded, clean_ids, ids, metric)
+    cells = patching.patch_jobs(acts, n_layers, n_heads, N_TOKENS)["residual"][: patch_rows * N_TOKENS]
+    exact = {}
+
+    def patch():
+        exact["values"] = ablation.batched_metrics(loaded, ids, metric, cells, patching.PATCH_BATCH)
+
+    def patch_plain():
+        for start in range(0, len(cells), patching.PATCH_BATCH):
+            forward(loaded, repeated(ids, min(patching.PATCH_BATCH, len(cells) - start)))
+
+    one = repeated(ids, 1)
+    interventions = [Ablate("head", n_layers // 2, 0)]
+    torch.set_num_threads(torch.get_num_threads())  # as configured; reported below
+    print(
+        f"## interventions: SmolLM2, {N_TOKENS}-token prompts, {torch.get_num_threads()} threads, "
+        f"load average {load:.2f} at start, medians of {args.repeats}\n"
+    )
+    forward(loaded, one)  # warm-up
+    small = medians(
+        {
+            "forward": lambda: forward(loaded, one),
+            "intervention": lambda: metric(forward(loaded, one, interventions).logits[:, -1]),
+            "attribution": lambda: patching.activations(loaded, clean_ids, ids, metric),
+        },
+        args.repeats,
+    )
+    big = medians(
+        {"sweep": sweep, "sweep_plain": sweep_plain, "patch": patch, "patch_plain": patch_plain}, args.repeats
+    )
+    fractions = metrics.recovered(exact["values"], acts.clean_value, acts.corrupt_value).reshape(
+        patch_rows, N_TOKENS
+    )
+    estimate = patching.attribution(acts).residual[:patch_rows]
+    rho = patching.rank_correlation(fractions, estimate)
+
+    print("| measurement | work | time | plain | ratio (goal) |")
+    print("|---|---|---|---|---|")
+    print(
+        f"| every-head zero-ablation sweep | {len(head_jobs)} heads, {n_batches} batches of {batch} | "
+        f"{big['sweep']:.2f} s | {big['sweep_plain']:.2f} s | {big['sweep'] / big['sweep_plain']:.2f}x (1.3) |"
+    )
+    print(
+        f"| exact residual patching | {patch_rows} x {N_TOKENS} cells, batches of {patching.PATCH_BATCH} | "
+        f"{big['patch']:.2f} s | {big['patch_plain']:.2f} s | {big['patch'] / big['patch_plain']:.2f}x (1.3) |"
+    )
+    print(
+        f"| attribution patching | 1 forward of 2 rows + 1 backward, every cell | {small['attribution'] * 1e3:.0f} ms "
+        f"| {small['forward'] * 1e3:.0f} ms | {small['attribution'] / small['forward']:.2f}x (3) |"
+    )
+    print(
+        f"| one interactive intervention | one head ablated | {small['intervention'] * 1e3:.0f} ms | "
+        f"{small['forward'] * 1e3:.0f} ms | {small['intervention'] / small['forward']:.2f}x (1.5) |"
+    )
+    print(
+        f"\nattribution estimate vs exact residual grid ({patch_rows} x {N_TOKENS} cells): "
+        f"Spearman rank correlation {rho:.3f}"
+    )
+    if sweep_layers < n_layers or patch_rows < n_layers + 1:
+        print(
+            f"(measured {sweep_layers} of {n_layers} layers of heads and {patch_rows} of {n_layers + 1} residual "
+            "rows: whole batches, the same per-batch work as the full grids)"
+        )
+    print(f"\nevery-head ablation sweep / plain forwards = {big['sweep'] / big['sweep_plain']:.2f}x")
+    return 0 if np.isfinite(rho) else 1
