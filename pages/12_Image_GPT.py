@@ -34,7 +34,7 @@ def digit_of(choice: str) -> int | None:
 @st.cache_resource(max_entries=32, show_spinner=False)
 def drawn(digit: int | None, temperature: float, top_k: int, seed: int) -> list[drawing.PixelStep]:
     # Cached for every session: the same seed always draws the same image.
-    return list(drawing.draw(loaded.model, digit, SamplingSettings(temperature, top_k, seed=seed)))
+    return list(drawing.draw(loaded, digit, SamplingSettings(temperature, top_k, seed=seed)))
 
 
 @st.cache_resource(max_entries=1, show_spinner=False)
@@ -97,7 +97,7 @@ if draw_tab.open:
         canvas_slot, bars_slot, heads_slot = st.empty(), st.empty(), st.empty()
         shown = 0.0
         with ui.user_errors():
-            for step in drawing.draw(loaded.model, digit, settings):
+            for step in drawing.draw(loaded, digit, settings):
                 row, col = divmod(step.index, data.SIDE)
                 with canvas_slot.container():
                     ui.show_figure(
@@ -146,7 +146,7 @@ if complete_tab.open:
     settings = sampling_controls("complete")
     image, label = images[number].astype(np.int64), int(labels[number])
     with ui.user_errors():
-        samples = drawing.complete(loaded.model, image, label if told else None, 3, settings)
+        samples = drawing.complete(loaded, image, label if told else None, 3, settings)
     top = np.where(np.arange(data.N_PIXELS).reshape(data.SIDE, data.SIDE) < drawing.HALF, image, -1)
     titles = ["the top half given", *[f"completion {i + 1}" for i in range(3)], f"the original (a {label})"]
     ui.show_figure(
@@ -179,8 +179,8 @@ if upload_tab.open:
         st.info(data.describe(notes))
         settings = sampling_controls("upload")
         with ui.user_errors():
-            samples = drawing.complete(loaded.model, grid, None, 3, settings)
-        bits = drawing.image_bits(loaded.model, grid)
+            samples = drawing.complete(loaded, grid, None, 3, settings)
+        bits = drawing.image_bits(loaded, grid)
         top = np.where(np.arange(data.N_PIXELS).reshape(data.SIDE, data.SIDE) < drawing.HALF, grid, -1)
         titles = ["your image, 8 x 8", "its top half", *[f"completion {i + 1}" for i in range(3)]]
         ui.show_figure(

@@ -230,12 +230,12 @@ if objectives_tab.open:
             "SmolLM2 was trained to lower."
         )
         with ui.user_errors():
-            bert, bert_tokenizer = tiny_bert()
+            bert = tiny_bert()
         meta = masked.read_meta()
         bert_text = st.text_input("Sentence for the tiny BERT", meta.get("example_text", ""), key="bert_text")
         with ui.user_errors():
             words, cut = masked.sentence_words(
-                bert_tokenizer, bert_text, bert.config.max_position_embeddings - 2
+                bert.tokenizer, bert_text, bert.config.max_position_embeddings - 2
             )
         if cut:
             st.warning(cut)
@@ -247,7 +247,7 @@ if objectives_tab.open:
             key=f"bert_masked_{len(words)}",
         )
         with ui.user_errors():
-            prediction = masked.predict_masked(bert, bert_tokenizer, bert_text, chosen)
+            prediction = masked.predict_masked(bert, bert_text, chosen)
         ui.show_figure(objective_figs.masked_figure(prediction), key="bert_objective")
         st.dataframe(masked.prediction_rows(prediction), hide_index=True, width="stretch")
         st.caption(masked.accuracy_note(meta))

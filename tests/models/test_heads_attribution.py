@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from txviz.core.errors import WrongModelKind
 from txviz.heads import attribution
 
 
@@ -48,7 +49,7 @@ def test_minilm_similarity_comparison(minilm):
     assert result.correlations.shape == (4, 4)
     np.testing.assert_allclose(np.diag(result.correlations), 1.0)
     assert result.ig_delta < 0.05  # the path integral adds up to the change in similarity
-    with pytest.raises(attribution.AttributionError, match="not a decoder"):
+    with pytest.raises(WrongModelKind, match="cannot explain a next-token prediction.*Choose a decoder"):
         attribution.explain_next_token(minilm, "Hello there")
 
 

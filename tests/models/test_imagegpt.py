@@ -47,7 +47,7 @@ def test_baselines_match_their_formulas() -> None:
 
 
 def test_draw_records_every_head_on_earlier_pixels(imagegpt) -> None:
-    steps = list(drawing.draw(imagegpt.model, 3, SamplingSettings(temperature=1.0, top_k=5, seed=1)))
+    steps = list(drawing.draw(imagegpt, 3, SamplingSettings(temperature=1.0, top_k=5, seed=1)))
     assert [s.index for s in steps] == list(range(64))
     for step in (steps[0], steps[20], steps[63]):
         assert step.attention.shape == (4, 4, 1 + step.index)
@@ -56,20 +56,20 @@ def test_draw_records_every_head_on_earlier_pixels(imagegpt) -> None:
         assert (step.after > 0).sum() <= 5  # top-k 5
         assert step.after[step.level] > 0
     assert (steps[-1].pixels >= 0).all() and (steps[10].pixels.ravel()[11:] == -1).all()
-    again = list(drawing.draw(imagegpt.model, 3, SamplingSettings(temperature=1.0, top_k=5, seed=1)))
+    again = list(drawing.draw(imagegpt, 3, SamplingSettings(temperature=1.0, top_k=5, seed=1)))
     assert np.array_equal(again[-1].pixels, steps[-1].pixels)  # a seed draws the same image
 
 
 def test_top_k_one_is_greedy(imagegpt) -> None:
-    greedy = drawing.sample(imagegpt.model, [5, None], SamplingSettings(temperature=0.0))
-    top1 = drawing.sample(imagegpt.model, [5, None], SamplingSettings(temperature=1.5, top_k=1, seed=3))
+    greedy = drawing.sample(imagegpt, [5, None], SamplingSettings(temperature=0.0))
+    top1 = drawing.sample(imagegpt, [5, None], SamplingSettings(temperature=1.5, top_k=1, seed=3))
     assert np.array_equal(greedy, top1)
 
 
 def test_completion_keeps_the_top_half(imagegpt) -> None:
     _, x_test, _, y_test = data.split()
     image = x_test[0].astype(int)
-    samples = drawing.complete(imagegpt.model, image, None, 3, SamplingSettings(temperature=1.0, seed=0))
+    samples = drawing.complete(imagegpt, image, None, 3, SamplingSettings(temperature=1.0, seed=0))
     assert samples.shape == (3, 8, 8)
     assert (samples[:, :4] == image[:4]).all()
     assert samples.min() >= 0 and samples.max() <= 16
@@ -80,11 +80,9 @@ def test_shipped_model_reproduces_its_numbers(imagegpt) -> None:
     meta = imagegpt.meta
     x_train, x_test, _, y_test = data.split()
     tokens = torch.as_tensor(data.sequences(x_test, None))
-    assert drawing.bits_per_pixel(imagegpt.model, tokens) == pytest.approx(
-        meta["heldout_bits_per_pixel"], abs=2e-4
-    )
+    assert drawing.bits_per_pixel(imagegpt, tokens) == pytest.approx(meta["heldout_bits_per_pixel"], abs=2e-4)
     told = torch.as_tensor(data.sequences(x_test, y_test))
-    assert drawing.bits_per_pixel(imagegpt.model, told) == pytest.approx(
+    assert drawing.bits_per_pixel(imagegpt, told) == pytest.approx(
         meta["heldout_bits_per_pixel_given_class"], abs=2e-4
     )
     assert data.marginal_bits(x_train, x_test) == pytest.approx(

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from txviz.core.errors import WrongModelKind
 from txviz.objectives import causal, corpus, masked
 from txviz.training import mlm
 
@@ -26,7 +27,7 @@ def test_next_token_bad_input(smollm2, minilm):
         causal.next_token_objective(smollm2, " ")
     with pytest.raises(masked.ObjectiveError, match="one token"):
         causal.next_token_objective(smollm2, "The")
-    with pytest.raises(masked.ObjectiveError, match="decoder"):
+    with pytest.raises(WrongModelKind, match="Choose a decoder"):
         causal.next_token_objective(minilm, "The cat")
     long = causal.next_token_objective(smollm2, "word " * 200)
     assert "only the first 64" in long.notice and len(long.tokens) == 64
@@ -45,10 +46,9 @@ def tiny_bert():
 
 
 def test_shipped_tiny_bert_accuracy_reproduces_on_the_fixed_subset(tiny_bert):
-    model, tokenizer = tiny_bert
     meta = masked.read_meta()
     _, heldout = corpus.train_and_heldout(corpus.SEED)
-    subset = masked.masked_accuracy(model, tokenizer, heldout[: masked.SUBSET_SENTENCES])
+    subset = masked.masked_accuracy(tiny_bert, heldout[: masked.SUBSET_SENTENCES])
     assert subset == pytest.approx(meta["subset_masked_accuracy"], abs=1e-9)
     assert meta["heldout_masked_accuracy"] > 2 * meta["unigram_baseline_accuracy"]
 
@@ -59,8 +59,7 @@ def test_unigram_baseline_by_hand():
 
 
 def test_masked_prediction_has_terms_only_where_masked(tiny_bert):
-    model, tokenizer = tiny_bert
-    prediction = masked.predict_masked(model, tokenizer, "the dog barks loudly in the garden", [2, 5])
+    prediction = masked.predict_masked(tiny_bert, "the dog barks loudly in the garden", [2, 5])
     assert prediction.tokens[0] == "[CLS]" and prediction.tokens[-1] == "[SEP]"
     assert prediction.masked == (3, 6) and prediction.losses.shape == (2,)
     np.testing.assert_allclose(prediction.losses, -np.log(prediction.true_probability))
@@ -70,13 +69,13 @@ def test_masked_prediction_has_terms_only_where_masked(tiny_bert):
 
 
 def test_masked_prediction_bad_input(tiny_bert):
-    model, tokenizer = tiny_bert
+    tokenizer = tiny_bert.tokenizer
     with pytest.raises(masked.ObjectiveError, match="empty"):
-        masked.predict_masked(model, tokenizer, "  ", [0])
+        masked.predict_masked(tiny_bert, "  ", [0])
     with pytest.raises(masked.ObjectiveError, match="at least one"):
-        masked.predict_masked(model, tokenizer, "the dog", [])
+        masked.predict_masked(tiny_bert, "the dog", [])
     with pytest.raises(masked.ObjectiveError, match="2 words"):
-        masked.predict_masked(model, tokenizer, "the dog", [4])
+        masked.predict_masked(tiny_bert, "the dog", [4])
     words, notice = masked.sentence_words(tokenizer, "the dog " * 20, 14)
     assert len(words) == 14 and "at most 14" in notice
 

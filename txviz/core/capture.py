@@ -130,11 +130,10 @@ def capture(model: torch.nn.Module, settings: CaptureSettings) -> Iterator[Recor
     (txviz.core.layouts); their hooks are installed once per model and idle unless asked.
     """
     plan = interventions.EMPTY
-    if settings.stages or settings.interventions:
-        layout = cached_layout(model)
-        plan = interventions.plan(layout, settings.interventions)
-        if settings.stages or plan.streams:
-            prepared(model)
+    if settings.interventions:
+        plan = interventions.plan(cached_layout(model), settings.interventions)
+    if settings.stages or plan.streams:
+        prepared(model)
     recorder = Recorder(settings=settings, module_names=module_names(model), plan=plan)
     token = _active.set(recorder)
     try:
@@ -167,7 +166,9 @@ def txviz_attention(
     """Attention as the model defines it, with the active settings applied and recorded."""
     recorder = _active.get()
     settings = recorder.settings if recorder else PLAIN
-    name = recorder.module_names.get(id(module)) if recorder and recorder.plan else None
+    # identity, not truth: this runs for every layer of every generation step
+    changed = recorder is not None and recorder.plan is not interventions.EMPTY
+    name = recorder.module_names.get(id(module)) if changed else None
     knockouts = recorder.plan.knockouts.get(name) if name else None
     head_edits = recorder.plan.heads.get(name) if name else None
     if settings.fast_path and not knockouts and not kwargs.get("output_attentions"):
@@ -194,7 +195,8 @@ def txviz_attention(
         output = interventions.edit_heads(output, head_edits)  # (B, Q, H, D), before the output projection
     if recorder is not None and settings.record:
         rows = slice(-1, None) if settings.newest_query_only else slice(None)
-        record["heads"] = _keep(output.transpose(1, 2)[..., rows, :], "heads", settings)
+        if "heads" in settings.record:
+            record["heads"] = _keep(output.transpose(1, 2)[..., rows, :], "heads", settings)
         recorder.add(module, AttentionRecord(**record, is_causal=causal))
     return output, weights
 

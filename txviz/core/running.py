@@ -10,7 +10,8 @@
 - ``outputs``: any of "logits", "hidden" (last hidden state), "hidden_states" (embeddings and the
   stream after every block, as transformers gives them), "output" (the model's own output object:
   past_key_values, encoder outputs, ...).
-- ``grad=True`` keeps autograd on (saliency, attributions); otherwise the pass runs under no_grad.
+- ``grad=True`` leaves autograd as the caller has it (saliency, attributions); otherwise the pass
+  runs under no_grad.
 - ``part="encoder"`` runs only the encoder of an encoder-decoder (module names stay the full model's).
 - ``**inputs`` go to the model: input_ids, attention_mask, past_key_values, use_cache, ...
 
@@ -28,6 +29,7 @@ the chosen layers only. ``step`` is ``run`` for one generation step with a KV ca
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, get_args
@@ -111,7 +113,7 @@ def run(
     if {"hidden", "hidden_states"} & set(outputs):
         inputs.setdefault("output_hidden_states", True)
     forward = model.get_encoder() if part == "encoder" else model
-    with torch.set_grad_enabled(grad), capture(model, settings) as recorder:
+    with nullcontext() if grad else torch.no_grad(), capture(model, settings) as recorder:
         output = forward(**inputs)
     return _result(model, recorder, output, outputs)
 

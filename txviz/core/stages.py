@@ -40,7 +40,7 @@ def _active_work(active: ContextVar, name: str, kind: str):
     recorder = active.get()
     if recorder is None:
         return None
-    edits = recorder.plan.streams.get(name) if recorder.plan else None
+    edits = recorder.plan.streams.get(name)
     record = kind in recorder.settings.stages
     if not edits and not record:
         return None

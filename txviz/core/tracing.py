@@ -77,8 +77,8 @@ def trace_run(
     )
     input_ids = torch.tensor([encoded.ids], device=loaded.device)
     result = run(loaded.model, settings, outputs, input_ids=input_ids)
-    rec = result.recorder
-    names = list(rec.records)
+    rec = result
+    names = list(rec.attention)
     tokens, raw = readable_tokens(loaded.tokenizer, encoded.ids)
     optional = {item: rec.stack(item) if item in record else None for item in ("scores", "queries", "keys")}
     trace = AttentionTrace(

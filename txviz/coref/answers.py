@@ -64,12 +64,17 @@ def continuation_log_probs(
     """Per sequence, the summed log-probability of its tokens from position `start` on (one batch)."""
     import torch
 
+    from txviz.core.running import run
+
+    require_kind(loaded, ("decoder",), "score answers by their log-probability")
+
     width = max(map(len, sequences))
     pad = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
     ids = torch.tensor([list(s) + [pad] * (width - len(s)) for s in sequences], device=loaded.device)
     mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sequences], device=loaded.device)
-    with torch.no_grad():
-        logits = loaded.model(input_ids=ids, attention_mask=mask).logits  # (N, T, vocab)
+    logits = run(
+        loaded.model, outputs=("logits",), input_ids=ids, attention_mask=mask
+    ).logits  # (N, T, vocab)
     logp = torch.log_softmax(logits.float(), dim=-1).cpu()
     # the token at position t is predicted by the logits at t - 1
     return [

@@ -119,8 +119,8 @@ def batched_weights(loaded: LoadedModel, id_lists: Sequence[Sequence[int]]) -> l
     pad = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
     ids = torch.tensor([list(s) + [pad] * (width - len(s)) for s in id_lists], device=loaded.device)
     mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in id_lists], device=loaded.device)
-    rec = run(loaded.model, CaptureSettings(record={"weights"}), input_ids=ids, attention_mask=mask).recorder
-    stacked = np.stack([r[-1].weights.numpy() for r in rec.records.values()], axis=1)  # (B, L, H, T, T)
+    rec = run(loaded.model, CaptureSettings(record={"weights"}), input_ids=ids, attention_mask=mask)
+    stacked = np.stack([r[-1].weights.numpy() for r in rec.attention.values()], axis=1)  # (B, L, H, T, T)
     return [stacked[b, :, :, : len(s), : len(s)] for b, s in enumerate(id_lists)]
 
 

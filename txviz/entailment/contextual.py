@@ -7,6 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from txviz.core.errors import require_kind
+from txviz.core.running import run
+
 
 @dataclass(frozen=True)
 class Alignment:
@@ -17,13 +20,12 @@ class Alignment:
     to_a: np.ndarray  # softmax over i (each hypothesis word's column sums to 1)
 
 
-@torch.no_grad()
 def word_vectors(loaded, words: tuple[str, ...]) -> torch.Tensor:
     """(len(words), d): the last layer's token vectors, averaged over each word's pieces."""
+    require_kind(loaded, ("encoder",), "give contextual word vectors")
     enc = loaded.tokenizer(list(words), is_split_into_words=True, return_tensors="pt", truncation=True)
-    hidden = (
-        loaded.model(**enc.to(loaded.device), output_hidden_states=True).hidden_states[-1][0].float().cpu()
-    )
+    hidden = run(loaded.model, outputs=("hidden_states",), **enc.to(loaded.device)).hidden_states[-1]
+    hidden = hidden[0].float().cpu()
     ids = enc.word_ids(0)
     out = torch.zeros(len(words), hidden.shape[-1])
     for w in range(len(words)):
@@ -46,6 +48,7 @@ def fixed_f(x: torch.Tensor) -> torch.Tensor:
 
 def alignment(loaded, premise: tuple[str, ...], hypothesis: tuple[str, ...]) -> Alignment:
     """Equations 15.46-15.48 with a fixed f and a_i, b_j read from the encoder, each sentence alone."""
+    require_kind(loaded, ("encoder",), "align two sentences with contextual word vectors")
     a, b = word_vectors(loaded, premise), word_vectors(loaded, hypothesis)
     e = fixed_f(a) @ fixed_f(b).T
     return Alignment(e.numpy(), torch.softmax(e, 1).numpy(), torch.softmax(e, 0).numpy())

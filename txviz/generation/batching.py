@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from txviz.core.capture import CaptureSettings, capture
+from txviz.core.capture import CaptureSettings
+from txviz.core.running import Run, step
 from txviz.generation.loop import (
     ROW_DTYPE,
     GenerationRequest,
@@ -248,17 +249,17 @@ class GenerationEngine:
         input_ids = torch.tensor([[s.next_input] for s in rows], device=device)  # (B, 1)
         valid = torch.cat([self._valid, torch.ones(len(rows), 1, dtype=torch.bool)], dim=1)  # (B, T + 1)
         positions = torch.tensor([[s.length] for s in rows], device=device)  # (B, 1): true positions
-        with torch.no_grad(), capture(model, settings) as recorder:
-            output = model(
-                input_ids=input_ids,
-                attention_mask=valid.to(device=device, dtype=torch.long),
-                position_ids=positions,
-                past_key_values=self._cache,
-                use_cache=True,
-            )
+        output = step(
+            model,
+            settings,
+            input_ids=input_ids,
+            attention_mask=valid.to(device=device, dtype=torch.long),
+            position_ids=positions,
+            past_key_values=self._cache,
+        )
         self._valid = valid
         self.steps_run += 1
-        rows_of = _attention_rows(recorder, valid) if record else [None] * len(rows)
+        rows_of = _attention_rows(output, valid) if record else [None] * len(rows)
         for b, sequence in enumerate(rows):
             self._emit(sequence, output.logits[b, -1], rows_of[b])
 
@@ -348,8 +349,8 @@ def _row_kv(cache, length: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(tokens), tuple(sizes)
 
 
-def _attention_rows(recorder, valid: torch.Tensor) -> list[np.ndarray]:
+def _attention_rows(recorder: Run, valid: torch.Tensor) -> list[np.ndarray]:
     """Each row's newest attention [layer, head, key], padding columns cut off."""
-    per_layer = [records[-1].weights[:, :, -1, :] for records in recorder.records.values()]  # (B, H, K)
+    per_layer = [records[-1].weights[:, :, -1, :] for records in recorder.attention.values()]  # (B, H, K)
     stacked = torch.stack(per_layer, dim=1)  # (B, L, H, K)
     return [stacked[b][:, :, valid[b]].numpy().astype(ROW_DTYPE) for b in range(stacked.shape[0])]

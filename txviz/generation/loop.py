@@ -13,7 +13,7 @@ import torch
 from txviz.core.candidates import Candidates, top_candidates
 from txviz.core.capture import CaptureSettings
 from txviz.core.errors import UserError, require_kind
-from txviz.core.running import run
+from txviz.core.running import step as run_step
 from txviz.core.tokens import readable_token, readable_tokens
 from txviz.generation.sampling import SamplingSettings, choose, make_generator
 from txviz.models import LoadedModel
@@ -184,7 +184,7 @@ def prefill(loaded: LoadedModel, prompt: Prompt, interventions: tuple = ()):
         head_only_last = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
         ids = torch.tensor([prompt.ids[:-1]], device=loaded.device)  # (1, T - 1)
         settings = CaptureSettings(interventions=interventions)
-        run(model, settings, (), input_ids=ids, past_key_values=cache, use_cache=True, **head_only_last)
+        run_step(model, settings, input_ids=ids, past_key_values=cache, **head_only_last)
     return cache
 
 
@@ -236,7 +236,7 @@ def generate(
     for _ in range(request.max_new_tokens):
         # The capture block and no_grad close before each yield: the caller's code between
         # steps must not run inside them.
-        step = run(model, settings, ("logits",), input_ids=next_input, past_key_values=cache, use_cache=True)
+        step = run_step(model, settings, input_ids=next_input, past_key_values=cache)
         choice = choose(step.logits[0, -1], request.sampling, generator)
         attention = None
         if request.record_attention:

@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from txviz.core import aggregate
-from txviz.core.errors import UserError
+from txviz.core.errors import UserError, require_kind
+from txviz.core.running import run
 from txviz.core.tracing import encode, trace_text
 from txviz.models import LoadedModel
 
@@ -145,17 +146,18 @@ def explain_next_token(
     loaded: LoadedModel, text: str, skip_special: bool = True, steps: int = IG_STEPS
 ) -> TokenComparison:
     """A decoder's top next token after ``text``: attention from the last position against attributions."""
-    if loaded.kind != "decoder":
-        raise AttributionError(f"{loaded.name} is not a decoder: explain a sentence similarity instead.")
+    require_kind(
+        loaded, ("decoder",), "explain a next-token prediction (explain a sentence similarity instead)"
+    )
     start = time.perf_counter()
     ids = encode(loaded, text, MAX_TOKENS).ids
-    with torch.no_grad():
-        logits = loaded.model(inputs_embeds=_embeddings(loaded, ids)).logits[0, -1]
+    logits = run(loaded.model, outputs=("logits",), inputs_embeds=_embeddings(loaded, ids)).logits[0, -1]
     target = int(logits.argmax())
     p = float(torch.softmax(logits.float(), -1)[target])
 
     def forward(e: torch.Tensor) -> torch.Tensor:
-        return loaded.model(inputs_embeds=e).logits[:, -1, target]
+        # grad: the attribution methods differentiate this through the model
+        return run(loaded.model, outputs=("logits",), grad=True, inputs_embeds=e).logits[:, -1, target]
 
     word = loaded.tokenizer.decode([target])
     return _compare(
@@ -173,7 +175,7 @@ def explain_next_token(
 
 def _pooled(loaded: LoadedModel, embeds: torch.Tensor) -> torch.Tensor:
     """Mean over tokens of the last hidden state (sentence-transformers' pooling)."""
-    return loaded.model(inputs_embeds=embeds).last_hidden_state.mean(dim=1)
+    return run(loaded.model, outputs=("hidden",), grad=True, inputs_embeds=embeds).hidden.mean(dim=1)
 
 
 def explain_similarity(
@@ -183,8 +185,9 @@ def explain_similarity(
 
     Mean pooling reads every position, so attention is the attention each token receives, averaged over
     all query rows (and rollout likewise)."""
-    if loaded.kind != "encoder":
-        raise AttributionError(f"{loaded.name} is not an encoder: explain a next-token prediction instead.")
+    require_kind(
+        loaded, ("encoder",), "explain a sentence similarity (explain a next-token prediction instead)"
+    )
     start = time.perf_counter()
     ids = encode(loaded, text, MAX_TOKENS).ids
     with torch.no_grad():

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from txviz.core.errors import require_kind
+from txviz.core.running import run
 from txviz.core.tokens import readable_tokens
 from txviz.objectives.masked import ObjectiveError
 
@@ -32,11 +34,9 @@ class NextTokenObjective:
         return float(self.losses.mean())
 
 
-@torch.no_grad()
 def next_token_objective(loaded, text: str, max_tokens: int = MAX_TOKENS) -> NextTokenObjective:
     """Feed the whole text at once (teacher forcing) and read p(actual next token) at each position."""
-    if loaded.kind != "decoder":
-        raise ObjectiveError(f"{loaded.name} is a {loaded.kind} model; this view needs a decoder.")
+    require_kind(loaded, ("decoder",), "predict the next token at every position")
     if not text or not text.strip():
         raise ObjectiveError("The text is empty: type a sentence.")
     ids = loaded.tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -48,7 +48,8 @@ def next_token_objective(loaded, text: str, max_tokens: int = MAX_TOKENS) -> Nex
         )
     if len(ids) < 2:
         raise ObjectiveError("The text has one token: there is no next token to predict. Type more.")
-    logits = loaded.model(input_ids=torch.tensor([ids], device=loaded.device)).logits[0].float()  # (n, V)
+    input_ids = torch.tensor([ids], device=loaded.device)
+    logits = run(loaded.model, outputs=("logits",), input_ids=input_ids).logits[0].float()  # (n, V)
     log_probs = torch.log_softmax(logits[:-1], dim=-1)  # position t predicts token t + 1
     chosen = log_probs[torch.arange(len(ids) - 1), torch.tensor(ids[1:], device=logits.device)]
     tokens, _ = readable_tokens(loaded.tokenizer, ids)

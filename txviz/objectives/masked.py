@@ -10,7 +10,10 @@ import numpy as np
 import torch
 
 from txviz.core import paths
-from txviz.core.errors import UserError
+from txviz.core.capture import use_capture
+from txviz.core.errors import UserError, require_kind
+from txviz.core.loaded import LoadedModel
+from txviz.core.running import run
 
 MLM_DIR = paths.MODELS / "tiny-mlm"
 SUBSET_SENTENCES = 40  # the fixed held-out subset whose accuracy txviz.json records
@@ -20,7 +23,12 @@ class ObjectiveError(UserError):
     """Bad input to an objective view, with a message fit for the user."""
 
 
-def load_mlm(folder: Path = MLM_DIR):
+def as_loaded(model, tokenizer) -> LoadedModel:
+    """The tiny BERT and its tokenizer as a LoadedModel (an encoder with a masked-word head)."""
+    return LoadedModel("tiny-mlm", "encoder", use_capture(model), tokenizer, None, "cpu")
+
+
+def load_mlm(folder: Path = MLM_DIR) -> LoadedModel:
     """The tiny BERT with its masked-word head, and its tokenizer, from the project's folder."""
     from transformers import AutoTokenizer, BertForMaskedLM
 
@@ -28,16 +36,17 @@ def load_mlm(folder: Path = MLM_DIR):
         raise ObjectiveError(f"No tiny BERT in {folder}: train it with `python -m txviz train mlm`.")
     model = BertForMaskedLM.from_pretrained(folder)
     model.eval()
-    return model, AutoTokenizer.from_pretrained(folder)
+    return as_loaded(model, AutoTokenizer.from_pretrained(folder))
 
 
 def _special_ids(tokenizer) -> list[int]:
     return sorted(set(tokenizer.all_special_ids))
 
 
-@torch.no_grad()
-def masked_accuracy(model, tokenizer, sentences: list[str], batch_size: int = 256) -> float:
+def masked_accuracy(loaded: LoadedModel, sentences: list[str], batch_size: int = 256) -> float:
     """Mask each word of each sentence in turn; the share predicted exactly (specials never guessed)."""
+    require_kind(loaded, ("encoder",), "predict masked words")
+    tokenizer = loaded.tokenizer
     rows, answers = [], []
     for sentence in sentences:
         ids = tokenizer(sentence)["input_ids"]
@@ -56,7 +65,7 @@ def masked_accuracy(model, tokenizer, sentences: list[str], batch_size: int = 25
         for i, (ids, _) in enumerate(batch):
             input_ids[i, : len(ids)] = torch.tensor(ids)
             attention[i, : len(ids)] = 1
-        logits = model(input_ids=input_ids, attention_mask=attention).logits  # (B, T, V)
+        logits = run(loaded.model, outputs=("logits",), input_ids=input_ids, attention_mask=attention).logits
         picked = logits[torch.arange(len(batch)), torch.tensor([p for _, p in batch])]
         picked[:, banned] = float("-inf")
         guesses = picked.argmax(-1).tolist()
@@ -97,9 +106,10 @@ def sentence_words(tokenizer, text: str, limit: int) -> tuple[list[str], str]:
     return words, ""
 
 
-@torch.no_grad()
-def predict_masked(model, tokenizer, text: str, masked_words: list[int], k: int = 5) -> MaskedPrediction:
+def predict_masked(loaded: LoadedModel, text: str, masked_words: list[int], k: int = 5) -> MaskedPrediction:
     """Hide the chosen words (0 = first word) and read the model's guesses for each."""
+    require_kind(loaded, ("encoder",), "predict masked words")
+    model, tokenizer = loaded.model, loaded.tokenizer
     words, _ = sentence_words(tokenizer, text, model.config.max_position_embeddings - 2)
     if not masked_words:
         raise ObjectiveError("Choose at least one word to mask.")
@@ -110,7 +120,7 @@ def predict_masked(model, tokenizer, text: str, masked_words: list[int], k: int 
     masked = list(ids)
     for p in positions:
         masked[p] = tokenizer.mask_token_id
-    logits = model(input_ids=torch.tensor([masked])).logits[0]  # (T, V)
+    logits = run(model, outputs=("logits",), input_ids=torch.tensor([masked])).logits[0]  # (T, V)
     logits[:, _special_ids(tokenizer)] = float("-inf")
     probs = torch.softmax(logits, dim=-1)
     top, true = [], []

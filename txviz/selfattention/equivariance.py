@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from txviz.core.errors import require_kind
+from txviz.core.running import run
 from txviz.positional.encodings import sinusoidal_encoding
 from txviz.selfattention import toy as ta
 
@@ -77,6 +79,7 @@ def model_check(loaded, text: str, permutation_seed: int, mode: str, max_tokens:
     """
     from txviz.core.tokens import readable_tokens
 
+    require_kind(loaded, ("encoder",), "check permutation equivariance of an encoder")
     if mode not in POSITION_MODES:
         raise EquivarianceError(f"Unknown position mode {mode!r}: choose one of {list(POSITION_MODES)}.")
     if not text or not text.strip():
@@ -89,12 +92,14 @@ def model_check(loaded, text: str, permutation_seed: int, mode: str, max_tokens:
     shuffled_positions = positions[torch.from_numpy(permutation)] if mode == "carried" else positions
 
     def hidden(token_ids: list[int], position_ids: torch.Tensor) -> np.ndarray:
-        out = loaded.model(
+        out = run(
+            loaded.model,
+            outputs=("hidden",),
             input_ids=torch.tensor([token_ids], device=loaded.device),
             position_ids=position_ids[None].to(loaded.device),
             token_type_ids=torch.zeros(1, n, dtype=torch.long, device=loaded.device),
         )
-        return out.last_hidden_state[0].double().cpu().numpy()
+        return out.hidden[0].double().cpu().numpy()
 
     original = hidden(ids, positions)
     shuffled = hidden([ids[i] for i in permutation], shuffled_positions)

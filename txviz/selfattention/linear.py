@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from txviz.core.errors import UserError
-from txviz.core.tracing import trace_text
+from txviz.core.errors import UserError, require_kind
+from txviz.core.tracing import trace_run
 
 
 class LinearAttentionError(UserError):
@@ -84,14 +84,15 @@ class HeadQKV:
 @torch.no_grad()
 def minilm_head(loaded, text: str, layer: int, head: int, max_tokens: int = 128) -> HeadQKV:
     """Captured q, k and weights of one BERT head, and its values from the layer's value projection."""
+    require_kind(loaded, ("encoder",), "show one head's queries, keys and values")
     if not 0 <= layer < loaded.n_layers or not 0 <= head < loaded.n_heads:
         raise LinearAttentionError(f"Layer {layer}, head {head} is outside {loaded.name}.")
-    trace = trace_text(loaded, text, max_tokens=max_tokens, record=("queries", "keys"))
-    attention = loaded.model.encoder.layer[layer].attention.self
-    ids = loaded.tokenizer(text, truncation=True, max_length=max_tokens, return_tensors="pt").to(
-        loaded.device
+    # one pass: the recorded queries and keys, and the stream entering the layer for its values
+    trace, result = trace_run(
+        loaded, text, max_tokens=max_tokens, record=("queries", "keys"), outputs=("hidden_states",)
     )
-    hidden = loaded.model(**ids, output_hidden_states=True).hidden_states[layer][0]  # (n, D)
+    attention = loaded.model.encoder.layer[layer].attention.self
+    hidden = result.hidden_states[layer][0]  # (n, D)
     d = trace.queries.shape[-1]
     values = attention.value(hidden).float().cpu().numpy()[:, head * d : (head + 1) * d]
     return HeadQKV(

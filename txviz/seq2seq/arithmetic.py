@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from txviz.core.capture import CaptureSettings, capture
+from txviz.core.capture import CaptureSettings
+from txviz.core.errors import require_kind
+from txviz.core.running import run
 from txviz.core.trace import AttentionTrace
 from txviz.models import LoadedModel
 from txviz.selfattention.toy import RealQueryStep, real_query_step
@@ -27,17 +29,19 @@ def cross_attention_trace(loaded: LoadedModel, source: str, trace: Seq2SeqTrace)
     Queries come from the decoder (one per target token), keys from the encoder's output (one per
     source token): [layer, head, target, d_head] and [layer, head, source, d_head].
     """
+    require_kind(loaded, ("encoder-decoder",), "show cross-attention by hand")
     source_ids, _ = encode_source(loaded, source)
     targets = torch.tensor([decoder_inputs(loaded, trace)], device=source_ids.device)
-    with capture(loaded.model, CaptureSettings(record=RECORD)) as rec:
-        loaded.model(
-            input_ids=source_ids,
-            attention_mask=torch.ones_like(source_ids),
-            decoder_input_ids=targets,
-            use_cache=False,
-        )
-    decoder_names = [n for n in rec.records if "decoder" in n]
-    _, cross_names = _decoder_records(decoder_names, rec.records)
+    rec = run(
+        loaded.model,
+        CaptureSettings(record=RECORD),
+        input_ids=source_ids,
+        attention_mask=torch.ones_like(source_ids),
+        decoder_input_ids=targets,
+        use_cache=False,
+    )
+    decoder_names = [n for n in rec.attention if "decoder" in n]
+    _, cross_names = _decoder_records(decoder_names, rec.attention)
     return AttentionTrace(
         query_tokens=trace.target_tokens,
         key_tokens=trace.source_tokens,

@@ -17,7 +17,7 @@ import torch
 from transformers.modeling_outputs import BaseModelOutput
 
 from txviz.core.candidates import Candidates, top_candidates
-from txviz.core.capture import AttentionRecord, CaptureSettings, capture
+from txviz.core.capture import AttentionRecord, CaptureSettings
 from txviz.core.errors import UserError, require_kind
 from txviz.core.running import run
 from txviz.core.tokens import readable_tokens, special_flags
@@ -103,7 +103,9 @@ def _next_log_probs(model, encoder_out, source_mask, prefixes: torch.Tensor, ban
     """Log-probabilities of the next token for each prefix (B, T) -> (B, V)."""
     batch = prefixes.shape[0]
     hidden = encoder_out.last_hidden_state.expand(batch, -1, -1)  # (B, S, D)
-    out = model(
+    out = run(
+        model,
+        outputs=("logits",),
         encoder_outputs=BaseModelOutput(last_hidden_state=hidden),
         attention_mask=source_mask.expand(batch, -1),
         decoder_input_ids=prefixes,
@@ -194,6 +196,7 @@ def decode(
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
 ) -> Seq2SeqTrace:
     """Decode ``source`` step by step and record encoder, decoder and cross-attention."""
+    require_kind(loaded, ("encoder-decoder",), "decode a source text into a new one")
     if method not in ("greedy", "beam"):
         raise UserError(f"Unknown decoding method {method!r}: choose 'greedy' or 'beam'.")
     if method == "beam" and not 1 <= beams <= 16:
@@ -207,9 +210,11 @@ def decode(
     banned = _banned(loaded, start, ends)
 
     settings = CaptureSettings(record=frozenset({"weights"}))
-    with capture(model, settings) as enc_rec:
-        encoder_out = model.get_encoder()(input_ids=source_ids, attention_mask=source_mask)
-    enc_names = list(enc_rec.records)
+    enc_rec = run(
+        model, settings, ("output",), part="encoder", input_ids=source_ids, attention_mask=source_mask
+    )
+    encoder_out = enc_rec.output
+    enc_names = list(enc_rec.attention)
     _check_layers(enc_names, "encoder self-attention", loaded)
 
     # Decoding itself takes the fast path: nothing is recorded until the target is known.
@@ -229,8 +234,8 @@ def decode(
         decoder_input_ids=decoder_inputs,
         use_cache=False,
     )
-    dec_rec = out.recorder
-    self_names, cross_names = _decoder_records(list(dec_rec.records), dec_rec.records)
+    dec_rec = out
+    self_names, cross_names = _decoder_records(list(dec_rec.attention), dec_rec.attention)
     _check_layers(self_names, "decoder self-attention", loaded)
     _check_layers(cross_names, "cross-attention", loaded)
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from txviz.core.errors import UserError
+from txviz.core.errors import UserError, require_kind
+from txviz.core.running import run
 from txviz.core.tokens import readable_tokens
 from txviz.models import LoadedModel
 from txviz.seq2seq.decoding import _banned, _start_and_end, encode_source, greedy_ids
@@ -57,7 +58,9 @@ class ForcingComparison:
 
 def _log_probs(model, source_ids, decoder_inputs: list[int], banned: list[int]) -> torch.Tensor:
     """Next-token log-probabilities at every position of one decoder pass; (T, V)."""
-    out = model(
+    out = run(
+        model,
+        outputs=("logits",),
         input_ids=source_ids,
         attention_mask=torch.ones_like(source_ids),
         decoder_input_ids=torch.tensor([decoder_inputs], device=source_ids.device),
@@ -71,6 +74,7 @@ def _log_probs(model, source_ids, decoder_inputs: list[int], banned: list[int]) 
 @torch.no_grad()
 def compare(loaded: LoadedModel, source: str, reference: str) -> ForcingComparison:
     """Teacher-forced and free-running greedy decoding of one source, against a reference."""
+    require_kind(loaded, ("encoder-decoder",), "compare teacher forcing with free running")
     if not reference or not reference.strip():
         raise TeacherForcingError("The reference is empty: type the output you expect, e.g. 1945-05-05.")
     model, tokenizer = loaded.model, loaded.tokenizer
@@ -83,7 +87,13 @@ def compare(loaded: LoadedModel, source: str, reference: str) -> ForcingComparis
     if len(reference_ids) > MAX_REFERENCE_TOKENS:
         raise TeacherForcingError(f"The reference is longer than {MAX_REFERENCE_TOKENS} tokens.")
     forced = _log_probs(model, source_ids, [start, *reference_ids[:-1]], banned)  # (R, V)
-    encoder_out = model.get_encoder()(input_ids=source_ids, attention_mask=torch.ones_like(source_ids))
+    encoder_out = run(
+        model,
+        outputs=("output",),
+        part="encoder",
+        input_ids=source_ids,
+        attention_mask=torch.ones_like(source_ids),
+    ).output
     free_ids, _ = greedy_ids(
         model, encoder_out, torch.ones_like(source_ids), start, ends, banned, len(reference_ids) + 8
     )

@@ -9,9 +9,9 @@ import torch
 
 from txviz.core import attention
 from txviz.core.attention import Normalizer
-from txviz.core.capture import CaptureSettings, capture
+from txviz.core.capture import CaptureSettings
 from txviz.core.errors import UserError, require_kind
-from txviz.core.running import run
+from txviz.core.running import run, step
 from txviz.core.trace import AttentionTrace
 from txviz.core.tracing import TEXT_KINDS, encode, trace_text
 from txviz.models import LoadedModel
@@ -165,18 +165,18 @@ def _greedy_with_loss(
     cache = DynamicCache(config=model.config)
     prompt = torch.tensor([ids], device=loaded.device)  # (1, T)
     generated: list[int] = []
-    with torch.no_grad(), capture(model, CaptureSettings(normalize=normalize)):
-        logits = model(input_ids=prompt, past_key_values=cache, use_cache=True).logits  # (1, T, V)
-        loss = (
-            float(torch.nn.functional.cross_entropy(logits[0, :-1].float(), prompt[0, 1:]))
-            if len(ids) > 1
-            else None  # one token: nothing to predict within the text
-        )
-        for _ in range(new_tokens):
-            token = int(logits[0, -1].argmax())
-            generated.append(token)
-            step = torch.tensor([[token]], device=loaded.device)
-            logits = model(input_ids=step, past_key_values=cache, use_cache=True).logits
+    settings = CaptureSettings(normalize=normalize)
+    logits = step(model, settings, input_ids=prompt, past_key_values=cache).logits  # (1, T, V)
+    loss = (
+        float(torch.nn.functional.cross_entropy(logits[0, :-1].float(), prompt[0, 1:]))
+        if len(ids) > 1
+        else None  # one token: nothing to predict within the text
+    )
+    for _ in range(new_tokens):
+        token = int(logits[0, -1].argmax())
+        generated.append(token)
+        next_input = torch.tensor([[token]], device=loaded.device)
+        logits = step(model, settings, input_ids=next_input, past_key_values=cache).logits
     return generated, loss
 
 

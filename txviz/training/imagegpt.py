@@ -96,14 +96,18 @@ def train(settings: TrainSettings, output_dir: Path = OUTPUT_DIR) -> dict:
     model.eval()
     model.set_attn_implementation("eager")
     metrics = {
-        "heldout_bits_per_pixel": round(drawing.bits_per_pixel(model, test_any), 4),
-        "heldout_bits_per_pixel_given_class": round(drawing.bits_per_pixel(model, test_class), 4),
+        "heldout_bits_per_pixel": round(drawing.bits_per_pixel(drawing.as_loaded(model), test_any), 4),
+        "heldout_bits_per_pixel_given_class": round(
+            drawing.bits_per_pixel(drawing.as_loaded(model), test_class), 4
+        ),
         "baseline_marginal_bits_per_pixel": round(data.marginal_bits(x_train, x_test), 4),
         "baseline_previous_pixel_bits_per_pixel": round(data.bigram_bits(x_train, x_test), 4),
     }
     if settings.vit_samples_per_digit:
         digits = np.repeat(np.arange(10), settings.vit_samples_per_digit)
-        images = drawing.sample(model, digits.tolist(), SamplingSettings(temperature=1.0, seed=settings.seed))
+        images = drawing.sample(
+            drawing.as_loaded(model), digits.tolist(), SamplingSettings(temperature=1.0, seed=settings.seed)
+        )
         overall, per_digit, vit_accuracy = recognised(images, digits)
         metrics |= {
             "vit_recognises_generated": round(overall, 4),

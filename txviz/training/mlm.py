@@ -13,7 +13,7 @@ from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processor
 from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
 
 from txviz.objectives import corpus
-from txviz.objectives.masked import MLM_DIR, SUBSET_SENTENCES, masked_accuracy, unigram_accuracy
+from txviz.objectives.masked import MLM_DIR, SUBSET_SENTENCES, as_loaded, masked_accuracy, unigram_accuracy
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 MAX_TOKENS = 16  # the longest sentence has 10 words
@@ -117,10 +117,10 @@ def evaluate(model, tokenizer, seed: int) -> dict:
     train_sentences, heldout = corpus.train_and_heldout(seed)
     guess, unigram = unigram_accuracy(train_sentences, heldout)
     return {
-        "heldout_masked_accuracy": round(masked_accuracy(model, tokenizer, heldout), 4),
+        "heldout_masked_accuracy": round(masked_accuracy(as_loaded(model, tokenizer), heldout), 4),
         "unigram_baseline_accuracy": round(unigram, 4),
         "unigram_guess": guess,
-        "subset_masked_accuracy": masked_accuracy(model, tokenizer, heldout[:SUBSET_SENTENCES]),
+        "subset_masked_accuracy": masked_accuracy(as_loaded(model, tokenizer), heldout[:SUBSET_SENTENCES]),
         "heldout_sentences": len(heldout),
         "heldout_words": sum(len(s.split()) for s in heldout),
     }

@@ -58,8 +58,10 @@ def trace_image(loaded, image: Image.Image) -> VisionAttention:
     if loaded.processor is None:
         raise UserError(f"{loaded.name} has no image processor, so it cannot read an image.")
     pixels = pixel_values(loaded.processor, image)  # (1, 3, H, W)
-    result = run(loaded.model, CaptureSettings(record={"weights"}), pixel_values=pixels.to(loaded.device))
-    rec, output = result.recorder, result.output
+    result = run(
+        loaded.model, CaptureSettings(record={"weights"}), ("output",), pixel_values=pixels.to(loaded.device)
+    )
+    rec, output = result, result.output
     weights = rec.stack("weights").astype(np.float32)  # (L, H, T, T)
     grid = patch_grid(loaded.config, tuple(pixels.shape[-2:]), n_tokens=weights.shape[-1])
     tokens = grid.token_labels()
@@ -69,7 +71,7 @@ def trace_image(loaded, image: Image.Image) -> VisionAttention:
         weights=weights,
         model_name=loaded.name,
         kind="vision",
-        layer_names=tuple(rec.records),
+        layer_names=tuple(rec.attention),
         special=tuple(i < grid.n_prefix for i in range(grid.n_tokens)),
     )
     labels: tuple[str, ...] = ()
