@@ -67,7 +67,7 @@ def metric_inputs(text: str, key: str = "") -> tuple[str, str, str]:
     answer = b.text_input(
         "Answer (next token)", ui.link_value("answer", " Mary"), key=f"answer{key}", max_chars=80
     )
-    if not answer.strip() and kind != "logit_difference":
+    if not answer and kind != "logit_difference":
         with ui.user_errors():
             answer = runs.top_next_token(loaded, text)
         st.info(f"No answer given: scoring the model's own likeliest next token {answer!r}.")

@@ -92,3 +92,21 @@ def test_sweep_and_steer_tabs(smollm2):
     assert plain == steered  # strength 0 is the plain run
     at.slider(key="strength").set_value(8.0).run()
     ok(at)
+
+
+def test_head_detectors_link_opens_this_page_with_the_head_ablated(smollm2):
+    detectors = AppTest.from_file(str(ROOT / "pages" / "16_Head_Detectors.py"), default_timeout=TIMEOUT)
+    detectors.query_params["model"] = json.dumps("smollm2")
+    detectors.session_state["rep_n"], detectors.session_state["rep_len"] = 1, 6
+    detectors.session_state["pick_layer"], detectors.session_state["pick_head"] = 4, 2
+    detectors.run()
+    assert not detectors.exception
+    (link,) = [p for p in detectors.get("page_link") if p.proto.page.endswith("Interventions")]
+    params = {k: v[0] for k, v in parse_qs(link.proto.query_string).items()}
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params.update(params)
+    at.run()
+    ok(at)
+    assert (at.number_input(key="iv_layer").value, at.number_input(key="iv_head").value) == (4, 2)
+    assert at.selectbox(key="metric").value == "log_probability"
+    assert any("likeliest next token" in i.value for i in at.info)  # no answer in the link: the model's own

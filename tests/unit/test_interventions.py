@@ -74,7 +74,8 @@ def test_an_answer_of_several_tokens_uses_its_first_with_a_notice(tiny):
 
 def test_bad_metrics_and_models_are_refused(tiny):
     with pytest.raises(UserError, match="empty"):
-        metrics.make_metric(tiny, "logit", "  ")
+        metrics.make_metric(tiny, "logit", "")
+    assert metrics.make_metric(tiny, "logit", "\n").answer == tiny.tokenizer("\n")["input_ids"][0]
     with pytest.raises(UserError, match="both start with"):
         metrics.make_metric(tiny, "logit_difference", " cat", " cat sat")
     bert = LoadedModel("bert-tiny", "encoder", tiny_model("bert", 300), tiny.tokenizer, None, "cpu")

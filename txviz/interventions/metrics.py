@@ -56,7 +56,7 @@ def require_next_token(loaded: LoadedModel) -> None:
 
 def first_token(loaded: LoadedModel, text: str, role: str = "answer") -> tuple[int, str, str]:
     """(id, readable token, notice) of the first token of an answer; the notice says when it had more."""
-    if not text or not text.strip():
+    if not text:  # a space or a line break alone is a token and a fair answer
         raise UserError(f"The {role} is empty: type the token the model should predict, e.g. ' Paris'.")
     ids = loaded.tokenizer(text, add_special_tokens=False)["input_ids"]
     if not ids:
