@@ -25,14 +25,15 @@ from txviz.interventions.runs import forward, repeated
 
 N_TOKENS = 32
 TEMPLATE = "When Mary and John went to the store, {} gave a drink to"
-FILLER = "It was a warm and quiet afternoon in the small town by the river, and the shops were open. "
+FILLER = "It was a warm and quiet afternoon in the small town, and the shops were open."
 
 
 def prompts(loaded) -> tuple[str, str]:
     """A clean and a corrupted prompt of exactly N_TOKENS tokens (IOI: the subject's name changes)."""
     words = FILLER.split()
     for n in range(len(words), 0, -1):
-        clean, corrupt = (" ".join(words[:n]) + " " + TEMPLATE.format(name) for name in ("John", "Mary"))
+        start = " ".join(words[:n]).rstrip(",.") + ". "
+        clean, corrupt = (start + TEMPLATE.format(name) for name in ("John", "Mary"))
         lengths = {len(loaded.tokenizer(t)["input_ids"]) for t in (clean, corrupt)}
         if lengths == {N_TOKENS}:
             return clean, corrupt
