@@ -146,7 +146,7 @@ if ablate_tab.open:
         a, b, c = st.columns(3)
         a.metric(f"{result.metric.label}: before", f"{result.before:.3f}")
         b.metric("after", f"{result.after:.3f}", f"{result.change:+.3f}")
-        c.metric("Top next token after", result.candidates.tokens[int(result.candidates.probs[1].argmax())])
+        c.metric("Top next token after", result.top_after)
         before, after = result.candidates.probs
         ui.show_figure(
             figs.before_after_bars(result.candidates.tokens, before, after, "Likeliest next tokens"),

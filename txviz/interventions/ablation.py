@@ -127,6 +127,7 @@ class AblationResult:
     before: float
     after: float
     candidates: Candidates  # the likeliest tokens before, with stages "before" and "after"
+    top_after: str  # the likeliest next token after (it may be none of the candidates)
     view: tuple[int, int] | None = None  # (layer, head) whose attention is kept
     attention_before: np.ndarray | None = None  # (T, T)
     attention_after: np.ndarray | None = None
@@ -181,6 +182,7 @@ def ablate(
         before=float(metric(before.logits[:, -1])[0]),
         after=float(metric(after.logits[:, -1])[0]),
         candidates=candidates,
+        top_after=tokens_of(loaded, [int(probs[1].argmax())])[0],
         view=view,
         attention_before=attention[0],
         attention_after=attention[1],
