@@ -2,7 +2,7 @@
 
 Every-head zero-ablation sweep (one ablation per batch row) vs the same batches run plain; exact
 residual patching (one (layer, position) cell per row) vs the same batches run plain; attribution
-patching (one forward of clean and corrupted, one backward) vs one forward; one interactive
+patching (a forward of each prompt, one backward) vs one forward; one interactive
 intervention vs one forward; and the attribution estimate's rank correlation with the exact grid.
 The per-batch cost is what a ratio compares, so --sweep-layers and --patch-layers may measure fewer
 batches than the whole grid on a slow machine; the defaults measure all of it.
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     print(row("every-head zero-ablation sweep", sweep_work, big["sweep"], big["sweep_plain"], "1.3x"))
     patch_work = f"{patch_rows} x {N_TOKENS} cells, batches of {patching.PATCH_BATCH}"
     print(row("exact residual patching", patch_work, big["patch"], big["patch_plain"], "1.3x"))
-    attribution_work = "1 forward of 2 rows + 1 backward, every cell"
+    attribution_work = "2 forwards + 1 backward, every cell"
     print(row("attribution patching", attribution_work, small["attribution"], small["forward"], "3x"))
     print(
         row(
