@@ -257,7 +257,7 @@ if patch_tab.open:
                 )
             ui.show_figure(figs.layer_bars(result.mlp, "MLPs, exact"), key="patch_mlp")
             st.caption(
-                "The estimate is one forward and one backward: gradient x (clean - corrupted) at every point "
+                "The estimate is a forward of each prompt and one backward: gradient x (clean - corrupted) at every point "
                 "(Nanda 2023). Where the rank correlation is low, trust the exact grid."
             )
             pick_layer, pick_head = st.columns(2)
