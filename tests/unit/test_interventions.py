@@ -241,3 +241,9 @@ def test_concurrent_sessions_never_see_each_others_interventions(tiny, metric):
     for i, value in enumerate(expected):
         np.testing.assert_allclose(got[i], value, atol=1e-6)
     assert len(set(np.round(expected, 6))) == len(targets)
+
+
+def test_rank_correlation_ignores_float_noise_in_cells_that_are_zero():
+    exact = np.array([0.0, 1e-7, -1e-7, 0.0, 0.2, 0.5, 0.9])
+    estimate = np.array([-1e-7, 0.0, 1e-7, 2e-7, 0.1, 0.6, 0.8])
+    assert patching.rank_correlation(exact, estimate) == pytest.approx(1.0)
