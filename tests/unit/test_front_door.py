@@ -31,7 +31,12 @@ def forward_calls(source: str) -> list[int]:
         if not isinstance(node, ast.Call):
             continue
         func = node.func
-        if _is_model(func) or isinstance(func, ast.Attribute) and func.attr in ("generate", "forward") and _is_model(func.value):
+        if (
+            _is_model(func)
+            or isinstance(func, ast.Attribute)
+            and func.attr in ("generate", "forward")
+            and _is_model(func.value)
+        ):
             lines.append(node.lineno)
     return sorted(lines)
 
@@ -43,7 +48,9 @@ def test_no_forward_call_outside_the_front_door():
         if name.startswith(EXEMPT_DIRS) or name in EXEMPT_FILES:
             continue
         found += [f"{name}:{line}" for line in forward_calls(path.read_text())]
-    assert not found, "call the model through txviz.core.running.run (or step, generate):\n" + "\n".join(found)
+    assert not found, "call the model through txviz.core.running.run (or step, generate):\n" + "\n".join(
+        found
+    )
 
 
 def test_the_checker_sees_every_form_of_forward_call():
