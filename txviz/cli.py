@@ -1,4 +1,4 @@
-"""Command line: `python -m txviz trace|lens|bench|train|models ...` for scripts, exports and benchmarks."""
+"""Command line: `python -m txviz trace|lens|patch|ablate|bench|train|models ...` for scripts, exports and benchmarks."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import txviz.bench
 import txviz.training
 from txviz.figures import export
 from txviz.heads import command as heads_command
+from txviz.interventions import command as interventions_command
 
 
 def _modules(package) -> list[str]:
@@ -164,6 +165,12 @@ def build_parser() -> argparse.ArgumentParser:
     families = sub.add_parser("families", help="check every feature on tiny models of many families")
     families.add_argument("--out", default="docs/model-families.md")
     heads_command.add_arguments(sub.add_parser("heads", help="every head's detector scores as .npz"))
+    interventions_command.add_patch_arguments(
+        sub.add_parser("patch", help="activation patching grids (exact and attribution) as .npz")
+    )
+    interventions_command.add_ablate_arguments(
+        sub.add_parser("ablate", help="every head and MLP ablated alone: change of the answer's log-prob")
+    )
     for command, package in (("bench", txviz.bench), ("train", txviz.training)):
         p = sub.add_parser(command, help=f"one of: {', '.join(_modules(package))}")
         p.add_argument("name")
@@ -185,5 +192,9 @@ def main(argv: list[str] | None = None) -> int:
         return families_command(args)
     if args.command == "heads":
         return heads_command.run(args)
+    if args.command == "patch":
+        return interventions_command.run_patch(args)
+    if args.command == "ablate":
+        return interventions_command.run_ablate(args)
     package = txviz.bench if args.command == "bench" else txviz.training
     return run_module(package, args.name, args.args)

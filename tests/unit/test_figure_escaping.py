@@ -758,6 +758,49 @@ def _():
     return vectors_heatmap(RNG.random((len(TOKENS), 4)), TOKENS, BOLD, "v"), HOSTILE
 
 
+# --- interventions ---------------------------------------------------------------------------------
+def interventions_figures():
+    from txviz.interventions import figures
+
+    return figures
+
+
+@case("interventions.figures.layer_position_grid")
+def _():
+    n = len(TOKENS)
+    figure = interventions_figures().layer_position_grid(
+        RNG.random((3, n)), TOKENS, BOLD, unit=LINK, row_names=(ENTITY, "a", "b")
+    )
+    return figure, HOSTILE
+
+
+@case("interventions.figures.layer_head_grid")
+def _():
+    return interventions_figures().layer_head_grid(
+        RNG.random((2, 3)), BOLD + ENTITY, unit=LINK, pick=(1, 1)
+    ), HOSTILE
+
+
+@case("interventions.figures.layer_bars")
+def _():
+    return interventions_figures().layer_bars(RNG.random(3), BOLD, unit=LINK + ENTITY), HOSTILE
+
+
+@case("interventions.figures.exact_vs_estimate")
+def _():
+    return interventions_figures().exact_vs_estimate(RNG.random(4), RNG.random(4), TOKENS, BOLD), HOSTILE
+
+
+@case("interventions.figures.before_after_bars")
+def _():
+    return interventions_figures().before_after_bars(TOKENS, RNG.random(4), RNG.random(4), LINK), HOSTILE
+
+
+@case("interventions.figures.attention_change")
+def _():
+    return interventions_figures().attention_change(weights(4, 4), weights(4, 4), TOKENS, BOLD), HOSTILE
+
+
 def test_every_figure_builder_is_checked_or_listed_as_showing_no_text():
     found = set(builders())
     assert len(found) > 40, "discovery found too few builders: is the module walk broken?"

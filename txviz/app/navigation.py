@@ -28,6 +28,7 @@ ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
     "Query_Key_Space": ":material/scatter_plot:",
     "Why_Attention": ":material/compare_arrows:",
     "Entailment": ":material/rule:",
+    "Interventions": ":material/content_cut:",
 }
 
 
@@ -53,7 +54,7 @@ SECTIONS = {  # sidebar and home-page groups, in order; every page sits in exact
         "Image_GPT",
         "Image_Captioning",
     ),
-    "Research tools": ("Head_Detectors", "Query_Key_Space"),
+    "Research tools": ("Head_Detectors", "Query_Key_Space", "Interventions"),
 }
 
 

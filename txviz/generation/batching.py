@@ -137,6 +137,8 @@ class GenerationEngine:
     def submit(self, request: GenerationRequest, owner: str = "") -> Ticket:
         """Queue a generation; a session's earlier one is cancelled (one heavy job per session)."""
         prompt = prepare(self.loaded, request)  # errors speak to the user before anything queues
+        if request.interventions:  # rows of one batch share the model's forward: generate such runs alone
+            raise ValueError("The shared engine runs no interventions: use generation.loop.generate.")
         sequence = _Sequence(request, prompt, owner, next(self._numbers))
         with self._changed:
             if owner:
