@@ -33,6 +33,7 @@ h1 { font-size: 3rem !important; }
 def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str, ...] = ()) -> None:
     """Page config, title, intro, the sidebar's device and presentation toggles, and the link."""
     st.set_page_config(page_title=f"{title} · txviz", page_icon=icon, layout="wide")
+    serving.config()  # read once per server and installed in core, whose limits then follow it
     legacy_pages.take_over()
     st.session_state["_figure_count"] = 0
     lesson_picker()
