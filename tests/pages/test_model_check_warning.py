@@ -9,7 +9,7 @@ def _page():
     from txviz.app import ui
     from txviz.core.loaded import LoadedModel
 
-    ui._cached_model = lambda name, device: LoadedModel(
+    ui._cached_model = lambda name, device, dtype="float32": LoadedModel(
         name, "encoder", None, None, None, "cpu", check_gap=0.25
     )
     ui.load_model("odd-model")
