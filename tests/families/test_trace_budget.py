@@ -9,6 +9,7 @@ from txviz.core.tracing import TraceTooLarge, trace_bytes, trace_text
 from txviz.families import zoo
 from txviz.models import load
 
+pytestmark = pytest.mark.families
 TEXT = " ".join(["the cat sat on the mat"] * 10)  # 60 word tokens with the zoo's tokenizer
 ALL_ITEMS = ("weights", "scores", "queries", "keys")
 

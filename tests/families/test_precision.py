@@ -11,6 +11,7 @@ from txviz.families import zoo
 from txviz.models import ModelLoadError, load, precisions
 from txviz.models.loading import reduce_precision
 
+pytestmark = pytest.mark.families
 TEXT = "the cat sat on the mat and the dog ran to the park"
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
