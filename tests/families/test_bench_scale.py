@@ -35,7 +35,7 @@ def test_a_tiny_qwen2_is_built_loaded_as_a_folder_and_measured_apart(tmp_path):
     lines = scale.table("tiny", results)
     found = _all.ratios("scale", "\n".join(lines))
     assert {r.what for r in found} == {
-        f"{dtype}: {column}"
+        f"tiny {dtype}: {column}"
         for dtype in ("float32", "bfloat16")
         for column in ("first trace / forward ratio (CPU)", "trace / forward ratio (CPU)")
     }

@@ -165,15 +165,15 @@ def table(name: str, results: list[dict]) -> list[str]:
     lines = [
         f"## {name}: {results[0]['parameters'] / 1e6:,.0f}M parameters, {results[0]['tokens']} tokens, "
         f"{results[0]['threads']} torch threads; times wall / CPU, medians of {REPEATS}\n",
-        "| precision | load s | RSS loaded | peak RSS (load) | peak RSS (first trace) | trace held | first trace "
+        "| model | precision | load s | RSS loaded | peak RSS (load) | peak RSS (first trace) | trace held | first trace "
         "| plain forward | trace | first trace / forward ratio (CPU) | trace / forward ratio (CPU) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         (fw, fc), (pw, pc), (tw, tc) = r["first_trace"], r["plain"], r["trace"]
         peak = "-" if r["peak_trace"] is None else f"{r['peak_trace'] / gb:.2f} GB"
         lines.append(
-            f"| {r['dtype']} | {r['load_s']:.1f} / {r['load_cpu']:.1f} | {r['rss_loaded'] / gb:.2f} GB "
+            f"| {name} | {r['dtype']} | {r['load_s']:.1f} / {r['load_cpu']:.1f} | {r['rss_loaded'] / gb:.2f} GB "
             f"| {r['peak_load'] / gb:.2f} GB | {peak} | {r['trace_mb']:.0f} MB | {fw:.1f} / {fc:.1f} s "
             f"| {pw:.1f} / {pc:.1f} s | {tw:.1f} / {tc:.1f} s | {fc / pc:.2f}x | {tc / pc:.2f}x |"
         )
