@@ -14,6 +14,8 @@ from txviz.figures import export
 from txviz.heads import command as heads_command
 from txviz.interventions import command as interventions_command
 
+PRECISION_HELP = "the weights' precision: float32, bfloat16, or float16 on a GPU (records stay float32)"
+
 
 def _modules(package) -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_"))
@@ -26,7 +28,8 @@ def _trace_or_error(args: argparse.Namespace):
     from txviz.core.tracing import trace_text
 
     try:
-        trace = trace_text(models.load(args.model, args.device), args.text, max_tokens=args.max_tokens)
+        loaded = models.load(args.model, args.device, dtype=args.dtype)
+        trace = trace_text(loaded, args.text, max_tokens=args.max_tokens)
     except UserError as error:  # ModelLoadError, WrongModelKind, empty text...
         print(f"error: {error}", file=sys.stderr)
         return None
@@ -89,7 +92,8 @@ def lens_command(args: argparse.Namespace) -> int:
     from txviz.core.errors import UserError
 
     try:
-        lens, notice = lens_of_text(models.load(args.model, args.device), args.text, args.max_tokens)
+        loaded = models.load(args.model, args.device, dtype=args.dtype)
+        lens, notice = lens_of_text(loaded, args.text, args.max_tokens)
     except UserError as error:  # ModelLoadError, NoLensError...
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -144,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     traced.add_argument("--model", default="minilm")
     traced.add_argument("--text", required=True)
     traced.add_argument("--device", default="auto")
+    traced.add_argument("--dtype", default="float32", help=PRECISION_HELP)
     traced.add_argument("--max-tokens", type=int, default=512)
     trace = sub.add_parser("trace", parents=[traced], help="attention of a text as .npz or JSON")
     trace.add_argument("--out", default="trace.npz")
@@ -159,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, default in (("--model", "smollm2"), ("--out", "lens.npz"), ("--device", "auto")):
         lens.add_argument(flag, default=default)
     lens.add_argument("--text", required=True)
+    lens.add_argument("--dtype", default="float32", help=PRECISION_HELP)
     lens.add_argument("--format", choices=["npz", "json"], default="npz")
     lens.add_argument("--max-tokens", type=int, default=256)
     sub.add_parser("models", help="list the models")

@@ -155,7 +155,7 @@ def test_max_jobs_bounds_heavy_passes_running_at_once(monkeypatch):
     monkeypatch.setenv("TXVIZ_MAX_JOBS", "2")
     serving.config.clear()
     try:
-        loaded = SimpleNamespace(name="m", device="cpu")
+        loaded = SimpleNamespace(name="m", device="cpu", dtype="float32")
         sessions = [threading.Thread(target=shared, args=(loaded, n)) for n in range(5)]
         for s in sessions:
             s.start()

@@ -12,6 +12,7 @@ from typing import TypeVar
 
 import streamlit as st
 
+from txviz.core import config as server_config
 from txviz.core.config import ServerConfig, load_config
 from txviz.core.errors import UserError
 from txviz.generation.batching import GenerationEngine
@@ -31,8 +32,13 @@ def _secrets() -> dict:
 
 @st.cache_resource(show_spinner=False)
 def config() -> ServerConfig:
-    """Read once per server: TXVIZ_* variables over the secrets' [txviz] table."""
-    return load_config(os.environ, _secrets())
+    """Read once per server: TXVIZ_* variables over the secrets' [txviz] table.
+
+    Installed in core too, so what core applies itself (the trace memory budget) follows the secrets.
+    """
+    found = load_config(os.environ, _secrets())
+    server_config.install(found)
+    return found
 
 
 def session_id() -> str:

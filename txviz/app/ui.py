@@ -34,6 +34,7 @@ h1 { font-size: 3rem !important; }
 def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str, ...] = ()) -> None:
     """Page config, title, intro, the sidebar's device and presentation toggles, and the link."""
     st.set_page_config(page_title=f"{title} · txviz", page_icon=icon, layout="wide")
+    serving.config()  # read once per server and installed in core, whose limits then follow it
     legacy_pages.take_over()
     st.session_state["_figure_count"] = 0
     lesson_picker()
@@ -118,14 +119,38 @@ def presenting() -> bool:
 
 
 def device_picker() -> str:
-    """Sidebar choice of device; 'auto' is CUDA when present, else CPU."""
+    """Sidebar choice of device ('auto' is CUDA when present, else CPU) and of the weights' precision."""
     options = ["auto", "cpu"] + (["cuda"] if models.default_device() == "cuda" else [])
     choice = st.sidebar.selectbox("Device", options, key="device", help="Where models run.")
-    return models.default_device(choice)
+    device = models.default_device(choice)
+    offered = models.precisions(device)
+    if st.session_state.get("precision") not in offered:  # float16 chosen on a GPU, then the CPU picked
+        st.session_state.pop("precision", None)
+    dtype = st.sidebar.selectbox(
+        "Precision",
+        offered,
+        key="precision",
+        help="Of the model's weights. float32 is exact; bfloat16 halves their memory"
+        + (
+            " and float16 too; both are faster on a GPU."
+            if "float16" in offered
+            else " (float16 needs a GPU)."
+        )
+        + " Records are float32 in every case.",
+    )
+    if dtype != "float32":
+        st.sidebar.caption(models.REDUCED_NOTE.format(dtype=dtype))
+    return device
 
 
 def current_device() -> str:
     return models.default_device(st.session_state.get("device", "auto"))
+
+
+def current_dtype() -> str:
+    """The chosen precision of the weights, where the current device offers it; else float32."""
+    dtype = st.session_state.get("precision", "float32")
+    return dtype if dtype in models.precisions(current_device()) else "float32"
 
 
 def model_picker(
@@ -165,25 +190,26 @@ def _marked(name: str) -> str:
 
 
 @st.cache_resource(max_entries=MODELS_KEPT, show_spinner=False)
-def _cached_model(name: str, device: str) -> LoadedModel:
+def _cached_model(name: str, device: str, dtype: str = "float32") -> LoadedModel:
     # Shared by every session: read-only after loading; per-call settings travel in a ContextVar.
     # Nothing else may hold a LoadedModel for longer than a run, or eviction would not free it.
-    return models.load(name, device)
+    return models.load(name, device, dtype=dtype)
 
 
 def load_model(name: str, kinds: tuple[str, ...] | None = None) -> LoadedModel:
     """The cached model, loaded with a progress note; a clear error and a stop on failure."""
-    device = current_device()
+    device, dtype = current_device(), current_dtype()
+    where = device if dtype == "float32" else f"{device} in {dtype}"
     with user_errors():
         serving.check_allowed(name, models.names())
     try:
-        with st.status(f"Loading {name} on {device}...", expanded=False) as status:
+        with st.status(f"Loading {name} on {where}...", expanded=False) as status:
             if name == "smollm2":
                 status.write(
                     "The first load converts SmolLM2 once (about 20 s); later ones take under a second."
                 )
-            loaded = _cached_model(name, device)
-            status.update(label=f"{name} ready on {device}", state="complete")
+            loaded = _cached_model(name, device, dtype)
+            status.update(label=f"{name} ready on {where}", state="complete")
     except ModelLoadError as error:
         st.error(str(error))
         st.stop()
@@ -321,14 +347,14 @@ def cached(
 
     The one way a page caches anything that involves a model. st.cache_resource, not cache_data:
     no pickling and copying of large arrays at every hit. The result's numpy arrays are locked
-    read-only because every session gets the same object. The key is the model's name and device
-    plus the other arguments (hashed as cache_data would); the model itself is not held, so an
+    read-only because every session gets the same object. The key is the model's name, device and
+    precision plus the other arguments (hashed as cache_data would); the model itself is not held, so an
     evicted model is freed. With ``progress`` (a label), a progress bar replaces the spinner and
     ``func`` gets its update function as ``progress=``.
     """
 
     def decorate(func: Callable[..., T]) -> Callable[..., T]:
-        def shared(_loaded: LoadedModel, name: str, device: str, *args: Any) -> T:
+        def shared(_loaded: LoadedModel, name: str, device: str, dtype: str, *args: Any) -> T:
             def compute() -> T:
                 if not progress:
                     return func(_loaded, *args)
@@ -344,7 +370,7 @@ def cached(
 
         @functools.wraps(func)
         def call(loaded: LoadedModel, *args: Any) -> T:
-            return store(loaded, loaded.name, str(loaded.device), *args)
+            return store(loaded, loaded.name, str(loaded.device), loaded.dtype, *args)
 
         call.clear = store.clear  # type: ignore[attr-defined]
         return call
@@ -416,4 +442,5 @@ def _cached_trace(loaded: LoadedModel, text: str, record: tuple[str, ...]):
 
 def cached_trace(name: str, text: str, record: tuple[str, ...] = ("weights",)):
     """The attention trace of ``text`` under model ``name``, shared by every session."""
-    return _cached_trace(_cached_model(name, current_device()), text, tuple(sorted(record)))
+    loaded = _cached_model(name, current_device(), current_dtype())
+    return _cached_trace(loaded, text, tuple(sorted(record)))

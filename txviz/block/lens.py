@@ -60,7 +60,8 @@ def logit_lens(loaded: LoadedModel, run: BlockRun, positions: slice = slice(None
     final = torch.tensor(run.top_ids[positions])
     ids, probs, ranks, chosen = [], [], [], []
     for row in stack.hidden:
-        h = torch.tensor(row[positions], device=loaded.device)[None]  # (1, T, D), as the model's own call
+        # (1, T, D) as the model's own call had it: in its weights' precision (the stream is kept float32)
+        h = torch.tensor(row[positions], device=loaded.device, dtype=head.weight.dtype)[None]
         logits = head(norm(h) if norm is not None else h)
         if bias is not None:
             logits = logits + bias

@@ -10,6 +10,12 @@ from txviz.core.errors import UserError
 CHECK_TOLERANCE = 1e-4  # float32: the same attention in another order differs by ~1e-6
 Kind = Literal["encoder", "decoder", "encoder-decoder", "vision", "image-decoder"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
+Precision = Literal["float32", "float16", "bfloat16"]  # of the weights; records are float32 always
+PRECISIONS: tuple[Precision, ...] = get_args(Precision)
+REDUCED_NOTE = (
+    "Weights in {dtype}: every record is still float32, but the model computes in {dtype}, so its "
+    "numbers differ from float32 by about 1% and greedy (most likely) tokens may change."
+)
 
 
 class ModelLoadError(UserError):
@@ -47,6 +53,7 @@ class LoadedModel:
     meta: dict = field(default_factory=dict)  # the txviz.json of a project model
     attention: str = "txviz"  # "eager": its attention bypasses the capture function, read from its output
     check_gap: float | None = None  # self-check at load: largest output gap, capture vs its own attention
+    dtype: Precision = "float32"  # of the weights (the self-check at load ran in float32)
 
     @property
     def check_warning(self) -> str:

@@ -50,7 +50,7 @@ Part = Literal["model", "encoder"]
 
 @dataclass(frozen=True, eq=False)
 class Run:
-    """What one forward pass recorded and the outputs it was asked for (tensors as the model gave them)."""
+    """What one forward pass recorded and the outputs it was asked for (float32, on the model's device)."""
 
     attention: Mapping[str, tuple[AttentionRecord, ...]] = field(default_factory=dict)  # module name ->
     stages: Mapping[str, tuple[StageRecord, ...]] = field(default_factory=dict)  # point name ->
@@ -190,7 +190,7 @@ def run(
 
 
 def _result(model: torch.nn.Module, recorder: Recorder, output, outputs: Collection[str]) -> Run:
-    hidden = None
+    hidden = None  # outputs float32 like the records: a reduced-precision model's too
     if "hidden" in outputs:
         hidden = getattr(output, "last_hidden_state", None)
         if hidden is None and getattr(output, "hidden_states", None):
@@ -200,9 +200,9 @@ def _result(model: torch.nn.Module, recorder: Recorder, output, outputs: Collect
     return Run(
         attention=_freeze(recorder.records),
         stages=_freeze(recorder.stages),
-        logits=output.logits if "logits" in outputs else None,
-        hidden=hidden,
-        hidden_states=tuple(output.hidden_states) if "hidden_states" in outputs else None,
+        logits=output.logits.float() if "logits" in outputs else None,
+        hidden=None if hidden is None else hidden.float(),
+        hidden_states=tuple(h.float() for h in output.hidden_states) if "hidden_states" in outputs else None,
         output=output if "output" in outputs else None,
         model=model,
     )

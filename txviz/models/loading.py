@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import torch
 
 from txviz.core import capture
-from txviz.core.loaded import LoadedModel, ModelLoadError
+from txviz.core.loaded import PRECISIONS, LoadedModel, ModelLoadError
 
 Progress = Callable[[str], None]
 
@@ -28,6 +28,21 @@ def default_device(device: str = "auto") -> str:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ModelLoadError("CUDA was asked for, but this machine has no CUDA GPU. Use 'cpu'.")
     return device
+
+
+def precisions(device: str) -> tuple[str, ...]:
+    """Weight precisions offered on a device: float16 needs a GPU (PyTorch's CPU kernels for it are
+    slow or missing), bfloat16 runs on both and halves the weights' memory."""
+    return PRECISIONS if device.startswith("cuda") else ("float32", "bfloat16")
+
+
+def check_precision(dtype: str, device: str) -> torch.dtype:
+    """The torch dtype of a precision name, refused clearly where it cannot run."""
+    if dtype not in PRECISIONS:
+        raise ModelLoadError(f"Unknown precision '{dtype}': choose one of {', '.join(PRECISIONS)}.")
+    if dtype not in precisions(device):
+        raise ModelLoadError(f"{dtype} needs a CUDA GPU; on {device} choose float32 or bfloat16.")
+    return getattr(torch, dtype)
 
 
 def detect_kind(config) -> str:
@@ -172,11 +187,19 @@ def load_pretrained(
     description: str = "",
     meta: dict | None = None,
     kind: str | None = None,
+    dtype: str = "float32",
     **kwargs,
 ) -> LoadedModel:
-    """Load a model folder or hub id with the capture attention function, in eval mode."""
+    """Load a model folder or hub id with the capture attention function, in eval mode.
+
+    The self-check at load runs in float32 (on the CPU when a reduced ``dtype`` is asked): in
+    bfloat16 two correct attention implementations already differ by several logits on SmolLM2, so
+    only float32 tells a wrong attention from rounding. The weights are reduced after it.
+    """
     import transformers as tf
 
+    reduced = check_precision(dtype, device)
+    home = device if dtype == "float32" else "cpu"
     capture.register()
     kwargs = _hub_options(source) | kwargs
     try:
@@ -199,8 +222,8 @@ def load_pretrained(
             raise ModelLoadError(_load_message(source, error)) from error
         attention = "eager"
         model = _from_pretrained(auto, source, config, attention, kwargs)
-    model.eval().to(device)
-    probe = probe_inputs(model, kind, device)
+    model.eval().to(home)
+    probe = probe_inputs(model, kind, home)
     gap = 0.0
     if attention != "eager":
         recorded = _captured(model, probe)
@@ -208,7 +231,9 @@ def load_pretrained(
             gap = self_check(model, probe, _output_of(recorded.output))
         else:  # it accepted the capture function but never calls it (Bloom, MPNet, DeBERTa-v2)
             attention = "eager"
-            model = _from_pretrained(auto, source, config, attention, kwargs).eval().to(device)
+            model = _from_pretrained(auto, source, config, attention, kwargs).eval().to(home)
+    if dtype != "float32":
+        reduce_precision(model, reduced).to(device)
     tokenizer = processor = None
     try:
         if kind == "vision":
@@ -221,8 +246,27 @@ def load_pretrained(
         ) from error
     _check_vocabulary(source, model, tokenizer)
     return LoadedModel(
-        name, kind, model, tokenizer, processor, device, description, meta or {}, attention, gap
+        name, kind, model, tokenizer, processor, device, description, meta or {}, attention, gap, dtype
     )
+
+
+def reduce_precision(model, dtype: torch.dtype):
+    """``model`` with its parameters in ``dtype``, as ``from_pretrained(dtype=...)`` would load them.
+
+    Parameters only: buffers such as rotary frequencies stay float32 (``model.to(dtype)`` would round
+    them too, moving SmolLM2's bfloat16 logits by 2), and so do the modules the model's class keeps
+    in float32 by transformers' rule: ``_keep_in_fp32_modules`` in float16 (T5's ``wo``),
+    ``_keep_in_fp32_modules_strict`` in both.
+    """
+    keep = set(getattr(model, "_keep_in_fp32_modules_strict", None) or ())
+    if dtype == torch.float16:
+        keep |= set(getattr(model, "_keep_in_fp32_modules", None) or ())
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():  # a tied weight is listed once
+            if parameter.is_floating_point() and not keep & set(name.split(".")):
+                parameter.data = parameter.data.to(dtype)
+    model.config.dtype = dtype
+    return model
 
 
 def _about_attention(error: Exception) -> bool:
