@@ -8,12 +8,12 @@ STAMP := $(VENV)/.installed
 # the pinned version from PyTorch's CPU index first (from PyPI alone it is the multi-GB CUDA build).
 TORCH_INDEX ?=
 
-.PHONY: run test install browser lint bench screenshots clean
+.PHONY: run test install browser haproxy serve-replicas lint bench screenshots clean
 
 run: $(STAMP)
 	$(VENV)/bin/streamlit run app.py --server.port 8501
 
-test: $(STAMP) browser
+test: $(STAMP) browser haproxy
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 install: $(STAMP)
@@ -32,6 +32,17 @@ browser:
 	@command -v chromium >/dev/null || { \
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
 		else echo "Browser tests need Debian's chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; }
+
+# The replica test and `make serve-replicas` run Debian's HAProxy in front of the app.
+haproxy:
+	@command -v haproxy >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq haproxy; \
+		else echo "Replicas need Debian's haproxy: sudo apt-get install -y haproxy" >&2; exit 1; fi; }
+
+# N app replicas on loopback ports behind HAProxy on 127.0.0.1:8080, sticky by cookie.
+N ?= 2
+serve-replicas: $(STAMP) haproxy
+	$(PY) -m txviz.serving.replicas --replicas $(N) --port 8080
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

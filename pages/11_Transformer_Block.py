@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import ui, widgets
 from txviz.block import dataflow, figures, lens, moe, norms, residual
 from txviz.block.opened import FORM_NOTES, open_block
 from txviz.block.recording import STAGES, read_only, run_text
@@ -70,9 +70,7 @@ stack = stack_col.selectbox(
 )
 data = run.stack(stack)
 n_layers = data.n_layers
-layer = layer_col.slider(
-    "Layer", 0, n_layers - 1, ui.link_value("block_layer", 0, range(n_layers)), key="block_layer"
-)
+layer = widgets.index_picker("Layer", n_layers, "block_layer", where=layer_col)
 st.caption(
     f"{name}: {run.layout.family} layout, {run.layout.form} blocks, {len(data.tokens)} {stack} tokens."
 )
@@ -105,7 +103,7 @@ if one.open:
         a.metric("max |E − model's own layer output|", f"{opened.max_difference:.2e}")
         b.metric("largest |value| of that output", f"{opened.scale:.3g}")
         n_heads = max(s.value.shape[0] for s in opened.steps if s.axes[0] == "head")
-        head = st.slider("Head (for the per-head arrays)", 0, n_heads - 1, 0, key="block_head")
+        head = widgets.index_picker("Head (for the per-head arrays)", n_heads, "block_head")
         ui.show_figure(figures.steps_overview(opened.steps, head), key="steps")
         names = [s.name for s in opened.steps]
         step_name = st.selectbox(

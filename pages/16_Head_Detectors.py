@@ -6,16 +6,17 @@ import json
 import numpy as np
 import streamlit as st
 
-from txviz.app import navigation, ui
+from txviz.app import navigation, ui, widgets
 from txviz.core import paths
+from txviz.figures import grids
 from txviz.figures.attention import attention_heatmap
 from txviz.heads import attribution, compare, corpus, figures, runs
 
 VIEWS = ["Detectors", "Attention vs attribution", "Two models"]
 NEXT_TOKEN_TEXT = "The capital of France is"
 SIMILARITY_TEXTS = ("A man is playing a guitar on stage.", "Someone performs music with an instrument.")
-SOURCES = ["Shipped examples", "Your text", "Upload a .txt corpus"]
 TABLE_PAGE_ROWS = 1000  # a model with thousands of heads gets its table in pages
+PICKED = ("pick_layer", "pick_head")  # the picked head's keys: the grid, the table and links set them
 
 ui.setup_page(
     "Head Detectors",
@@ -43,25 +44,7 @@ def scored(loaded, texts: corpus.Corpus, repeats: runs.RepeatSettings, offset: i
 
 def corpus_controls() -> tuple[corpus.Corpus, runs.RepeatSettings, int]:
     """The texts to score on and the repeated random sequences' settings."""
-    source = st.radio("Texts the heads are scored on", SOURCES, horizontal=True, key="corpus_source")
-    if source == "Your text":
-        typed = st.text_area(
-            "Your text (blank lines separate passages)",
-            corpus.DEFAULT_TEXTS[0],
-            key="corpus_text",
-            max_chars=ui.max_text_chars(),
-        )
-        with ui.user_errors():
-            texts = corpus.from_text(typed, max_texts=8)
-    elif source == "Upload a .txt corpus":
-        upload = st.file_uploader("A UTF-8 .txt file", type=["txt"], key="corpus_upload")
-        if upload is None:
-            st.info("Choose a .txt file: its paragraphs are the passages scored.")
-            st.stop()
-        with ui.user_errors():
-            texts = corpus.from_text(ui.decode_upload(upload.getvalue(), upload.name))
-    else:
-        texts = corpus.default_corpus()
+    texts = widgets.corpus_input("corpus", corpus.DEFAULT_TEXTS[0], label="Texts the heads are scored on")
     st.caption(
         f"{len(texts.texts)} passage(s), each cut to {corpus.MAX_TOKENS} tokens. Duplicate-token and induction "
         "heads are scored on random one-token words said twice (Olsson et al. 2022)."
@@ -96,16 +79,21 @@ def explorer_link(result: runs.HeadScores, detector: str, layer: int, head: int)
             k: json.dumps(v) for k, v in dict(model=name, text=text, layer=layer, head=head).items()
         },
     )
+    if loaded.kind == "decoder":  # ablation reads next-token logits: decoders only
+        st.page_link(
+            navigation.feature_page(paths.PAGES / "18_Interventions.py"),
+            label=f"Test this head: ablate layer {layer}, head {head} on this text",
+            icon=":material/content_cut:",
+            query_params={
+                k: json.dumps(v)
+                for k, v in dict(
+                    model=name, text=text, target="head", iv_layer=layer, iv_head=head,
+                    metric="log_probability", answer="",
+                ).items()
+            },
+        )  # fmt: skip
     st.caption("On the text that gave it its highest score:")
     st.text(text[:300] + ("..." if len(text) > 300 else ""))
-
-
-def head_input(label: str, key: str, count: int) -> int:
-    """A layer or head number kept in range when the model changes; a table click may have set it."""
-    if key in st.session_state:
-        st.session_state[key] = min(int(st.session_state[key]), count - 1)
-        return int(st.number_input(label, 0, count - 1, key=key))
-    return int(st.number_input(label, 0, count - 1, ui.link_value(key, 0, range(count)), key=key))
 
 
 def detectors_view(result: runs.HeadScores) -> None:
@@ -126,18 +114,19 @@ def detectors_view(result: runs.HeadScores) -> None:
     layers, heads = result.shape
     left, right = st.columns([3, 2])
     with right:
-        layer, head = head_input("Layer", "pick_layer", layers), head_input("Head", "pick_head", heads)
+        layer, head = widgets.layer_head_picker(
+            layers, heads, PICKED, widget="number", columns=(st.container(), st.container())
+        )
         st.metric(f"{detector.label} score", f"{result.scores[detector.name][layer, head]:.3f}")
         explorer_link(result, detector.name, layer, head)
         best = figures.top_heads(result, detector.name)
         st.caption("Highest: " + ", ".join(f"L{la}H{h} {s:.2f}" for la, h, s in best))
     with left:
-        ui.show_figure(
-            figures.score_grid(
-                result.scores[detector.name], f"{name}: {detector.label}", (layer, head), ui.presenting()
-            ),
-            key="detector_grid",
+        title = f"{name}: {detector.label} (click a head to pick it)"
+        grid = grids.head_grid(
+            result.scores[detector.name], title, "score", (layer, head), ui.presenting(), (0, 1)
         )
+        widgets.head_grid(grid, "detector_grid", PICKED)
     st.subheader("Every head (click a row to pick it; click a column header to sort)")
     table = figures.score_table(result)
     offset = 0
@@ -220,11 +209,11 @@ def attribution_view() -> None:
     if result.notice:
         st.warning(result.notice)
     st.write(f"Explained: {result.target}.")
-    left, right = st.columns([3, 2])
-    with left:
-        ui.show_figure(figures.measure_bars(result), key="attr_bars")
-    with right:
-        ui.show_figure(figures.correlation_heatmap(result), key="attr_rho")
+    widgets.side_by_side(
+        [figures.measure_bars(result), figures.correlation_heatmap(result)],
+        keys=["attr_bars", "attr_rho"],
+        widths=[3, 2],
+    )
     st.caption(
         f"Attributions are absolute values summed over the embedding, then scaled to sum 1. Integrated "
         f"gradients: {attribution.IG_STEPS} steps from a baseline of zero embeddings (special tokens and a "
@@ -243,17 +232,20 @@ def compare_view(texts, repeats, offset) -> None:
     names = [d.name for d in a.detectors]
     labels = {d.name: d.label for d in a.detectors}
     detector = st.selectbox("Detector", names, key="cmp_detector", format_func=labels.get)
-    left, right = st.columns(2)
-    for column, result in ((left, a), (right, b)):
-        with column:
-            ui.show_figure(
-                figures.score_grid(
-                    result.scores[detector],
-                    f"{result.model_name}: {labels[detector]}",
-                    presenting=ui.presenting(),
-                ),
-                key=f"cmp_grid_{column is right}",
+    widgets.side_by_side(
+        [
+            grids.head_grid(
+                result.scores[detector],
+                f"{result.model_name}: {labels[detector]}",
+                "score",
+                None,
+                ui.presenting(),
+                (0, 1),
             )
+            for result in (a, b)
+        ],
+        keys=["cmp_grid_False", "cmp_grid_True"],
+    )
     st.subheader("Per layer, on a common depth axis")
     columns = st.columns(3)
     for column, quantity in zip(columns, (*compare.QUANTITIES, detector), strict=True):

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import ui, widgets
 from txviz.explorer.views import read_only
 from txviz.heads import corpus, figures, qkspace
 
@@ -25,29 +25,15 @@ def traces_of(loaded, texts: tuple[str, ...]) -> list:
     return [read_only(t) for t in qkspace.trace_texts(loaded, texts)]
 
 
-source = st.radio("Texts", ["Shipped examples", "Your text"], horizontal=True, key="qk_source")
-if source == "Your text":
-    typed = st.text_area(
-        "Your text (blank lines separate passages)",
-        corpus.DEFAULT_TEXTS[1],
-        key="qk_text",
-        max_chars=ui.max_text_chars(),
-    )
-    with ui.user_errors():
-        texts = corpus.from_text(typed, max_texts=8)
-else:
-    texts = corpus.default_corpus()
+texts = widgets.corpus_input("qk", corpus.DEFAULT_TEXTS[1], upload=False)
 if texts.notice:
     st.warning(texts.notice)
 with ui.user_errors():
     traces = traces_of(loaded, texts.texts)
 
 a, b, c, d = st.columns(4)
-layer = a.slider(
-    "Layer", 0, loaded.n_layers - 1, ui.link_value("qk_layer", 0, range(loaded.n_layers)), key="qk_layer"
-)
-head = b.slider(
-    "Head", 0, loaded.n_heads - 1, ui.link_value("qk_head", 0, range(loaded.n_heads)), key="qk_head"
+layer, head = widgets.layer_head_picker(
+    loaded.n_layers, loaded.n_heads, ("qk_layer", "qk_head"), columns=(a, b)
 )
 method = c.radio(
     "Projection",

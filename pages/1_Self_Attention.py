@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from txviz.app import navigation, ui
+from txviz.app import navigation, ui, widgets
 from txviz.core import paths
 from txviz.core.tracing import trace_text
 from txviz.selfattention import additive, efficient, linear, prince, twoheads
@@ -193,8 +193,9 @@ if real_tab.open:
         if trace.notice:
             st.warning(trace.notice)
         cols = st.columns(3)
-        layer = cols[0].slider("Layer", 0, trace.n_layers - 1, 0, key="real_layer")
-        head_index = cols[1].slider("Head", 0, trace.n_heads - 1, 0, key="real_head")
+        layer, head_index = widgets.layer_head_picker(
+            trace.n_layers, trace.n_heads, ("real_layer", "real_head"), columns=cols[:2]
+        )
         positions = range(len(trace.query_tokens))
         query_pos = cols[2].selectbox(
             "Query token",
@@ -363,9 +364,13 @@ if linear_tab.open:
             key="linear_text",
             height=68,
         )
-        cols = st.columns(2)
-        linear_layer = cols[0].slider("MiniLM layer", 0, minilm.n_layers - 1, 2, key="linear_layer")
-        linear_head_index = cols[1].slider("MiniLM head", 0, minilm.n_heads - 1, 3, key="linear_head")
+        linear_layer, linear_head_index = widgets.layer_head_picker(
+            minilm.n_layers,
+            minilm.n_heads,
+            ("linear_layer", "linear_head"),
+            (2, 3),
+            labels=("MiniLM layer", "MiniLM head"),
+        )
         with ui.user_errors():
             qkv = linear_head(minilm, linear_text, linear_layer, linear_head_index)
         if qkv.notice:

@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import ui, widgets
 from txviz.explorer import views as explorer
 from txviz.figures import attention as figures
+from txviz.figures import grids
 
 VIEWS = ["One head", "All heads", "Token focus", "Aggregates"]
 DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
@@ -57,16 +58,10 @@ with ui.user_errors():
 if trace.notice:
     st.warning(trace.notice)
 
-layer_col, head_col = st.columns(2)
-layer = layer_col.slider(
-    "Layer", 0, trace.n_layers - 1, ui.link_value("layer", 0, range(trace.n_layers)), key="layer"
-)
-head = head_col.slider(
-    "Head", 0, trace.n_heads - 1, ui.link_value("head", 0, range(trace.n_heads)), key="head"
-)
+layer, head = widgets.layer_head_picker(trace.n_layers, trace.n_heads)
 style = dict(log_scale=log_scale, threshold=threshold, presenting=ui.presenting())
 # Only the open tab is computed: the whole-model grid costs seconds at 512 tokens.
-one, grids, focus, summary = st.tabs(VIEWS, key="view", on_change="rerun")
+one, every, focus, summary = st.tabs(VIEWS, key="view", on_change="rerun")
 
 if one.open:
     with one:
@@ -80,8 +75,8 @@ if one.open:
             )
         )
 
-if grids.open:
-    with grids:
+if every.open:
+    with every:
         ui.show_figure(
             figures.heads_mosaic(
                 trace.weights[layer][None],
@@ -95,7 +90,7 @@ if grids.open:
             figures.heads_mosaic(
                 trace.weights,
                 tile_size=48,
-                title="Every layer and head (pick one with the sliders above)",
+                title="Every layer and head (pick one above, or click a cell of the Aggregates tab's grids)",
                 **style,
             )
         )
@@ -113,9 +108,8 @@ if focus.open:
         ui.show_figure(figures.token_focus_arcs(matrix, trace.query_tokens, token))
         attends, attended = explorer.focus_across_layers(trace, token)
         layers = tuple(f"layer {i}" for i in range(trace.n_layers))
-        a, b = st.columns(2)
-        with a:
-            ui.show_figure(
+        widgets.side_by_side(
+            [
                 figures.attention_heatmap(
                     attends,
                     layers,
@@ -123,10 +117,7 @@ if focus.open:
                     "What it attends to, per layer (mean of heads)",
                     axis_titles=("layer", "key"),
                     **style,
-                )
-            )
-        with b:
-            ui.show_figure(
+                ),
                 figures.attention_heatmap(
                     attended,
                     layers,
@@ -134,8 +125,9 @@ if focus.open:
                     "What attends to it, per layer (mean of heads)",
                     axis_titles=("layer", "query"),
                     **style,
-                )
-            )
+                ),
+            ]
+        )
 
 if summary.open:
     with summary:
@@ -161,13 +153,12 @@ if summary.open:
                 **style,
             )
         )
+        st.caption("Click a head in either grid to pick it.")
         a, b = st.columns(2)
-        with a:
-            entropy = explorer.entropy(trace)
-            ui.show_figure(figures.layer_head_heatmap(entropy, "Entropy per head", "nats", ui.presenting()))
-        with b:
-            ui.show_figure(
-                figures.layer_head_heatmap(
-                    explorer.distance(trace), "Mean attention distance", "tokens", ui.presenting()
-                )
-            )
+        for column, values, title, unit in (
+            (a, explorer.entropy(trace), "Entropy per head", "nats"),
+            (b, explorer.distance(trace), "Mean attention distance", "tokens"),
+        ):
+            with column:
+                chart = grids.head_grid(values, title, unit, (layer, head), ui.presenting())
+                widgets.head_grid(chart, key=f"grid_{unit}")

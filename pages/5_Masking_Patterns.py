@@ -2,13 +2,13 @@
 
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import ui, widgets
 from txviz.bench import masks as bench
 from txviz.masks import figures as figs
 from txviz.masks import merging
 from txviz.masks import patterns as masks
 from txviz.masks.effects import DecoderEffect, apply_pattern, prediction_rows
-from txviz.objectives import causal, masked
+from txviz.objectives import causal, encoder_tasks, masked
 from txviz.objectives import figures as objective_figs
 
 COST_SIZES = (256, 512, 1024, 2048)  # live measurement stays well under a minute after compiling
@@ -20,8 +20,15 @@ ui.setup_page(
     "apply them to a real model, and time a block-sparse kernel against dense attention.",
     share=("model",),
 )
-gallery_tab, model_tab, cost_tab, swin_tab, objectives_tab = st.tabs(
-    ["Gallery", "On a real model", "Real cost", "Images (Swin)", "GPT vs BERT objectives"],
+gallery_tab, model_tab, cost_tab, swin_tab, objectives_tab, encoder_tab = st.tabs(
+    [
+        "Gallery",
+        "On a real model",
+        "Real cost",
+        "Images (Swin)",
+        "GPT vs BERT objectives",
+        "Using the encoder",
+    ],
     key="view",
     on_change="rerun",
 )
@@ -85,9 +92,7 @@ if model_tab.open:
             run = masked_run(loaded, text, key, tuple(sorted(params.items())))
         if run.notice:
             st.warning(run.notice)
-        cols = st.columns(2)
-        layer = cols[0].slider("Layer", 0, run.before.n_layers - 1, 0, key="layer")
-        head = cols[1].slider("Head", 0, run.before.n_heads - 1, 0, key="head")
+        layer, head = widgets.layer_head_picker(run.before.n_layers, run.before.n_heads)
         title = f"{name}, layer {layer}, head {head}: {labels[key]} on every layer"
         ui.show_figure(
             figs.before_after(
@@ -129,10 +134,13 @@ if cost_tab.open:
         )
         pattern = options[choice]
         if st.button("Measure on this machine (256 to 2,048 tokens)", key="measure"):
-            bar = st.progress(0.0, "Compiling FlexAttention (seconds per length, the first time)...")
-            rows = bench.run_benchmark(COST_SIZES, [pattern], progress=lambda d, t, m: bar.progress(d / t, m))
+            rows = widgets.with_progress(
+                "Compiling FlexAttention (seconds per length, the first time)...",
+                lambda progress: bench.run_benchmark(
+                    COST_SIZES, [pattern], progress=lambda done, total, what: progress(done / total, what)
+                ),
+            )
             st.session_state["measured"] = (choice, rows)
-            bar.empty()
         measured = st.session_state.get("measured")
         live = measured is not None and measured[0] == choice
         saved = bench.load_saved()
@@ -256,3 +264,43 @@ if objectives_tab.open:
         ui.show_figure(objective_figs.masked_figure(prediction), key="bert_objective")
         st.dataframe(masked.prediction_rows(prediction), hide_index=True, width="stretch")
         st.caption(masked.accuracy_note(meta))
+
+
+@ui.shared_resource(spinner="Reading the probes...")
+def encoder_probes():
+    return encoder_tasks.load_probes()
+
+
+if encoder_tab.open:
+    with encoder_tab:
+        st.markdown(
+            "An encoder gives one output per token. Read the **[CLS]** output with a classifier to label "
+            "the whole sentence; read every other output with a tagger to label each word (Prince, fig. "
+            "12.11). Here the tiny BERT of the previous tab, pretrained on masked words, is frozen, and two "
+            "logistic regressions read its last layer: is the sentence **true** to the grammar or **false** "
+            "(one word swapped for a wrong one of its kind), and **which word** is wrong."
+        )
+        probes = encoder_probes()
+        with ui.user_errors():
+            bert = tiny_bert()
+        sentence = st.text_input(
+            "Sentence of the grammar (try swapping a word)",
+            encoder_tasks.EXAMPLE,
+            key="encoder_sentence",
+            max_chars=ui.max_text_chars(),
+        )
+        with ui.user_errors():
+            reading = encoder_tasks.read(bert, probes, sentence)
+        cols = st.columns(2)
+        cols[0].metric("Classifier on [CLS]: p(false)", f"{reading.false_probability:.2f}")
+        flagged = [w for w, p in zip(reading.tokens[1:-1], reading.wrong_probability, strict=True) if p > 0.5]
+        cols[1].metric("Tagger: words marked wrong", ", ".join(flagged) or "none")
+        ui.show_figure(objective_figs.word_tags_figure(reading), key="encoder_tags")
+        ui.show_figure(objective_figs.cls_attention_figure(reading, ui.presenting()), key="encoder_cls")
+        st.caption(
+            "The classifier sees only the last layer's [CLS] output: these rows are where [CLS] gathered it "
+            "from. The probes are linear, so what they find the frozen features already held; attention "
+            "shows where information flowed, not why the probe decided."
+        )
+        st.dataframe(encoder_tasks.score_rows(probes.runs), hide_index=True, width="stretch")
+        st.caption(encoder_tasks.LIMITS)

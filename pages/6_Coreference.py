@@ -1,8 +1,11 @@
 """Coreference: where does a pronoun look, and does that follow what it means?"""
 
+import json
+
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import navigation, ui, widgets
+from txviz.core import paths
 from txviz.coref import figures as figs
 from txviz.coref import translation
 from txviz.coref.answers import (
@@ -180,15 +183,18 @@ with ui.user_errors():
     stability = seed_stability([attentions[i] for i in scored], int(n_folds), range(10))
 
 st.subheader("Every head at once")
-# Chosen with selectboxes: Streamlit returns no selection for clicks on heatmaps (streamlit#8760).
-pick_layer, pick_head = st.columns(2)
-layer = pick_layer.selectbox("Layer", range(loaded.n_layers), index=cv.best_head[0], key=f"layer_{key}")
-head = pick_head.selectbox("Head", range(loaded.n_heads), index=cv.best_head[1], key=f"head_{key}")
-ui.show_figure(figs.head_grids(traced.attention, selected=(layer, head)))
+picked = (f"layer_{key}", f"head_{key}")
+layer, head = widgets.layer_head_picker(loaded.n_layers, loaded.n_heads, picked, cv.best_head)
+for i, (column, grid) in enumerate(
+    zip(st.columns(3), figs.head_grids(traced.attention, (layer, head), ui.presenting()), strict=True)
+):
+    with column:
+        widgets.head_grid(grid, f"coref_grid_{i}", picked)
 first, second = traced.attention.candidates
 st.caption(
     f"Each cell: attention from the {query_name(query)} to '{first}' minus to '{second}' "
-    "(all pieces of a word summed). The difference grid shows the heads the changed word moves."
+    "(all pieces of a word summed). The difference grid shows the heads the changed word moves. "
+    "Click a head in any grid to pick it."
 )
 st.subheader(f"Layer {layer}, head {head} in both sentences")
 ui.show_figure(
@@ -198,6 +204,19 @@ ui.show_figure(
 )
 for line in head_readings(traced.attention, (layer, head)):
     st.markdown(line)
+if loaded.is_causal:  # ablation reads next-token logits: decoders only
+    st.page_link(
+        navigation.feature_page(paths.PAGES / "18_Interventions.py"),
+        label=f"Test this head: ablate layer {layer}, head {head} on sentence A",
+        icon=":material/content_cut:",
+        query_params={
+            k: json.dumps(v)
+            for k, v in dict(
+                model=name, text=pair.sentence_a, target="head", iv_layer=layer, iv_head=head,
+                metric="log_probability", answer="",
+            ).items()
+        },
+    )  # fmt: skip
 
 st.subheader("Which heads track coreference?")
 low, high = cv.coin_flip_band

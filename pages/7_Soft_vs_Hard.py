@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import ui, widgets
 from txviz.softhard import compare as soft_hard
 from txviz.softhard import figures, toy
 
@@ -47,9 +47,7 @@ first = next(iter(comparison.traces.values()))
 if first.notice:
     st.warning(f"{first.notice} This page reads at most {soft_hard.MAX_TOKENS} tokens.")
 
-layer_col, head_col = st.columns(2)
-layer = layer_col.slider("Layer", 0, first.n_layers - 1, 0, key="layer")
-head = head_col.slider("Head", 0, first.n_heads - 1, 0, key="head")
+layer, head = widgets.layer_head_picker(first.n_layers, first.n_heads)
 ui.show_figure(figures.normalizer_heatmaps(comparison, layer, head, ui.presenting()))
 st.caption(
     "Each normalizer runs in every layer, so from layer 1 on the scores themselves differ. "
@@ -95,15 +93,9 @@ with st.expander("Train both again, live (about 10 to 30 s on one CPU thread)"):
     if retrain:
         with ui.user_errors():
             config = toy.ToyConfig(seed=seed, steps=steps, n_pairs=n_pairs)
-        bar, runs = st.progress(0.0, text="Training..."), {}
-        for i, method in enumerate(toy.METHODS):
-
-            def report(step: int, total: int, i: int = i, method: str = method) -> None:
-                bar.progress((i + step / total) / len(toy.METHODS), text=f"{method}: step {step}")
-
-            runs[method] = toy.train(method, config, progress=report)
-        bar.empty()
-        st.session_state["toy_runs"] = runs
+        st.session_state["toy_runs"] = widgets.with_progress(
+            "Training...", lambda progress: toy.train_both(config, progress)
+        )
     if "toy_runs" in st.session_state and st.button("Back to the shipped runs", key="reset"):
         del st.session_state["toy_runs"]
 runs = st.session_state.get("toy_runs") or shipped_runs()

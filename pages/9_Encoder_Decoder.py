@@ -2,16 +2,17 @@
 
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import ui, widgets
 from txviz.explain import figures as explain_figs
 from txviz.explain.methods import METHODS
 from txviz.explain.seq2seq import attribute_source
 from txviz.selfattention import figures as sa_figs
 from txviz.selfattention import toy as ta
-from txviz.seq2seq import arithmetic, teacher
+from txviz.seq2seq import arithmetic, parallel, teacher
 from txviz.seq2seq import figures as figs
 from txviz.seq2seq.decoding import decode
 
+PARALLEL_EXAMPLES = 200  # held-out dates scored live: about ten seconds for every setting at once
 FALLBACK_SOURCE = "The animal didn't cross the street because it was too tired."
 KIND_LABELS = {
     "Cross-attention (target → source)": "cross",
@@ -68,8 +69,10 @@ with ui.user_errors():
 
 if trace.notice:
     st.warning(trace.notice)
-decode_tab, arithmetic_tab, forcing_tab = st.tabs(
-    ["Decoding step by step", "Cross-attention arithmetic", "Teacher forcing"], key="view", on_change="rerun"
+decode_tab, arithmetic_tab, forcing_tab, parallel_tab = st.tabs(
+    ["Decoding step by step", "Cross-attention arithmetic", "Teacher forcing", "All positions at once"],
+    key="view",
+    on_change="rerun",
 )
 
 if decode_tab.open:
@@ -83,11 +86,9 @@ if decode_tab.open:
         step = st.slider("Step", 0, last, last, key="step") if last > 0 else 0
         kind = KIND_LABELS[st.radio("Attention", list(KIND_LABELS), key="kind", horizontal=True)]
         part = {"cross": trace.cross, "decoder": trace.decoder, "encoder": trace.encoder}[kind]
-        col_layer, col_head = st.columns(2)
-        layer = col_layer.selectbox(
-            "Layer", range(part.n_layers), index=part.n_layers - 1, key=f"layer_{kind}"
+        layer, head = widgets.layer_head_picker(
+            part.n_layers, part.n_heads, (f"layer_{kind}", f"head_{kind}"), (part.n_layers - 1, 0)
         )
-        head = col_head.selectbox("Head", range(part.n_heads), key=f"head_{kind}")
 
         ui.show_figure(
             figs.step_attention(trace, step, min(layer, trace.cross.n_layers - 1), head), key="step_view"
@@ -148,8 +149,9 @@ if arithmetic_tab.open:
         with ui.user_errors():
             cross = cross_run(loaded, source, method, beams, max_steps)
         cols = st.columns(3)
-        x_layer = cols[0].slider("Layer", 0, cross.n_layers - 1, cross.n_layers - 1, key="x_layer")
-        x_head = cols[1].slider("Head", 0, cross.n_heads - 1, 0, key="x_head")
+        x_layer, x_head = widgets.layer_head_picker(
+            cross.n_layers, cross.n_heads, ("x_layer", "x_head"), (cross.n_layers - 1, 0), columns=cols[:2]
+        )
         target_pos = cols[2].selectbox(
             "Target token (query)",
             range(len(cross.query_tokens)),
@@ -230,3 +232,45 @@ if forcing_tab.open:
                 "puts almost no probability on 4. Teacher forcing then feeds it the 4 anyway; free running "
                 "feeds it its own 5 (exposure bias: training never showed it its own mistakes)."
             )
+
+
+@ui.cached(max_entries=16, spinner="Decoding in parallel...")
+def parallel_run(loaded, source: str, passes: int, strategy: str):
+    return parallel.decode_one(loaded, source, passes, strategy)
+
+
+@ui.cached(max_entries=2, spinner="Decoding held-out dates every way...")
+def parallel_heldout(loaded, examples: int):
+    return parallel.compare_on_dates(loaded, examples=examples)
+
+
+if parallel_tab.open:
+    with parallel_tab:
+        st.markdown(
+            "**Left to right** (autoregressive): one decoder pass per token, each reading the tokens "
+            "before it. **All positions at once** (non-autoregressive, Mask-Predict style): the first "
+            "pass reads a placeholder at every position and predicts them all; each later pass re-masks "
+            "the least confident positions and predicts them again from the rest. **Jacobi** "
+            "re-predicts every position from the previous pass instead. The target length is given "
+            "(greedy's here; Mask-Predict predicts it)."
+        )
+        cols = st.columns(2)
+        strategy = cols[0].radio("Refinement", parallel.STRATEGIES, key="parallel_strategy", horizontal=True)
+        passes = cols[1].slider("Decoder passes", 1, parallel.DATE_TOKENS, 4, key="parallel_passes")
+        with ui.user_errors():
+            one = parallel_run(loaded, source, passes, strategy)
+        cols = st.columns(2)
+        cols[0].metric(f"Greedy ({one.greedy_passes} passes)", one.greedy_text or "(nothing)")
+        cols[1].metric(f"{strategy} ({passes} passes)", one.pass_texts[-1] or "(nothing)")
+        ui.show_figure(figs.refinement_figure(one, ui.presenting()), key="refinement")
+        if name == "date-bart":
+            comparison = parallel_heldout(loaded, PARALLEL_EXAMPLES)
+            ui.show_figure(figs.parallel_accuracy_figure(comparison), key="parallel_accuracy")
+            st.markdown(parallel.reading(comparison))
+        st.caption(
+            "date-bart was trained left to right with teacher forcing: its decoder is causal (position t "
+            "reads only positions before it) and never read a placeholder. Decoding in parallel puts it "
+            "out of its training distribution, so one pass fails; a model trained for it (Gu et al. 2018, "
+            "Ghazvininejad et al. 2019) learns to predict from a masked target. Passes count decoder "
+            "passes; the encoder runs once either way."
+        )

@@ -174,3 +174,21 @@ def plotly_array(value) -> np.ndarray:
         shape = value.get("shape")
         return array.reshape([int(s) for s in str(shape).split(",")]) if shape else array
     return np.asarray(value, dtype=float)
+
+
+def click_grid(at, key: str, layer: int, head: int):
+    """Click a cell of the clickable head grid ``key`` as the browser would, then rerun the page.
+
+    AppTest cannot click a chart, so this sends what Streamlit's frontend sends after a click on a
+    point selection: the chart's widget state, {"selection": {"pick": [{"layer": ..., "head": ...}]}}.
+    """
+    import json
+
+    from txviz.figures.grids import PICK
+
+    (chart,) = [c for c in at.get("vega_lite_chart") if c.key == key]
+    states = at._tree.get_widget_states()  # AppTest has no public way to send a chart's event
+    state = states.widgets.add()
+    state.id = chart.proto.id
+    state.string_value = json.dumps({"selection": {PICK: [{"layer": layer, "head": head}]}})
+    return at._run(states)

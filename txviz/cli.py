@@ -1,4 +1,5 @@
-"""Command line: `python -m txviz trace|lens|explain|bench|train|models ...` for scripts, exports and benchmarks."""
+"""Command line: `python -m txviz trace|lens|explain|patch|ablate|bench|train|models ...` for scripts, exports and
+benchmarks."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ import txviz.training
 from txviz.explain import command as explain_command
 from txviz.figures import export
 from txviz.heads import command as heads_command
+from txviz.interventions import command as interventions_command
+
+PRECISION_HELP = "the weights' precision: float32, bfloat16, or float16 on a GPU (records stay float32)"
 
 
 def _modules(package) -> list[str]:
@@ -26,7 +30,8 @@ def _trace_or_error(args: argparse.Namespace):
     from txviz.core.tracing import trace_text
 
     try:
-        trace = trace_text(models.load(args.model, args.device), args.text, max_tokens=args.max_tokens)
+        loaded = models.load(args.model, args.device, dtype=args.dtype)
+        trace = trace_text(loaded, args.text, max_tokens=args.max_tokens)
     except UserError as error:  # ModelLoadError, WrongModelKind, empty text...
         print(f"error: {error}", file=sys.stderr)
         return None
@@ -89,7 +94,8 @@ def lens_command(args: argparse.Namespace) -> int:
     from txviz.core.errors import UserError
 
     try:
-        lens, notice = lens_of_text(models.load(args.model, args.device), args.text, args.max_tokens)
+        loaded = models.load(args.model, args.device, dtype=args.dtype)
+        lens, notice = lens_of_text(loaded, args.text, args.max_tokens)
     except UserError as error:  # ModelLoadError, NoLensError...
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -97,6 +103,19 @@ def lens_command(args: argparse.Namespace) -> int:
         print(notice, file=sys.stderr)
     Path(args.out).write_bytes(lens_bytes(lens, args.format))
     print(f"{args.out}: {lens.top_ids.shape[0]} rows (embeddings + layers) x {lens.top_ids.shape[1]} tokens")
+    return 0
+
+
+def families_command(args: argparse.Namespace) -> int:
+    """Check every feature on a tiny model of each family and write the table as Markdown."""
+    import tempfile
+
+    from txviz.families import matrix
+
+    with tempfile.TemporaryDirectory() as root:
+        results = matrix.matrix(Path(root))
+    matrix.write_doc(results, Path(args.out))
+    print(f"{args.out}: {len(results)} families x {len(matrix.FEATURES)} features")
     return 0
 
 
@@ -131,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     traced.add_argument("--model", default="minilm")
     traced.add_argument("--text", required=True)
     traced.add_argument("--device", default="auto")
+    traced.add_argument("--dtype", default="float32", help=PRECISION_HELP)
     traced.add_argument("--max-tokens", type=int, default=512)
     trace = sub.add_parser("trace", parents=[traced], help="attention of a text as .npz or JSON")
     trace.add_argument("--out", default="trace.npz")
@@ -146,14 +166,23 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, default in (("--model", "smollm2"), ("--out", "lens.npz"), ("--device", "auto")):
         lens.add_argument(flag, default=default)
     lens.add_argument("--text", required=True)
+    lens.add_argument("--dtype", default="float32", help=PRECISION_HELP)
     lens.add_argument("--format", choices=["npz", "json"], default="npz")
     lens.add_argument("--max-tokens", type=int, default=256)
     sub.add_parser("models", help="list the models")
+    families = sub.add_parser("families", help="check every feature on tiny models of many families")
+    families.add_argument("--out", default="docs/model-families.md")
     heads_command.add_arguments(sub.add_parser("heads", help="every head's detector scores as .npz"))
     sub.add_parser(
         "explain",
         parents=[explain_command.options()],
         help="every generated token's attribution, attention and lens as .npz",
+    )
+    interventions_command.add_patch_arguments(
+        sub.add_parser("patch", help="activation patching grids (exact and attribution) as .npz")
+    )
+    interventions_command.add_ablate_arguments(
+        sub.add_parser("ablate", help="every head and MLP ablated alone: change of the answer's log-prob")
     )
     for command, package in (("bench", txviz.bench), ("train", txviz.training)):
         p = sub.add_parser(command, help=f"one of: {', '.join(_modules(package))}")
@@ -172,9 +201,15 @@ def main(argv: list[str] | None = None) -> int:
         return lens_command(args)
     if args.command == "models":
         return models_command(args)
+    if args.command == "families":
+        return families_command(args)
     if args.command == "heads":
         return heads_command.run(args)
     if args.command == "explain":
         return explain_command.run(args)
+    if args.command == "patch":
+        return interventions_command.run_patch(args)
+    if args.command == "ablate":
+        return interventions_command.run_ablate(args)
     package = txviz.bench if args.command == "bench" else txviz.training
     return run_module(package, args.name, args.args)

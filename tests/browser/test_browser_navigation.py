@@ -5,16 +5,15 @@ import re
 import urllib.parse
 
 import pytest
-from conftest import ROOT, page_url, serve_app, wait_for_app
+from conftest import page_url, serve_app, wait_for_app
 from playwright.sync_api import expect
 
 from txviz.app.lessons import load_lessons
+from txviz.app.navigation import SECTIONS
 
 pytestmark = pytest.mark.browser
 
-PAGE_TITLES = [p.stem.split("_", 1)[1].replace("_", " ") for p in sorted(
-    (ROOT / "pages").glob("*.py"), key=lambda p: int(p.name.split("_")[0])
-)]  # fmt: skip
+PAGE_TITLES = [name.replace("_", " ") for names in SECTIONS.values() for name in names]  # sidebar order
 
 
 def sidebar_labels(page) -> list[str]:

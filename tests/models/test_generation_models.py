@@ -53,3 +53,38 @@ def test_benchmark_runs_and_reports_ratios(smollm2, capsys):
     out = capsys.readouterr().out
     assert "throughput ratio (loop / plain): wall" in out and "greedy tokens: same" in out
     assert "attention held for 1,024 new tokens (30 layers x 9 heads" in out
+
+
+def test_smollm2_engine_tokens_equal_lone_runs_greedy_and_seeded(smollm2):
+    import threading
+
+    from txviz.generation.batching import GenerationEngine
+    from txviz.generation.sampling import SamplingSettings
+
+    requests = [
+        GenerationRequest(f"Write one sentence about a {word}.", 6, sampling, stop_at_eos=False)
+        for word, sampling in [
+            ("river", SamplingSettings(0.0)),
+            ("castle in the snow", SamplingSettings(0.0)),
+            ("tiger", SamplingSettings(0.8, 40, 0.95, seed=3)),
+            ("violin", SamplingSettings(1.2, 0, 0.9, seed=11)),
+        ]
+    ]
+    engine, results = GenerationEngine(smollm2, max_batch=4), [None] * len(requests)
+
+    def session(i):
+        results[i] = list(engine.submit(requests[i], owner=f"s{i}").steps())
+
+    threads = [threading.Thread(target=session, args=(i,)) for i in range(len(requests))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    engine.close()
+    assert engine.largest_batch > 1
+    for request, steps in zip(requests, results, strict=True):
+        alone = list(generate(smollm2, request))
+        assert [s.token_id for s in steps] == [s.token_id for s in alone]
+        last, lone_last = steps[-1], alone[-1]
+        assert last.attention.shape == lone_last.attention.shape == (30, 9, last.position)
+        np.testing.assert_allclose(last.attention, lone_last.attention, atol=2e-3)

@@ -31,3 +31,16 @@ def test_picking_a_lesson_in_the_sidebar_runs(monkeypatch):
     app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     assert app.sidebar.selectbox(key="lesson").options == [lesson.title for lesson in LESSONS]
     assert_clean(app)
+
+
+def test_home_groups_a_card_per_page_as_the_sidebar_does():
+    from txviz.app import navigation
+
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    assert not app.exception
+    assert [s.value for s in app.subheader][: len(navigation.SECTIONS)] == list(navigation.SECTIONS)
+    cards = [link.proto.label for link in app.get("page_link")]
+    expected = [name.replace("_", " ") for names in navigation.SECTIONS.values() for name in names]
+    assert sorted(cards) == sorted(expected) and len(cards) == len(
+        navigation.PAGE_FILES
+    )  # cards in 3 columns

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT, assert_clean
+from conftest import ROOT, assert_clean, click_grid
 from streamlit.testing.v1 import AppTest
 
 from txviz.app import ui
@@ -68,15 +68,15 @@ def test_default_pair_on_minilm_shows_cross_validated_scores_and_the_caveat(mini
     assert list(kinds["kind"]) == ["all kinds", *KINDS] and list(kinds["pairs"]) == [12, 4, 4, 4]
     assert kinds["head chosen on all"][0] == "L{} H{}".format(*cv.best_head)
     # the head shown first is the one chosen on all pairs
-    assert at.selectbox(key="layer_minilm@cpu").value == cv.best_head[0]
+    assert at.slider(key="layer_minilm@cpu").value == cv.best_head[0]
 
 
 def test_moving_widgets_keeps_the_page_working(minilm, small_set):
     at = run_page()
     at.selectbox(key="pair_index").set_value(7).run()
     assert_clean(at)
-    at.selectbox(key="layer_minilm@cpu").set_value(2).run()
-    at.selectbox(key="head_minilm@cpu").set_value(5).run()
+    at.slider(key="layer_minilm@cpu").set_value(2).run()
+    at.slider(key="head_minilm@cpu").set_value(5).run()
     assert_clean(at)
     at.selectbox(key="kind").set_value("size").run()
     at.slider(key="folds").set_value(3).run()
@@ -175,3 +175,11 @@ def test_il_elle_section_says_what_french_needs_without_a_translation_model(mini
     rows = at.dataframe[-1].value
     assert list(rows["French needs"]) == ["il (l'animal, masculine)", "elle (la rue, feminine)"]
     assert set(rows["the head points to"]) <= {"il", "elle", "a tie"}
+
+
+def test_clicking_a_head_in_a_grid_picks_it(minilm, small_set):
+    at = run_page()
+    click_grid(at, "coref_grid_2", 4, 7)  # the difference grid
+    assert not at.exception and not at.error
+    assert (at.slider(key="layer_minilm@cpu").value, at.slider(key="head_minilm@cpu").value) == (4, 7)
+    assert any(s.value == "Layer 4, head 7 in both sentences" for s in at.subheader)

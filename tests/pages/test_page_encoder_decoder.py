@@ -39,8 +39,8 @@ def test_moving_every_widget():
     ):
         at.radio(key="kind").set_value(label).run()
         assert_clean(at, label)
-    at.selectbox(key="layer_cross").set_value(0).run()
-    at.selectbox(key="head_cross").set_value(3).run()
+    at.slider(key="layer_cross").set_value(0).run()
+    at.slider(key="head_cross").set_value(3).run()
     at.sidebar.slider(key="max_steps").set_value(4).run()
     assert_clean(at)
     assert any("No end token" in i.value for i in at.info)

@@ -54,3 +54,22 @@ def test_cross_attention_arithmetic_escapes_tokens_once():
     title = layout["title"]["text"]
     assert "&lt;/s&gt;" in labels, labels  # the source's end token, escaped once
     assert not [text for text in [*labels, title] if "&amp;" in text]
+
+
+def test_all_positions_at_once_tab():
+    at = run_page("All positions at once")
+    assert_clean(at)
+    greedy, parallel_output = (m.value for m in at.metric)
+    assert greedy == "2026-11-22"
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert any(t.startswith("Exact match on 200 held-out dates") for t in titles), titles
+    assert any(
+        "On 200 held-out dates greedy decoding is right on 100.0% in 11 passes" in m.value
+        for m in at.markdown
+    )
+    at.radio(key="parallel_strategy").set_value("jacobi").run()
+    at.slider(key="parallel_passes").set_value(11).run()
+    assert_clean(at)
+    assert at.metric[1].value == "2026-11-22"  # eleven Jacobi passes are greedy's output
+    at.slider(key="parallel_passes").set_value(1).run()
+    assert_clean(at)

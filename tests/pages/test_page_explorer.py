@@ -1,7 +1,7 @@
 """The Attention Explorer page under AppTest: widgets moved, bad input, no exception."""
 
 import pytest
-from conftest import ROOT, assert_clean
+from conftest import ROOT, assert_clean, click_grid
 from streamlit.testing.v1 import AppTest
 
 PAGE = str(ROOT / "pages/2_Attention_Explorer.py")
@@ -38,7 +38,17 @@ def test_only_the_open_tab_is_drawn(app):
     assert len(app.get("plotly_chart")) == 1  # one head
     app.session_state["view"] = "Aggregates"
     app.run()
-    assert len(app.get("plotly_chart")) == 3  # aggregate, entropy, distance
+    assert len(app.get("plotly_chart")) == 1  # the aggregate
+    assert len(app.get("vega_lite_chart")) == 2  # the entropy and distance grids, clickable
+
+
+def test_clicking_a_grid_cell_picks_that_head(app):
+    app.session_state["view"] = "Aggregates"
+    app.run()
+    click_grid(app, "grid_tokens", 4, 7)
+    assert not app.exception and not app.error
+    assert (app.slider(key="layer").value, app.slider(key="head").value) == (4, 7)
+    assert app.query_params["layer"] == "4" and app.query_params["head"] == "7"  # the link follows
 
 
 def test_switching_to_smollm2_adapts_the_sliders(app):
@@ -82,3 +92,30 @@ def test_binary_upload_gives_a_message():
     with pytest.raises(ValueError, match="not UTF-8"):
         decode_upload("café".encode("latin-1"), "x.txt")
     assert decode_upload("\ufeffhello".encode()) == "hello"
+
+
+def test_the_trace_memory_budget_cuts_the_text_with_a_notice_or_refuses(monkeypatch):
+    from txviz.app import serving
+    from txviz.core import config
+
+    # MiniLM: 6 layers x 12 heads, so 20 tokens' weights take 6 * 12 * 20^2 * 4 bytes
+    monkeypatch.setenv("TXVIZ_TRACE_MEMORY_MB", str(6 * 12 * 20**2 * 4 / 2**20))
+    monkeypatch.setattr(config, "_installed", None)
+    serving.config.clear()  # read once per server: read this one afresh
+    try:
+        at = AppTest.from_file(PAGE, default_timeout=180)
+        at.session_state["text"] = "The budget test goes on and on. " * 8  # no other test traced it
+        at.run()
+        assert not at.exception and not at.error
+        assert any(
+            "only the first 20 tokens" in w.value and "TXVIZ_TRACE_MEMORY_MB" in w.value for w in at.warning
+        )
+        assert at.slider(key="layer").max == 5
+        monkeypatch.setenv("TXVIZ_TRACE_MEMORY_MB", "0.0001")
+        serving.config.clear()
+        at.text_area(key="text").set_value("Another budget text, too long for any budget this small.").run()
+        assert not at.exception
+        assert any("not even 8 tokens fit" in e.value for e in at.error), [e.value for e in at.error]
+    finally:
+        serving.config.clear()
+        config.install(None)

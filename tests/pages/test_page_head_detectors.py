@@ -4,7 +4,7 @@ import json
 from urllib.parse import parse_qs
 
 import pytest
-from conftest import ROOT, assert_clean
+from conftest import ROOT, assert_clean, click_grid
 from streamlit.testing.v1 import AppTest
 
 PAGE = str(ROOT / "pages/16_Head_Detectors.py")
@@ -30,6 +30,13 @@ def test_detector_widgets_move_without_exception(app):
     assert app.query_params["pick_layer"] == "5" and app.query_params["detector"] == '"offset_plus2"'
     assert any("score" in m.label for m in app.metric)
     assert len(app.dataframe) == 1 and len(app.dataframe[0].value) == 6 * 12
+
+
+def test_clicking_a_grid_cell_picks_that_head(app):
+    click_grid(app, "detector_grid", 3, 9)
+    assert not app.exception and not app.error
+    assert (app.number_input(key="pick_layer").value, app.number_input(key="pick_head").value) == (3, 9)
+    assert "layer 3, head 9" in app.get("page_link")[0].proto.label  # the Explorer link follows
 
 
 def test_the_link_opens_the_explorer_on_the_head_and_its_text(app):

@@ -52,3 +52,16 @@ def test_objectives_tab_bad_input():
     at = run_page("GPT vs BERT objectives", bert_text="the dog " * 20)
     assert_clean(at)  # a long sentence is cut with a warning
     assert any("at most 14" in w.value for w in at.warning)
+
+
+def test_using_the_encoder_tab():
+    at = run_page("Using the encoder")
+    assert_clean(at)
+    p_false, flagged = (m.value for m in at.metric)
+    assert 0 <= float(p_false) <= 1
+    table = at.dataframe[0].value
+    assert list(table["baseline"])[0] == 0.5 and (table["probe (held out)"] > table["baseline"]).all()
+    at.text_input(key="encoder_sentence").set_value("after monday comes tuesday").run()
+    assert_clean(at)
+    at.text_input(key="encoder_sentence").set_value("the zebra barks").run()
+    assert not at.exception and any("zebra" in e.value for e in at.error)

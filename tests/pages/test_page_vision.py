@@ -125,3 +125,13 @@ def test_unusual_uploads_are_converted_with_a_note() -> None:
         if note:
             assert any(note in info.value for info in at.info), name
         assert len(figures_titles(at)) == 5, name
+
+
+def test_the_data_hunger_section_shows_the_shipped_curves() -> None:
+    at = run_page()
+    assert_clean(at)
+    titles = figures_titles(at)
+    assert any(
+        t.startswith("Held-out accuracy (360 images) against the training images used") for t in titles
+    )
+    assert any("With 50 images the CNN scores" in m.value for m in at.markdown)

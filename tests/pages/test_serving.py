@@ -155,7 +155,7 @@ def test_max_jobs_bounds_heavy_passes_running_at_once(monkeypatch):
     monkeypatch.setenv("TXVIZ_MAX_JOBS", "2")
     serving.config.clear()
     try:
-        loaded = SimpleNamespace(name="m", device="cpu")
+        loaded = SimpleNamespace(name="m", device="cpu", dtype="float32")
         sessions = [threading.Thread(target=shared, args=(loaded, n)) for n in range(5)]
         for s in sessions:
             s.start()
@@ -167,3 +167,41 @@ def test_max_jobs_bounds_heavy_passes_running_at_once(monkeypatch):
     assert peak[0] == 2 and running[0] == 0
     with pytest.raises(UserError, match="max_jobs"):
         load_config({"TXVIZ_MAX_JOBS": "0"})
+
+
+def _heavy_pass() -> None:
+    import time
+
+    import streamlit as st
+
+    from txviz.app import serving
+
+    st.session_state["ran_at"] = serving.heavy(time.monotonic)
+
+
+def test_a_heavy_pass_waits_its_turn_behind_running_ones():
+    import threading
+    import time
+
+    from txviz.app import serving
+
+    queue, ended = serving.jobs(), []
+
+    def hold_a_slot():
+        with queue.turn("someone else"):
+            time.sleep(1.0)
+            ended.append(time.monotonic())
+
+    holders = [threading.Thread(target=hold_a_slot) for _ in range(queue.max_jobs)]
+    for thread in holders:
+        thread.start()
+    deadline = time.monotonic() + 10
+    while queue.load()[0] < queue.max_jobs and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert queue.load() == (queue.max_jobs, 0)
+    at = AppTest.from_function(_heavy_pass, default_timeout=30).run()
+    for thread in holders:
+        thread.join(10)
+    assert not at.exception
+    assert len(ended) == queue.max_jobs and at.session_state["ran_at"] >= min(ended)  # the first slot freed
+    assert queue.load() == (0, 0)

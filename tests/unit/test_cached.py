@@ -27,12 +27,15 @@ shared = ui.cached(max_entries=4, spinner=False)(make)
 
 
 def test_same_model_device_and_arguments_share_one_locked_result():
-    cpu = SimpleNamespace(name="m", device="cpu")
+    cpu = SimpleNamespace(name="m", device="cpu", dtype="float32")
     first = shared(cpu, 3)
-    assert shared(SimpleNamespace(name="m", device="cpu"), 3) is first and make.calls == 1
-    assert shared(SimpleNamespace(name="m", device="cuda"), 3) is not first  # device in the key
-    assert shared(SimpleNamespace(name="other", device="cpu"), 3) is not first
-    assert shared(cpu, 4) is not first and make.calls == 4
+    assert shared(SimpleNamespace(name="m", device="cpu", dtype="float32"), 3) is first and make.calls == 1
+    assert (
+        shared(SimpleNamespace(name="m", device="cuda", dtype="float32"), 3) is not first
+    )  # device in the key
+    assert shared(SimpleNamespace(name="m", device="cpu", dtype="bfloat16"), 3) is not first  # precision too
+    assert shared(SimpleNamespace(name="other", device="cpu", dtype="float32"), 3) is not first
+    assert shared(cpu, 4) is not first and make.calls == 5
     for array in (first.weights, first.rows[0], first.by_name["a"][0]):
         with pytest.raises(ValueError, match="read-only"):
             array[0] = 7
@@ -40,7 +43,7 @@ def test_same_model_device_and_arguments_share_one_locked_result():
 
 def test_two_cached_functions_with_one_wrapper_keep_apart():
     other = ui.cached(spinner=False)(lambda loaded, n: ("other", n))
-    cpu = SimpleNamespace(name="m", device="cpu")
+    cpu = SimpleNamespace(name="m", device="cpu", dtype="float32")
     assert other(cpu, 3) == ("other", 3) and isinstance(shared(cpu, 3), Result)
 
 
@@ -59,7 +62,7 @@ def test_progress_gives_the_function_an_update_and_the_result_is_shared():
         seen.append(n)
         return np.arange(n)
 
-    cpu = SimpleNamespace(name="m", device="cpu")
+    cpu = SimpleNamespace(name="m", device="cpu", dtype="float32")
     first = counted(cpu, 3)
     assert counted(cpu, 3) is first and seen == [3] and not first.flags.writeable
 
@@ -104,3 +107,13 @@ def test_user_errors_shows_a_user_error_and_lets_a_programming_value_error_throu
     assert not at.exception and [e.value for e in at.error] == ["That text is empty: type some text first."]
     at = AppTest.from_function(_raise_inside_user_errors, args=("bug",), default_timeout=30).run()
     assert not at.error and "zip()" in at.exception[0].value
+
+
+def test_functions_of_one_name_on_two_pages_keep_apart():
+    """Every page script runs as __main__: page 12's held_out must not answer page 13's held_out."""
+    made = {}
+    for page, value in (("12_Image_GPT", 2), ("13_Image_Captioning", 3)):
+        scope = {"__name__": "__main__"}
+        exec(compile(f"def held_out():\n    return {value}\n", f"pages/{page}.py", "exec"), scope)
+        made[page] = ui.shared_resource()(scope["held_out"])
+    assert made["12_Image_GPT"]() == 2 and made["13_Image_Captioning"]() == 3

@@ -413,16 +413,22 @@ def test_head_grids_carry_lean_a_lean_b_and_difference():
 
     a = candidate_attention(_hand_made_weights(), SPANS)
     pa = PairAttention(a, a[..., ::-1].copy(), ("animal", "street"), 0, 1)
-    data = head_grids(pa, selected=(0, 1)).to_dict()
-    heatmaps = [t for t in data["data"] if t["type"] == "heatmap"]
-    assert len(heatmaps) == 3
-    np.testing.assert_allclose(plotly_array(heatmaps[0]["z"]), pa.lean_a)
-    np.testing.assert_allclose(plotly_array(heatmaps[1]["z"]), pa.lean_b)
-    np.testing.assert_allclose(plotly_array(heatmaps[2]["z"]), pa.difference)
-    assert heatmaps[2]["zmid"] == 0 and heatmaps[2]["zmin"] == -heatmaps[2]["zmax"]
-    # the chosen head is outlined once in each grid
-    rects = [s for s in data["layout"]["shapes"] if s["type"] == "rect"]
-    assert len(rects) == 3 and rects[0]["x0"] == 0.5 and rects[0]["y0"] == -0.5
+    grids = [chart.to_dict() for chart in head_grids(pa, selected=(0, 1))]
+    assert len(grids) == 3
+    for spec, expected in zip(grids, (pa.lean_a, pa.lean_b, pa.difference), strict=True):
+        cells, outline = spec["layer"]
+        rows = spec["datasets"][cells["data"]["name"]]
+        got = np.zeros_like(expected)
+        for row in rows:
+            got[row["layer"], row["head"]] = row["value"]
+        np.testing.assert_allclose(got, expected)
+        scale = cells["encoding"]["color"]["scale"]
+        assert scale["domainMid"] == 0 and scale["domain"][0] == -scale["domain"][1]  # white at zero
+        assert spec["datasets"][outline["data"]["name"]] == [{"layer": 0, "head": 1}]  # the chosen head
+    assert (
+        grids[0]["layer"][0]["encoding"]["color"]["scale"]["domain"]
+        == (grids[1]["layer"][0]["encoding"]["color"]["scale"]["domain"])
+    )  # one scale for the two sentences
 
 
 def test_pair_heatmaps_show_one_head_of_each_sentence_with_token_ticks():

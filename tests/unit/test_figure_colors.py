@@ -43,9 +43,13 @@ def test_builders_take_the_mode_for_sequential_scales_only():
     assert colours_of(shown.data[0].colorscale) == CIVIDIS
     plain = attention.attention_heatmap(w, ("a", "b", "c"), ("a", "b", "c"))
     assert colours_of(plain.data[0].colorscale) == VIRIDIS
-    from txviz.heads.figures import score_grid
+    from txviz.figures import grids
 
-    assert colours_of(score_grid(np.eye(2), "S", presenting=True).data[0].colorscale) == CIVIDIS
+    def schemes(chart) -> str:
+        return [layer["encoding"]["color"]["scale"]["scheme"] for layer in chart.to_dict()["layer"][:1]]
+
+    assert schemes(grids.head_grid(np.eye(2), "S", "score", None, True, (0, 1))) == ["cividis"]
+    assert schemes(grids.head_grid(np.eye(2), "S", "score", None, False, (0, 1))) == ["viridis"]
     mosaic = attention.heads_mosaic(np.ones((1, 1, 2, 2)), presenting=True)  # an image: colours in its pixels
     assert mosaic.data[0].source != attention.heads_mosaic(np.ones((1, 1, 2, 2))).data[0].source
 

@@ -7,9 +7,15 @@ ROOT = Path(__file__).resolve().parents[2]
 # Where a model may be called directly: the front door itself, the training commands, and the
 # benchmarks, whose baselines time the bare model.
 EXEMPT_DIRS = ("txviz/core/", "txviz/training/", "txviz/bench/")
-# The entailment page trains its own small decomposable-attention network (no transformers model,
-# no attention function to record): its files call that network directly.
-EXEMPT_FILES = {"txviz/entailment/model.py", "txviz/entailment/train.py"}
+# Small networks of the project's own, trained here and no transformers model, with no attention
+# function to record (decomposable attention, the mixture-of-experts toy, the one-vs-two heads toy):
+# their files call those networks directly.
+EXEMPT_FILES = {
+    "txviz/entailment/model.py",
+    "txviz/entailment/train.py",
+    "txviz/block/moe.py",
+    "txviz/selfattention/twoheads.py",
+}
 MODEL_NAMES = {"model", "vit", "gpt", "encoder", "decoder"}
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from txviz.why.threads import torch_threads
 
 from txviz.block import moe
+from txviz.core.threads import torch_threads
 
 
 def test_each_input_gets_its_top_expert_scaled_by_its_gate():

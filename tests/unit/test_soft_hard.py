@@ -112,6 +112,18 @@ def test_training_is_reproducible_and_restores_threads() -> None:
     assert torch.get_num_threads() == threads
 
 
+def test_training_both_reports_one_progress_over_the_two_runs() -> None:
+    config = toy.ToyConfig(steps=4, eval_every=2, eval_size=32)
+    seen = []
+    runs = toy.train_both(config, progress=lambda done, what: seen.append((done, what)))
+    assert list(runs) == list(toy.METHODS)
+    assert runs["soft"].curves == toy.train("soft", config).curves  # the same runs as one at a time
+    fractions = [done for done, _ in seen]
+    assert len(seen) == 8 and fractions == sorted(fractions)
+    assert fractions[3] == 0.5 and fractions[-1] == 1.0  # the first run ends halfway
+    assert seen[0][1] == "soft: step 1" and seen[-1][1] == "reinforce: step 4"
+
+
 def test_soft_step_gives_every_parameter_a_gradient() -> None:
     config = toy.ToyConfig(n_keys=8, n_pairs=4)
     torch.manual_seed(0)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 from scipy.special import softmax
-from txviz.why.threads import torch_threads
 
+from txviz.core.threads import torch_threads
 from txviz.selfattention import twoheads as th
 
 

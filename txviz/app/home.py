@@ -1,4 +1,4 @@
-"""The home page: a card for each page, then which device and models are ready."""
+"""The home page: a card for each page, grouped as the sidebar is, then which device and models are ready."""
 
 import streamlit as st
 
@@ -13,11 +13,13 @@ def render() -> None:
         "Real models, exact formulas: attention per head and layer, positions, tokenization, masks, "
         "coreference, generation, cross-attention and vision transformers, computed live.",
     )
-    columns = st.columns(3)
-    for i, (script, page) in enumerate(zip(navigation.PAGE_FILES, navigation.feature_pages(), strict=True)):
-        with columns[i % 3].container(border=True):
-            st.page_link(page, label=page.title, icon=":material/arrow_forward:")
-            st.caption(navigation.summary(script))
+    for title, pairs in navigation.sections().items():
+        st.subheader(title)
+        columns = st.columns(3)
+        for i, (script, page) in enumerate(pairs):
+            with columns[i % 3].container(border=True):
+                st.page_link(page, label=page.title, icon=":material/arrow_forward:")
+                st.caption(navigation.summary(script))
 
     st.subheader("Device and models")
     st.write(

@@ -1,4 +1,5 @@
-"""The app's navigation: Home, then every script in pages/, titled and addressed by its file name."""
+"""The app's navigation: Home, then every script in pages/ in its section, titled and addressed by
+its file name (so links keep working whichever section a page sits in)."""
 
 from pathlib import Path
 
@@ -27,6 +28,33 @@ ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
     "Query_Key_Space": ":material/scatter_plot:",
     "Why_Attention": ":material/compare_arrows:",
     "Entailment": ":material/rule:",
+    "Interventions": ":material/content_cut:",
+}
+
+
+SECTIONS = {  # sidebar and home-page groups, in order; every page sits in exactly one
+    "Attention": (
+        "Self_Attention",
+        "Attention_Explorer",
+        "Masking_Patterns",
+        "Soft_vs_Hard",
+        "Why_Attention",
+    ),
+    "Inside the model": (
+        "Tokenization",
+        "Positional_Encoding",
+        "Transformer_Block",
+        "Live_Generation",
+        "Encoder_Decoder",
+    ),
+    "Systems from the textbooks": (
+        "Coreference",
+        "Entailment",
+        "Vision_Transformer",
+        "Image_GPT",
+        "Image_Captioning",
+    ),
+    "Research tools": ("Head_Detectors", "Query_Key_Space", "Interventions"),
 }
 
 
@@ -47,12 +75,23 @@ def feature_page(script: Path) -> st.Page:
     return st.Page(script, title=name.replace("_", " "), icon=ICONS.get(name), url_path=name)
 
 
-def feature_pages() -> list[st.Page]:
-    """One page per script in pages/, in file-number order."""
-    return [feature_page(script) for script in PAGE_FILES]
+def sections() -> dict[str, list[tuple[Path, st.Page]]]:
+    """Each section's (script, page) pairs, in SECTIONS' order; a page missing from SECTIONS goes last."""
+    by_name = {url_name(script): script for script in PAGE_FILES}
+    grouped = {
+        title: [by_name[name] for name in names if name in by_name] for title, names in SECTIONS.items()
+    }
+    placed = {name for names in SECTIONS.values() for name in names}
+    others = [script for name, script in by_name.items() if name not in placed]
+    if others:
+        grouped["More"] = others
+    return {
+        title: [(script, feature_page(script)) for script in scripts] for title, scripts in grouped.items()
+    }
 
 
-def all_pages() -> list[st.Page]:
-    """Home first, then the feature pages."""
+def all_pages() -> dict[str, list[st.Page]]:
+    """Home first (in no section), then each section's pages, for st.navigation."""
     # Home is given as a script, not as home.render, so this module imports nothing of the app.
-    return [st.Page(HOME_SCRIPT, title="Home", icon=":material/home:", default=True), *feature_pages()]
+    home = st.Page(HOME_SCRIPT, title="Home", icon=":material/home:", default=True)
+    return {"": [home]} | {title: [page for _, page in pairs] for title, pairs in sections().items()}

@@ -1,21 +1,25 @@
-"""Serving a class: the server's config, one generation engine per model, a session's identity."""
+"""Serving a class: the server's config, one generation engine per model, the heavy-pass queue,
+a session's identity."""
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 import uuid
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from typing import TypeVar
 
 import streamlit as st
 
+from txviz.core import config as server_config
 from txviz.core.config import ServerConfig, load_config
 from txviz.core.errors import UserError
 from txviz.generation.batching import GenerationEngine
 from txviz.models import LoadedModel
+from txviz.serving.jobs import JobCancelled, JobQueue, waiting_message
+
+T = TypeVar("T")
 
 
 def _secrets() -> dict:
@@ -28,8 +32,13 @@ def _secrets() -> dict:
 
 @st.cache_resource(show_spinner=False)
 def config() -> ServerConfig:
-    """Read once per server: TXVIZ_* variables over the secrets' [txviz] table."""
-    return load_config(os.environ, _secrets())
+    """Read once per server: TXVIZ_* variables over the secrets' [txviz] table.
+
+    Installed in core too, so what core applies itself (the trace memory budget) follows the secrets.
+    """
+    found = load_config(os.environ, _secrets())
+    server_config.install(found)
+    return found
 
 
 def session_id() -> str:
@@ -37,31 +46,7 @@ def session_id() -> str:
     return st.session_state.setdefault("_txviz_session", uuid.uuid4().hex)
 
 
-@functools.cache
-def _job_places(max_jobs: int) -> threading.BoundedSemaphore:
-    return threading.BoundedSemaphore(max_jobs)
-
-
-_inside_job = threading.local()
-
-
-@contextmanager
-def heavy_job() -> Iterator[None]:
-    """Hold one of the server's max_jobs places for a heavy model pass; later sessions wait their turn.
-
-    A heavy result computed inside another (one cached function calling another) runs in the outer
-    one's place: taking a second would deadlock once every place is held that way.
-    """
-    if getattr(_inside_job, "held", False):
-        yield
-        return
-    with _job_places(config().max_jobs):
-        _inside_job.held = True
-        try:
-            yield
-        finally:
-            _inside_job.held = False
-
+_inside_job = threading.local()  # set while this thread holds a place in the queue
 
 # One engine per loaded model, dropped with it: the engine holds its model weakly, so when the model
 # cache evicts a model nothing here keeps its weights alive.
@@ -76,6 +61,50 @@ def engine(loaded: LoadedModel) -> GenerationEngine:
         if found is None:
             found = _ENGINES[loaded] = GenerationEngine(loaded, max_batch=config().max_batch)
         return found
+
+
+@st.cache_resource(show_spinner=False)
+def _queue(max_jobs: int) -> JobQueue:
+    return JobQueue(max_jobs)
+
+
+def jobs() -> JobQueue:
+    """The one queue every session's heavy model passes go through (max_jobs at once)."""
+    return _queue(config().max_jobs)
+
+
+def heavy(job: Callable[..., T], *args, **kwargs) -> T:
+    """job(*args, **kwargs) in this session's turn, telling the session its place while it waits.
+
+    The place is redrawn at every poll: that is also where Streamlit stops a session that left or
+    reran, which takes it out of the queue.
+    """
+    shown = []
+
+    def tell(ahead: int) -> None:
+        if not shown:
+            shown.append(st.empty())
+        shown[0].info(f"Busy server: {waiting_message(ahead)}", icon="⏳")
+
+    if getattr(_inside_job, "held", False):
+        # one heavy result computed inside another runs in the outer one's place: asking for a
+        # second place would deadlock once every place is held that way
+        return job(*args, **kwargs)
+
+    def held() -> T:
+        _inside_job.held = True
+        try:
+            return job(*args, **kwargs)
+        finally:
+            _inside_job.held = False
+
+    try:
+        return jobs().run(held, owner=session_id(), on_wait=tell)
+    except JobCancelled:
+        st.stop()  # this session asked for something newer, which runs instead
+    finally:
+        if shown:
+            shown[0].empty()
 
 
 def offered_models(names: list[str]) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Callable, Container, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -33,6 +34,7 @@ h1 { font-size: 3rem !important; }
 def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str, ...] = ()) -> None:
     """Page config, title, intro, the sidebar's device and presentation toggles, and the link."""
     st.set_page_config(page_title=f"{title} · txviz", page_icon=icon, layout="wide")
+    serving.config()  # read once per server and installed in core, whose limits then follow it
     legacy_pages.take_over()
     st.session_state["_figure_count"] = 0
     lesson_picker()
@@ -117,14 +119,38 @@ def presenting() -> bool:
 
 
 def device_picker() -> str:
-    """Sidebar choice of device; 'auto' is CUDA when present, else CPU."""
+    """Sidebar choice of device ('auto' is CUDA when present, else CPU) and of the weights' precision."""
     options = ["auto", "cpu"] + (["cuda"] if models.default_device() == "cuda" else [])
     choice = st.sidebar.selectbox("Device", options, key="device", help="Where models run.")
-    return models.default_device(choice)
+    device = models.default_device(choice)
+    offered = models.precisions(device)
+    if st.session_state.get("precision") not in offered:  # float16 chosen on a GPU, then the CPU picked
+        st.session_state.pop("precision", None)
+    dtype = st.sidebar.selectbox(
+        "Precision",
+        offered,
+        key="precision",
+        help="Of the model's weights. float32 is exact; bfloat16 halves their memory"
+        + (
+            " and float16 too; both are faster on a GPU."
+            if "float16" in offered
+            else " (float16 needs a GPU)."
+        )
+        + " Records are float32 in every case.",
+    )
+    if dtype != "float32":
+        st.sidebar.caption(models.REDUCED_NOTE.format(dtype=dtype))
+    return device
 
 
 def current_device() -> str:
     return models.default_device(st.session_state.get("device", "auto"))
+
+
+def current_dtype() -> str:
+    """The chosen precision of the weights, where the current device offers it; else float32."""
+    dtype = st.session_state.get("precision", "float32")
+    return dtype if dtype in models.precisions(current_device()) else "float32"
 
 
 def model_picker(
@@ -138,7 +164,7 @@ def model_picker(
     options = names if serving.config().public else names + [OTHER_MODEL]
     default = link_value(key, default, options)
     index = options.index(default) if default in options else 0
-    choice = st.selectbox(label, options, index=index, key=key)
+    choice = st.selectbox(label, options, index=index, key=key, format_func=_marked)
     if choice != OTHER_MODEL:
         return choice
     typed = st.text_input(
@@ -154,29 +180,42 @@ def model_picker(
     return typed.strip()
 
 
+_check_gaps: dict[str, float] = {}  # model name -> self-check gap of a model that failed it (any session)
+
+
+def _marked(name: str) -> str:
+    """A picker's label: the name, marked when its self-check at load found different numbers."""
+    gap = _check_gaps.get(name)
+    return name if gap is None else f"{name} ⚠ differs from its own attention by {gap:.2g}"
+
+
 @st.cache_resource(max_entries=MODELS_KEPT, show_spinner=False)
-def _cached_model(name: str, device: str) -> LoadedModel:
+def _cached_model(name: str, device: str, dtype: str = "float32") -> LoadedModel:
     # Shared by every session: read-only after loading; per-call settings travel in a ContextVar.
     # Nothing else may hold a LoadedModel for longer than a run, or eviction would not free it.
-    return models.load(name, device)
+    return models.load(name, device, dtype=dtype)
 
 
 def load_model(name: str, kinds: tuple[str, ...] | None = None) -> LoadedModel:
     """The cached model, loaded with a progress note; a clear error and a stop on failure."""
-    device = current_device()
+    device, dtype = current_device(), current_dtype()
+    where = device if dtype == "float32" else f"{device} in {dtype}"
     with user_errors():
         serving.check_allowed(name, models.names())
     try:
-        with st.status(f"Loading {name} on {device}...", expanded=False) as status:
+        with st.status(f"Loading {name} on {where}...", expanded=False) as status:
             if name == "smollm2":
                 status.write(
                     "The first load converts SmolLM2 once (about 20 s); later ones take under a second."
                 )
-            loaded = _cached_model(name, device)
-            status.update(label=f"{name} ready on {device}", state="complete")
+            loaded = _cached_model(name, device, dtype)
+            status.update(label=f"{name} ready on {where}", state="complete")
     except ModelLoadError as error:
         st.error(str(error))
         st.stop()
+    if loaded.check_warning:  # the self-check at load: shown on every page that uses this model
+        _check_gaps[name] = loaded.check_gap
+        st.warning(loaded.check_warning)
     if kinds:
         with user_errors():
             require_kind(loaded, kinds, "run on this page")
@@ -308,28 +347,30 @@ def cached(
 
     The one way a page caches anything that involves a model. st.cache_resource, not cache_data:
     no pickling and copying of large arrays at every hit. The result's numpy arrays are locked
-    read-only because every session gets the same object. The key is the model's name and device
-    plus the other arguments (hashed as cache_data would); the model itself is not held, so an
+    read-only because every session gets the same object. The key is the model's name, device and
+    precision plus the other arguments (hashed as cache_data would); the model itself is not held, so an
     evicted model is freed. With ``progress`` (a label), a progress bar replaces the spinner and
     ``func`` gets its update function as ``progress=``.
     """
 
     def decorate(func: Callable[..., T]) -> Callable[..., T]:
-        def shared(_loaded: LoadedModel, name: str, device: str, *args: Any) -> T:
-            with serving.heavy_job():  # at most max_jobs heavy passes at once, server-wide
+        def shared(_loaded: LoadedModel, name: str, device: str, dtype: str, *args: Any) -> T:
+            def compute() -> T:
                 if not progress:
-                    return lock_arrays(func(_loaded, *args))
+                    return func(_loaded, *args)
                 bar = st.progress(0.0, progress)  # made inside, so a cache hit replays it
                 try:
-                    return lock_arrays(func(_loaded, *args, progress=bar.progress))
+                    return func(_loaded, *args, progress=bar.progress)
                 finally:
                     bar.empty()
+
+            return lock_arrays(serving.heavy(compute))  # in turn with other sessions (max_jobs)
 
         store = _named_store(shared, func, max_entries, False if progress else spinner)
 
         @functools.wraps(func)
         def call(loaded: LoadedModel, *args: Any) -> T:
-            return store(loaded, loaded.name, str(loaded.device), *args)
+            return store(loaded, loaded.name, str(loaded.device), loaded.dtype, *args)
 
         call.clear = store.clear  # type: ignore[attr-defined]
         return call
@@ -376,11 +417,13 @@ def cached_data(
 
 def _named_store(inner: Callable, func: Callable, max_entries, spinner, kind=None):
     """``inner`` cached under ``func``'s name (with its docstring), and listed for clear_cached."""
-    # Nested functions with one source share one cache in Streamlit (streamlit#11157): name it.
-    inner.__module__, inner.__qualname__ = func.__module__, f"{func.__qualname__}.cached"
+    # Nested functions with one source share one cache in Streamlit (streamlit#11157): name it, with
+    # its file too, since every page script runs as __main__ and two pages may name a function alike.
+    page = os.path.splitext(os.path.basename(func.__code__.co_filename))[0]
+    inner.__module__, inner.__qualname__ = func.__module__, f"{func.__qualname__}.cached.{page}"
     inner.__name__, inner.__doc__ = func.__name__, func.__doc__
     store = (kind or st.cache_resource)(max_entries=max_entries, show_spinner=spinner)(inner)
-    _CACHED[f"{func.__module__}.{func.__qualname__}"] = store
+    _CACHED[f"{func.__module__}.{inner.__qualname__}"] = store
     return store
 
 
@@ -399,4 +442,5 @@ def _cached_trace(loaded: LoadedModel, text: str, record: tuple[str, ...]):
 
 def cached_trace(name: str, text: str, record: tuple[str, ...] = ("weights",)):
     """The attention trace of ``text`` under model ``name``, shared by every session."""
-    return _cached_trace(_cached_model(name, current_device()), text, tuple(sorted(record)))
+    loaded = _cached_model(name, current_device(), current_dtype())
+    return _cached_trace(loaded, text, tuple(sorted(record)))

@@ -38,14 +38,18 @@ def timed_pair(first, second, repeats: int) -> tuple[dict, dict]:
     return tuple({k: statistics.median(v) for k, v in samples[i].items()} for i in (0, 1))
 
 
-def capture_overhead(name: str, n_tokens: int, repeats: int) -> dict:
-    loaded = models.load(name, "cpu")
+def capture_overhead(
+    name: str, n_tokens: int, repeats: int, device: str = "cpu", dtype: str = "float32"
+) -> dict:
+    loaded = models.load(name, device, dtype=dtype)
     text = text_of(loaded, n_tokens)
-    ids = torch.tensor([loaded.tokenizer(text)["input_ids"]])
+    ids = torch.tensor([loaded.tokenizer(text)["input_ids"]], device=device)
 
     def plain():
         with torch.no_grad():
             loaded.model(input_ids=ids)
+        if device.startswith("cuda"):  # kernels run asynchronously: wait for them (trace_text copies to CPU)
+            torch.cuda.synchronize()
 
     base, traced = timed_pair(plain, lambda: trace_text(loaded, text), repeats)
     return {
@@ -76,6 +80,28 @@ def grid_cost(n_tokens: int) -> dict:
     }
 
 
+def print_row(r: dict, label: str = "") -> None:
+    print(
+        f"| {r['model']}{label} | {r['tokens']} | {r['plain']['wall'] * 1e3:.1f} ms | {r['trace']['wall'] * 1e3:.1f} ms "
+        f"| {r['ratio']:.2f}x | {r['cpu_ratio']:.2f}x |"
+    )
+
+
+def gpu_rows(repeats: int) -> None:
+    """The same table on the GPU in each precision, when there is one."""
+    if not torch.cuda.is_available():
+        print("\nno GPU here: the GPU rows (float32, bfloat16, float16 on cuda) are skipped")
+        return
+    print(
+        f"\n## the same on {torch.cuda.get_device_name()} (records are float32 CPU copies in every precision)\n"
+    )
+    print("| model | tokens | plain forward | trace_text | wall ratio (goal <= 1.5) | CPU-time ratio |")
+    print("|---|---|---|---|---|---|")
+    for dtype in models.PRECISIONS:
+        for name, n in (("minilm", 128), ("smollm2", 256)):
+            print_row(capture_overhead(name, n, repeats, "cuda", dtype), f", cuda {dtype}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m txviz bench capture", description=__doc__)
     parser.add_argument("--repeats", type=int, default=7)
@@ -87,11 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| model | tokens | plain forward | trace_text | wall ratio (goal <= 1.5) | CPU-time ratio |")
     print("|---|---|---|---|---|---|")
     for name, n in (("minilm", 128), ("smollm2", 256)):
-        r = capture_overhead(name, n, args.repeats)
-        print(
-            f"| {r['model']} | {r['tokens']} | {r['plain']['wall'] * 1e3:.1f} ms | {r['trace']['wall'] * 1e3:.1f} ms "
-            f"| {r['ratio']:.2f}x | {r['cpu_ratio']:.2f}x |"
-        )
+        print_row(capture_overhead(name, n, args.repeats))
+    gpu_rows(args.repeats)
     g = grid_cost(512)
     print(f"\n## whole-model grid, SmolLM2, {g['tokens']} tokens, {g['heads']} heads\n")
     print("| figure | bytes to browser | build time |")

@@ -5,17 +5,23 @@ browser sessions, with its own prompt and seed. It reaches 30 sessions on a 2-co
 30 Chromium contexts would measure the browsers instead of the server. Leaks are checked exactly:
 every client's greedy tokens must equal a lone run of its own prompt, and its attention rows must
 cover its own sequence and nothing more.
+
+The physical reference is measured in the same run: transformers' own `generate` on the same
+prompts, first one prompt alone, then all of them left-padded in one batch, with nothing recorded.
 """
 
 from __future__ import annotations
 
+import copy
 import statistics
 import threading
 import time
 
+import torch
+
 from txviz.bench.measure import track_large_allocations
 from txviz.generation.batching import GenerationEngine
-from txviz.generation.loop import GenerationRequest, generate
+from txviz.generation.loop import GenerationRequest, generate, prepare
 from txviz.generation.sampling import SamplingSettings
 
 SUBJECTS = [
@@ -70,38 +76,94 @@ def leaks(loaded, results: list, new_tokens: int) -> list[str]:
     return found
 
 
-def main_inprocess(model: str, sessions: int, new_tokens: int, max_batch: int) -> int:
-    """Lone generation, then `sessions` at once, through one engine; prints the ratio line last."""
+def reference_generate(loaded, indices: list[int], new_tokens: int) -> float:
+    """Seconds for transformers' greedy `generate` on these clients' prompts, left-padded in one batch."""
+    ids = [prepare(loaded, request_for(i, new_tokens)).ids for i in indices]
+    width = max(len(row) for row in ids)
+    pad = loaded.tokenizer.pad_token_id
+    pad = loaded.tokenizer.eos_token_id if pad is None else pad
+    input_ids = torch.tensor([[pad] * (width - len(row)) + list(row) for row in ids])
+    mask = torch.tensor([[0] * (width - len(row)) + [1] * len(row) for row in ids])
+    config = copy.deepcopy(loaded.model.generation_config)
+    config.do_sample, config.max_new_tokens, config.min_new_tokens = False, new_tokens, new_tokens
+    config.eos_token_id, config.pad_token_id = None, pad  # always new_tokens tokens, as the clients ask
+    began = time.perf_counter()
+    with torch.no_grad():
+        loaded.model.generate(input_ids.to(loaded.device), attention_mask=mask.to(loaded.device),
+                              generation_config=config)  # fmt: skip
+    return time.perf_counter() - began
+
+
+def timed(measure) -> tuple[float, float]:
+    """(wall seconds measure() reports, CPU seconds of this whole process meanwhile)."""
+    cpu = time.process_time()
+    wall = measure()
+    return wall, time.process_time() - cpu
+
+
+def compare_rounds(loaded, n: int, new_tokens: int, max_batch: int, rounds: int = 3) -> dict:
+    """Engine lone and under load, generate alone and batched, interleaved round by round so a busy
+    moment of a shared machine hits all four alike; medians of (wall, CPU) seconds per measure."""
+    measures = {
+        "engine lone": lambda: max(run_clients(loaded, 1, new_tokens, max_batch)["times"]),
+        "engine under load": lambda: max(run_clients(loaded, n, new_tokens, max_batch)["times"]),
+        "generate alone": lambda: reference_generate(loaded, [0], new_tokens),
+        "generate batch": lambda: reference_generate(loaded, list(range(n)), new_tokens),
+    }
+    got = {name: [] for name in measures}
+    for _ in range(rounds):
+        for name, measure in measures.items():
+            got[name].append(timed(measure))
+    return {
+        name: (statistics.median(w for w, _ in pairs), statistics.median(c for _, c in pairs))
+        for name, pairs in got.items()
+    }
+
+
+def main_inprocess(model: str, sessions: int, new_tokens: int, max_batch: int, threads: int = 1) -> int:
+    """Clients through one engine (tokens checked against lone runs), then the engine against
+    transformers' `generate` on the same prompts; prints the ratio line last."""
+    import os
+
     import psutil
 
     from txviz import models
 
+    if threads:
+        torch.set_num_threads(threads)
     track_large_allocations()
     loaded = models.load(model)
     run_clients(loaded, 1, 2, max_batch)  # warm-up
-    lone = statistics.median(run_clients(loaded, 1, new_tokens, max_batch)["times"][0] for _ in range(3))
-    rows, ratio_at_8 = [], None
-    for n in sorted({1, min(8, sessions), sessions}):
-        out = run_clients(loaded, n, new_tokens, max_batch)
+    reference_generate(loaded, [0], 2)
+    n = min(8, sessions)
+    medians = compare_rounds(loaded, n, new_tokens, max_batch)
+    lone = medians["engine lone"][0]
+    rows = []
+    for clients in sorted({1, n, sessions}):
+        out = run_clients(loaded, clients, new_tokens, max_batch)
         found = leaks(loaded, out["results"], new_tokens)
-        slowest = max(out["times"])
-        rss = psutil.Process().memory_info().rss
-        rows.append((n, out, found, slowest, rss))
-        if n == min(8, sessions):
-            ratio_at_8 = (n, slowest / lone)
+        rows.append((clients, out, found, max(out["times"]), psutil.Process().memory_info().rss))
     print(f"## load: in-process clients through one generation engine ({model}, {new_tokens} new tokens)\n")
     print("| clients | largest batch | median generation | slowest generation | slowest / lone | errors | leaks "
           "| process memory |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
-    for n, out, found, slowest, rss in rows:
+    for clients, out, found, slowest, rss in rows:
         print(
-            f"| {n} | {out['largest_batch']} | {statistics.median(out['times']):.1f} s | {slowest:.1f} s | "
+            f"| {clients} | {out['largest_batch']} | {statistics.median(out['times']):.1f} s | {slowest:.1f} s | "
             f"{slowest / lone:.2f}x | {len(out['errors'])} | {len(found) or 'none'} | {rss / 1e9:.2f} GB |"
         )
-    for n, out, found, _, _ in rows:
+    for clients, out, found, _, _ in rows:
         for line in out["errors"] + found:
-            print(f"- {n} clients: {line}")
-    print(f"\nlone generation: {lone:.1f} s (median of 3)")
-    n, ratio = ratio_at_8
-    print(f"slowest generation under load / lone generation = {ratio:.2f}x ({n} sessions)")
+            print(f"- {clients} clients: {line}")
+    print(f"\n{n} prompts, {new_tokens} new tokens, torch threads: {torch.get_num_threads()}, "
+          f"load average at the end: {os.getloadavg()[0]:.2f}; medians of 3 interleaved rounds:")  # fmt: skip
+    for name, (wall, cpu) in medians.items():
+        print(f"- {name}: {wall:.2f} s wall, {cpu:.2f} s CPU")
+    engine, engine_lone = medians["engine under load"], medians["engine lone"]
+    batch, alone = medians["generate batch"], medians["generate alone"]
+    print(f"CPU time: engine / generate = {engine[1] / batch[1]:.2f}x")
+    print(
+        f"engine slowest-under-load / lone = {engine[0] / engine_lone[0]:.2f}x; "
+        f"generate batch / alone = {batch[0] / alone[0]:.2f}x; engine / generate = {engine[0] / batch[0]:.2f}x"
+    )
     return 1 if any(out["errors"] or found for _, out, found, _, _ in rows) else 0

@@ -327,7 +327,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--model", default="smollm2", help="inprocess: the decoder to generate with")
     parser.add_argument("--seconds", type=float, default=120, help="length of each loaded run")
-    parser.add_argument("--tokens", type=int, default=4, help="new tokens per generation")
+    parser.add_argument(
+        "--tokens", type=int, default=None, help="new tokens per generation (browser: 4, inprocess: 64)"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="inprocess: torch threads (1: steady on a shared machine; 0 keeps torch's default)",
+    )
     parser.add_argument("--no-upload-run", action="store_true", help="skip the run with a huge upload")
     args = parser.parse_args(argv)
     if args.clients == "inprocess":
@@ -336,7 +344,9 @@ def main(argv: list[str] | None = None) -> int:
 
         if not 1 <= args.sessions <= len(SUBJECTS):
             parser.error(f"--sessions must be 1 to {len(SUBJECTS)}")
-        return main_inprocess(args.model, args.sessions, max(args.tokens, 16), ServerConfig().max_batch)
+        tokens = 64 if args.tokens is None else max(args.tokens, 16)
+        return main_inprocess(args.model, args.sessions, tokens, ServerConfig().max_batch, args.threads)
+    args.tokens = 4 if args.tokens is None else args.tokens
     if not 1 <= args.sessions <= len(WORDS):
         parser.error(f"--sessions must be 1 to {len(WORDS)}")
     try:

@@ -65,10 +65,14 @@ def logit_lens(
     final = torch.tensor(run.top_ids[positions] if targets is None else np.asarray(targets), dtype=torch.long)
     ids, probs, ranks, chosen = [], [], [], []
     for row in stack.hidden:
-        h = torch.tensor(row[positions], device=loaded.device)[None]  # (1, T, D), as the model's own call
+        # (1, T, D) as the model's own call had it: in its weights' precision (the stream is kept float32)
+        h = torch.tensor(row[positions], device=loaded.device, dtype=head.weight.dtype)[None]
         logits = head(norm(h) if norm is not None else h)
         if bias is not None:
             logits = logits + bias
+        cap = getattr(loaded.config, "final_logit_softcapping", None)
+        if cap:  # Gemma soft-caps its output logits after the head
+            logits = cap * torch.tanh(logits / cap)
         p = torch.softmax(logits[0].float(), dim=-1).cpu()  # (T, V)
         best = p.max(dim=-1)
         ids.append(best.indices)

@@ -90,6 +90,12 @@ def _bart_attention(module, causal: bool) -> Attention:
 
 def block_weights(layout: Layout, model, stack: str, layer: int) -> BlockWeights:
     """The weights of block ``layer`` of ``stack``."""
+    if layout.family == "generic":
+        raise UnknownLayoutError(
+            f"txviz cannot write out the block of a '{layout.model_type}' model as code: it writes out "
+            "BERT-style encoders, Llama-style and GPT-2-style decoders, and BART. Its residual stream and "
+            "logit lens still work on this page."
+        )
     block, cfg = layout.block(model, stack, layer), model.config
     if layout.family == "bert":
         self_attn, heads = block.attention.self, cfg.num_attention_heads

@@ -23,6 +23,7 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from txviz.core import interventions, stages
 from txviz.core.attention import Normalizer, causal_mask, softmax
+from txviz.core.errors import UserError
 from txviz.core.interventions import Intervention, Plan
 from txviz.core.layouts import Layout, cached_layout, module_names
 from txviz.core.stages import StageRecord
@@ -38,9 +39,33 @@ Stage = Literal["attn", "cross", "ffn", "resid", "embed", "final_norm"]
 STAGES = frozenset(get_args(Stage))
 _SLOW = RECORDABLE - {"heads"}  # items only the explicit computation has
 
+# Keyword arguments transformers passes to attention functions that carry context, not maths.
+CONTEXT_KWARGS = frozenset({
+    "use_cache", "position_ids", "cache_position", "past_key_values", "past_key_value", "layer_idx",
+    "output_attentions", "output_hidden_states", "output_router_logits", "return_dict",
+    "encoder_hidden_states", "position_embeddings", "token_type_ids",
+})  # fmt: skip
+# Those that change the maths, each applied by the explicit computation below.
+MATHS_KWARGS = frozenset({"sliding_window", "softcap", "s_aux", "sinks", "position_bias"})
+
 # (query positions (Q, 1), key positions (1, K)) -> bool (Q, K), True where attention is allowed;
 # the same shape of function as FlexAttention's mask_mod without batch and head.
 MaskFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+class UnsupportedAttention(UserError):
+    """The model's attention takes an argument txviz does not know how to apply."""
+
+
+def check_kwargs(module: torch.nn.Module, kwargs: dict) -> None:
+    """Refuse an attention argument that would change the maths and that txviz does not apply."""
+    unknown = sorted(k for k, v in kwargs.items() if v is not None and k not in CONTEXT_KWARGS | MATHS_KWARGS)
+    if unknown:
+        raise UnsupportedAttention(
+            f"{type(module).__name__} passes {', '.join(unknown)} to its attention, which txviz does not "
+            "know how to apply, so it would show different numbers from the model's own. Load the model "
+            "with a transformers version txviz knows, or use another model."
+        )
 
 
 @dataclass(frozen=True)
@@ -96,9 +121,14 @@ class Recorder:
     records: dict[str, list[AttentionRecord]] = field(default_factory=dict)  # attention module name ->
     stages: dict[str, list[StageRecord]] = field(default_factory=dict)  # point name, e.g. "decoder.3.ffn" ->
     plan: Plan = interventions.EMPTY
+    # One forward pass: a module called again is another layer (ALBERT shares one across layers), so
+    # its later calls are recorded as "name#2", "name#3"...; in generate, calls are steps instead.
+    one_pass: bool = False
 
     def add(self, module: torch.nn.Module, record: AttentionRecord) -> None:
         name = self.module_names.get(id(module), type(module).__name__)
+        if self.one_pass and name in self.records:
+            name = f"{name}#{sum(n.split('#')[0] == name for n in self.records) + 1}"
         self.records.setdefault(name, []).append(record)
 
     def stack(self, item: str = "weights", call: int = -1, names: list[str] | None = None):
@@ -123,7 +153,7 @@ def prepared(model: torch.nn.Module) -> Layout:
 
 
 @contextmanager
-def capture(model: torch.nn.Module, settings: CaptureSettings) -> Iterator[Recorder]:
+def capture(model: torch.nn.Module, settings: CaptureSettings, one_pass: bool = False) -> Iterator[Recorder]:
     """Within this block, ``model`` follows ``settings``: its attention and stages record and change.
 
     Stages and interventions outside attention need the model's block layout
@@ -134,7 +164,7 @@ def capture(model: torch.nn.Module, settings: CaptureSettings) -> Iterator[Recor
         plan = interventions.plan(cached_layout(model), settings.interventions)
     if settings.stages or plan.streams:
         prepared(model)
-    recorder = Recorder(settings=settings, module_names=module_names(model), plan=plan)
+    recorder = Recorder(settings=settings, module_names=module_names(model), plan=plan, one_pass=one_pass)
     token = _active.set(recorder)
     try:
         yield recorder
@@ -171,7 +201,11 @@ def txviz_attention(
     name = recorder.module_names.get(id(module)) if changed else None
     knockouts = recorder.plan.knockouts.get(name) if name else None
     head_edits = recorder.plan.heads.get(name) if name else None
-    if settings.fast_path and not knockouts and not kwargs.get("output_attentions"):
+    check_kwargs(module, kwargs)
+    # SDPA applies none of these (sliding windows come in the mask when there is one)
+    maths = any(kwargs.get(k) is not None for k in ("softcap", "s_aux", "sinks", "position_bias"))
+    window = kwargs.get("sliding_window") is not None and attention_mask is None
+    if settings.fast_path and not (knockouts or maths or window or kwargs.get("output_attentions")):
         output, weights = sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout, scaling, is_causal, **kwargs
         )
@@ -216,6 +250,13 @@ def _explicit(
 
     n_query, n_key = scores.shape[-2:]
     causal = bool(is_causal if is_causal is not None else getattr(module, "is_causal", False))
+    sinks = kwargs.get("s_aux", kwargs.get("sinks"))
+    if sinks is not None and settings.normalize is not None:
+        raise UnsupportedAttention(
+            "This model's attention has sinks (a learned extra score per head that takes part of the "
+            "softmax), so another normaliser would not be the model's attention with a change. Use "
+            "softmax, or a model without attention sinks."
+        )
     if attention_mask is not None:
         if attention_mask.dtype == torch.bool:
             scores = scores.masked_fill(~attention_mask, float("-inf"))
@@ -226,14 +267,26 @@ def _explicit(
                 attention_mask <= torch.finfo(attention_mask.dtype).min / 2, float("-inf")
             )
     elif causal and n_query > 1:
-        scores = scores.masked_fill(~causal_mask(n_query, n_key, scores.device), float("-inf"))
+        allowed = causal_mask(n_query, n_key, scores.device)
+        if kwargs.get("sliding_window") is not None:  # a key at most window - 1 positions back
+            q = torch.arange(n_key - n_query, n_key, device=scores.device)[:, None]
+            allowed = allowed & (
+                q - torch.arange(n_key, device=scores.device)[None, :] < kwargs["sliding_window"]
+            )
+        scores = scores.masked_fill(~allowed, float("-inf"))
     if settings.extra_mask is not None:
         scores = scores.masked_fill(~_allowed(settings, n_query, n_key, scores.device), float("-inf"))
     if knockouts:
         cut = ~interventions.knockout_mask(knockouts, scores.shape[1], n_query, n_key, scores.device)
         scores = scores.masked_fill(cut, float("-inf"))
 
-    weights = (settings.normalize or softmax)(scores)  # (B, H, Q, K)
+    if sinks is not None:
+        # gpt-oss: softmax over [scores, sink], then the sink column is dropped, as the model computes
+        # it; each row then sums to less than one (the rest went to the sink).
+        sink = sinks.float().reshape(1, -1, 1, 1).expand(*scores.shape[:-1], 1)
+        weights = torch.softmax(torch.cat([scores, sink], dim=-1), dim=-1)[..., :-1]
+    else:
+        weights = (settings.normalize or softmax)(scores)  # (B, H, Q, K)
     if module.training and dropout > 0:
         weights = torch.nn.functional.dropout(weights, p=dropout)
     output = torch.matmul(weights.to(value.dtype), value).transpose(1, 2).contiguous()

@@ -8,6 +8,7 @@ settings take the same names, e.g. `TXVIZ_ALLOWED_MODELS="bert-base-uncased,gpt2
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
@@ -28,6 +29,7 @@ class ServerConfig:
     max_jobs: int = 4  # heavy model passes (every ui.cached computation) at once; later ones wait
     max_upload_mb: int = 20  # also Streamlit's server.maxUploadSize, the hard ceiling
     max_image_pixels: int = 40_000_000
+    trace_memory_mb: float = 1024  # one text trace's arrays (every layer and head's [T, T] weights...)
 
     @classmethod
     def public_defaults(cls) -> dict:
@@ -42,7 +44,7 @@ def _parse(kind, value):
             return value.lower() in {"1", "true", "yes", "on"}
         if kind is tuple:
             return tuple(v.strip() for v in value.split(",") if v.strip())
-        return int(value.replace("_", ""))
+        return kind(value.replace("_", ""))
     if kind is tuple:
         return tuple(str(v) for v in value)
     return kind(value)
@@ -52,7 +54,7 @@ def load_config(environ: Mapping[str, str], secrets: Mapping | None = None) -> S
     """The config from secrets' [txviz] table and TXVIZ_* variables; a clear error for a bad value."""
     given = {}
     for f in fields(ServerConfig):
-        kind = {"bool": bool, "int": int}.get(str(f.type), tuple)
+        kind = {"bool": bool, "int": int, "float": float}.get(str(f.type), tuple)
         for source, key in ((secrets or {}, f.name), (environ, PREFIX + f.name.upper())):
             if key in source:
                 try:
@@ -65,4 +67,20 @@ def load_config(environ: Mapping[str, str], secrets: Mapping | None = None) -> S
         given = {**ServerConfig.public_defaults(), **given}
     if given.get("max_jobs", 1) < 1:
         raise UserError(f"txviz setting max_jobs={given['max_jobs']} must be at least 1.")
+    if given.get("trace_memory_mb", 1) <= 0:
+        raise UserError(f"txviz setting trace_memory_mb={given['trace_memory_mb']} must be above 0.")
     return ServerConfig(**given)
+
+
+_installed: ServerConfig | None = None  # the server's config once the app has read it (secrets too)
+
+
+def install(config: ServerConfig | None) -> None:
+    """Make ``config`` the one ``active()`` returns: the app installs what it read, secrets included."""
+    global _installed
+    _installed = config
+
+
+def active() -> ServerConfig:
+    """The config in force: the app's, or outside the app (the CLI, scripts) the TXVIZ_* variables."""
+    return _installed if _installed is not None else load_config(os.environ)

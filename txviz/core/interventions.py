@@ -11,7 +11,9 @@ weight, and it adds no hook. Points:
 - ``"resid"``: the residual stream after block ``layer``; ``"embed"``: the stream entering block 0.
 
 Positions index the query (token) axis of the call; a value given to ``Patch`` broadcasts against
-the whole point, (B, T, D) or (T, D) or (D,), and only the chosen positions take it.
+the whole point, (B, T, D) or (T, D) or (D,), and only the chosen positions take it. ``rows``
+picks batch rows the same way, so one batched call can run a different intervention in each row
+(a sweep over every head is one batch, one ablation per row).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class Where:
     layer: int = 0  # ignored for "embed"
     head: int | None = None  # only for "head"
     positions: Sequence[int] | None = None  # None: every position
+    rows: Sequence[int] | None = None  # batch rows changed; None: every row
     stack: str | None = None  # "encoder" or "decoder"; None: the stack that makes the output
     cross: bool = False  # "head" of cross-attention (encoder-decoder models)
 
@@ -49,8 +52,9 @@ class Where:
             raise InterventionError(f"Cannot change {self.point!r}; choose from {sorted(POINTS)}.")
         if (self.point == "head") != (self.head is not None):
             raise InterventionError("Give a head exactly when the point is 'head'.")
-        if self.positions is not None:
-            object.__setattr__(self, "positions", tuple(int(p) for p in self.positions))
+        for name in ("positions", "rows"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, tuple(int(p) for p in getattr(self, name)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,11 +158,20 @@ def _fit(value: torch.Tensor, like: torch.Tensor, what: str) -> torch.Tensor:
         ) from None
 
 
-def _position_index(positions: Sequence[int], n: int) -> torch.Tensor:
+def _position_index(positions: Sequence[int], n: int, what: str = "positions") -> torch.Tensor:
     bad = [p for p in positions if not -n <= p < n]
     if bad:
-        raise InterventionError(f"Positions {bad} are outside this input's {n} positions.")
+        raise InterventionError(f"{what.capitalize()} {bad} are outside this input's {n} {what}.")
     return torch.tensor([p % n for p in positions], dtype=torch.long)
+
+
+def _chosen(indices: Sequence[int] | None, n: int, what: str, device) -> torch.Tensor:
+    """Bool (n,), True at the chosen indices (every one when None)."""
+    if indices is None:
+        return torch.ones(n, dtype=torch.bool, device=device)
+    chosen = torch.zeros(n, dtype=torch.bool, device=device)
+    chosen[_position_index(indices, n, what).to(device)] = True
+    return chosen
 
 
 def edited(x: torch.Tensor, edit: Edit) -> torch.Tensor:
@@ -169,11 +182,11 @@ def edited(x: torch.Tensor, edit: Edit) -> torch.Tensor:
         new = _fit(edit.value, x, "patch value")
     else:
         new = x + edit.strength * _fit(edit.vector, x, "steering vector")
-    if edit.positions is None:
+    if edit.positions is None and edit.rows is None:
         return new
-    keep = torch.ones(x.shape[1], dtype=torch.bool, device=x.device)
-    keep[_position_index(edit.positions, x.shape[1]).to(x.device)] = False
-    return torch.where(keep[None, :, None], x, new)
+    rows = _chosen(edit.rows, x.shape[0], "rows", x.device)
+    positions = _chosen(edit.positions, x.shape[1], "positions", x.device)
+    return torch.where((rows[:, None] & positions[None, :])[..., None], new, x)
 
 
 def edit_stream(x: torch.Tensor, edits: Sequence[Edit]) -> torch.Tensor:

@@ -27,7 +27,11 @@ FAMILIES = {  # config.model_type -> family
     "gpt2": "gpt2",
     "bart": "bart",
 }
-FORMS = {"bert": "post-LN", "bart": "post-LN", "llama": "pre-norm", "gpt2": "pre-norm"}
+FORMS = {"bert": "post-LN", "bart": "post-LN", "llama": "pre-norm", "gpt2": "pre-norm", "generic": "unknown"}
+# Any other causal LM: its blocks, final norm and output head found generically (the residual stream,
+# the logit lens and stream interventions work; the block's inside is not written out).
+GENERIC = "generic"
+FINAL_NORM_NAMES = ("norm", "final_layer_norm", "ln_f", "final_layernorm", "norm_f", "final_norm")
 # Modules every block of a family must have: its code below reads exactly these weights.
 REQUIRED = {
     "bert": (
@@ -53,6 +57,7 @@ POINTS = {
     "llama": {"attn": "self_attn", "ffn": "mlp.down_proj"},
     "gpt2": {"attn": "attn", "ffn": "mlp.c_proj"},
     "bart": {"attn": "self_attn", "ffn": "fc2", "cross": "encoder_attn"},
+    GENERIC: {},
 }
 # Each block's attention modules, the ones that call the attention function (per-head points).
 ATTENTION = {"bert": "attention.self", "llama": "self_attn", "gpt2": "attn", "bart": "self_attn"}
@@ -101,6 +106,7 @@ class Layout:
     stacks: tuple[Stack, ...]
     final_norm: str | None
     lm_head: str | None
+    model_type: str = ""
 
     def stack(self, name: str) -> Stack:
         for stack in self.stacks:
@@ -132,6 +138,12 @@ class Layout:
             raise UserError(f"The {stack} has layers 0 to {found.n_layers - 1}; there is no layer {layer}.")
         if cross and not found.cross:
             raise UserError(f"The {stack} of this model has no cross-attention.")
+        if self.family == GENERIC:
+            raise UnknownLayoutError(
+                f"txviz does not know where the heads of this {self.model_type} model's blocks are, so "
+                "it cannot change a head or cut attention edges in it; the residual stream, the logit "
+                "lens and changes to the stream between blocks work."
+            )
         part = CROSS_ATTENTION[self.family] if cross else ATTENTION[self.family]
         return f"{found.path}.{layer}.{part}"
 
@@ -164,6 +176,8 @@ def layout_of(model: torch.nn.Module) -> Layout:
     model_type = getattr(model.config, "model_type", "?")
     family = FAMILIES.get(model_type)
     known = "BERT-style encoders, Llama-style and GPT-2-style decoders, and BART"
+    if family is None and _causal_lm(model):
+        return _generic(model, model_type)
     if family is None:
         raise UnknownLayoutError(
             f"txviz cannot write out the block of a '{model_type}' model: it knows {known}. "
@@ -189,7 +203,48 @@ def layout_of(model: torch.nn.Module) -> Layout:
         stacks.append(Stack(name, full, len(blocks), family == "bart" and name == "decoder"))
     final = _join(base, FINAL_NORM[family]) if family in FINAL_NORM else None
     head = "lm_head" if _has(model, "lm_head") else None
-    return Layout(family, FORMS[family], base, tuple(stacks), final, head)
+    return Layout(family, FORMS[family], base, tuple(stacks), final, head, model_type)
+
+
+def _causal_lm(model: torch.nn.Module) -> bool:
+    return not getattr(model.config, "is_encoder_decoder", False) and _output_head(model) is not None
+
+
+def _output_head(model: torch.nn.Module) -> torch.nn.Module | None:
+    try:
+        return model.get_output_embeddings()
+    except (AttributeError, NotImplementedError):
+        return None
+
+
+def _generic(model: torch.nn.Module, model_type: str) -> Layout:
+    """A causal LM txviz has no code for: its blocks (the base model's list of as many modules as the
+    config has layers), the final norm beside them and the output embedding, found generically."""
+    names = module_names(model)
+    base = names.get(id(model.base_model), "")
+    n_layers = getattr(model.config.get_text_config(), "num_hidden_layers", None)
+    lists = [
+        (name, m)
+        for name, m in model.named_modules()
+        if isinstance(m, torch.nn.ModuleList) and name.startswith(base) and len(m) == n_layers
+    ]
+    if not lists:
+        raise UnknownLayoutError(
+            f"txviz cannot find the {n_layers} blocks of this {model_type} model, so it cannot show its "
+            "residual stream or logit lens. Its attention is still on the Attention Explorer page."
+        )
+    path = lists[0][0]
+    final = None
+    for parent in dict.fromkeys((path.rsplit(".", 1)[0] if "." in path else "", base)):
+        for norm in FINAL_NORM_NAMES:
+            if _has(model, _join(parent, norm)):
+                final = _join(parent, norm)
+                break
+        if final:
+            break
+    head = names.get(id(_output_head(model)))
+    stacks = (Stack("decoder", path, n_layers, False),)
+    return Layout(GENERIC, FORMS[GENERIC], base, stacks, final, head, model_type)
 
 
 _layouts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from txviz.core.errors import UserError
 
-KINDS = ("encoder", "decoder", "encoder-decoder", "vision", "image-decoder")
+CHECK_TOLERANCE = 1e-4  # float32: the same attention in another order differs by ~1e-6
+Kind = Literal["encoder", "decoder", "encoder-decoder", "vision", "image-decoder"]
+KINDS: tuple[Kind, ...] = get_args(Kind)
+Precision = Literal["float32", "float16", "bfloat16"]  # of the weights; records are float32 always
+PRECISIONS: tuple[Precision, ...] = get_args(Precision)
+REDUCED_NOTE = (
+    "Weights in {dtype}: every record is still float32, but the model computes in {dtype}, so its "
+    "numbers differ from float32 by about 1% and greedy (most likely) tokens may change."
+)
 
 
 class ModelLoadError(UserError):
@@ -19,7 +27,7 @@ class ModelInfo:
     """One entry of the registry, as the model picker and the home page show it."""
 
     name: str
-    kind: str  # one of KINDS
+    kind: Kind
     description: str
     parameters: str  # e.g. "22.7M"
     source: str  # where the weights come from
@@ -36,13 +44,26 @@ class LoadedModel:
     """A model in eval mode on its device, with what turns inputs into its tensors."""
 
     name: str
-    kind: str
+    kind: Kind
     model: Any  # transformers.PreTrainedModel
     tokenizer: Any | None  # text models
     processor: Any | None  # vision models: the image processor
     device: str
     description: str = ""
     meta: dict = field(default_factory=dict)  # the txviz.json of a project model
+    attention: str = "txviz"  # "eager": its attention bypasses the capture function, read from its output
+    check_gap: float | None = None  # self-check at load: largest output gap, capture vs its own attention
+    dtype: Precision = "float32"  # of the weights (the self-check at load ran in float32)
+
+    @property
+    def check_warning(self) -> str:
+        """A warning when the self-check at load found txviz's numbers differ from the model's own."""
+        if self.check_gap is None or self.check_gap <= CHECK_TOLERANCE:
+            return ""
+        return (
+            f"{self.name}: through txviz's attention its output differs from the model's own attention "
+            f"by {self.check_gap:.2g} (more than {CHECK_TOLERANCE:g}): what txviz shows for it may be wrong."
+        )
 
     @property
     def config(self):

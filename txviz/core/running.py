@@ -37,7 +37,8 @@ from typing import Any, Literal, get_args
 import numpy as np
 import torch
 
-from txviz.core.capture import PLAIN, AttentionRecord, CaptureSettings, Recorder, capture
+from txviz.core.capture import IMPLEMENTATION, PLAIN, AttentionRecord, CaptureSettings, Recorder, capture
+from txviz.core.errors import UserError
 from txviz.core.interventions import InterventionError
 from txviz.core.layouts import cached_layout
 from txviz.core.stages import StageRecord
@@ -49,7 +50,7 @@ Part = Literal["model", "encoder"]
 
 @dataclass(frozen=True, eq=False)
 class Run:
-    """What one forward pass recorded and the outputs it was asked for (tensors as the model gave them)."""
+    """What one forward pass recorded and the outputs it was asked for (float32, on the model's device)."""
 
     attention: Mapping[str, tuple[AttentionRecord, ...]] = field(default_factory=dict)  # module name ->
     stages: Mapping[str, tuple[StageRecord, ...]] = field(default_factory=dict)  # point name ->
@@ -59,10 +60,19 @@ class Run:
     output: Any = None  # the model's own output object when "output" was asked
     model: torch.nn.Module | None = field(default=None, repr=False)  # for layer lookups
 
-    def stack(self, item: str = "weights", call: int = -1, names: list[str] | None = None) -> np.ndarray:
-        """One numpy array [layer, head, ...] of batch item 0 from the given call of each attention module."""
+    def stack(
+        self, item: str = "weights", call: int = -1, names: list[str] | None = None, keys: int | None = None
+    ) -> np.ndarray:
+        """One numpy array [layer, head, ...] of batch item 0 from the given call of each attention module.
+
+        ``keys``: left-pad the key axis with zeros to this many keys; a sliding-window layer's cache
+        holds only the last keys, so its rows are shorter than a full layer's.
+        """
         names = list(self.attention) if names is None else names
-        return np.stack([getattr(self.attention[n][call], item)[0].numpy() for n in names])
+        arrays = [getattr(self.attention[n][call], item)[0].numpy() for n in names]
+        if keys is not None:
+            arrays = [np.pad(a, [(0, 0)] * (a.ndim - 1) + [(keys - a.shape[-1], 0)]) for a in arrays]
+        return np.stack(arrays)
 
     def stage(self, name: str, call: int = -1) -> StageRecord | None:
         """What point ``name`` ('decoder.3.ffn', 'final_norm') saw in the given call, if recorded."""
@@ -89,6 +99,60 @@ class Run:
         return heads if head is None else heads[:, head]
 
 
+class NeedsCapture(UserError):
+    """What was asked needs txviz's attention function, which this model's attention bypasses."""
+
+
+def reads_eager(model: torch.nn.Module) -> bool:
+    """True for a model whose attention does not run through the capture function (the eager fallback).
+
+    Such a model (Falcon, GPT-J, Bloom, MPNet, DeBERTa-v2 compute attention in their own code) is
+    loaded with eager attention; its weights are read from ``output_attentions``.
+    """
+    return getattr(model.config, "_attn_implementation", IMPLEMENTATION) != IMPLEMENTATION
+
+
+def _check_eager(model: torch.nn.Module, settings: CaptureSettings) -> None:
+    """Refuse, for an eager-fallback model, what only the capture function can do."""
+    needs = [
+        what
+        for what, asked in (
+            ("a normaliser other than softmax", settings.normalize is not None),
+            ("an extra mask", settings.extra_mask is not None),
+            ("interventions", bool(settings.interventions)),
+            ("per-step attention rows of generation", settings.newest_query_only and bool(settings.record)),
+            (
+                f"recording {', '.join(sorted(settings.record - {'weights'}))}",
+                bool(settings.record - {"weights"}),
+            ),
+        )
+        if asked
+    ]
+    if needs:
+        raise NeedsCapture(
+            f"This {model.config.model_type} model computes attention in its own code, not through "
+            "transformers' attention interface, so txviz reads its attention weights from the model's "
+            f"own output: it can show them, but not {' or '.join(needs)}. Its attention views (the "
+            "Explorer, heads, the residual stream) work."
+        )
+
+
+def _eager_records(output, recorder: Recorder) -> None:
+    """The weights from ``output_attentions``, recorded as the capture function would, in call order."""
+    encoder = getattr(output, "encoder_attentions", None)
+    if encoder is not None:
+        named = [(f"encoder.{i}", a) for i, a in enumerate(encoder)]
+        pairs = zip(output.decoder_attentions or (), output.cross_attentions or (), strict=False)
+        for i, (own, cross) in enumerate(pairs):
+            named += [(f"decoder.{i}", own), (f"decoder.{i}.cross", cross)]
+    else:
+        named = [(f"layer.{i}", a) for i, a in enumerate(getattr(output, "attentions", None) or ())]
+    for name, weights in named:
+        if weights is not None:
+            record = AttentionRecord(weights=weights.detach().float().cpu())
+            recorder.records.setdefault(name, []).append(record)
+
+
 def _freeze(records: dict[str, list]) -> Mapping[str, tuple]:
     return MappingProxyType({name: tuple(calls) for name, calls in records.items()})
 
@@ -113,13 +177,20 @@ def run(
     if {"hidden", "hidden_states"} & set(outputs):
         inputs.setdefault("output_hidden_states", True)
     forward = model.get_encoder() if part == "encoder" else model
-    with nullcontext() if grad else torch.no_grad(), capture(model, settings) as recorder:
+    eager = reads_eager(model)
+    if eager:
+        _check_eager(model, settings)
+        if settings.record:
+            inputs["output_attentions"] = True
+    with nullcontext() if grad else torch.no_grad(), capture(model, settings, one_pass=True) as recorder:
         output = forward(**inputs)
+    if eager and settings.record:
+        _eager_records(output, recorder)
     return _result(model, recorder, output, outputs)
 
 
 def _result(model: torch.nn.Module, recorder: Recorder, output, outputs: Collection[str]) -> Run:
-    hidden = None
+    hidden = None  # outputs float32 like the records: a reduced-precision model's too
     if "hidden" in outputs:
         hidden = getattr(output, "last_hidden_state", None)
         if hidden is None and getattr(output, "hidden_states", None):
@@ -129,9 +200,9 @@ def _result(model: torch.nn.Module, recorder: Recorder, output, outputs: Collect
     return Run(
         attention=_freeze(recorder.records),
         stages=_freeze(recorder.stages),
-        logits=output.logits if "logits" in outputs else None,
-        hidden=hidden,
-        hidden_states=tuple(output.hidden_states) if "hidden_states" in outputs else None,
+        logits=output.logits.float() if "logits" in outputs else None,
+        hidden=None if hidden is None else hidden.float(),
+        hidden_states=tuple(h.float() for h in output.hidden_states) if "hidden_states" in outputs else None,
         output=output if "output" in outputs else None,
         model=model,
     )
@@ -148,5 +219,7 @@ def step(model: torch.nn.Module, settings: CaptureSettings = PLAIN, **inputs) ->
 
 def generate(model: torch.nn.Module, settings: CaptureSettings = PLAIN, **kwargs) -> torch.Tensor:
     """``model.generate(**kwargs)`` under ``settings`` and no_grad: the one place generate is called."""
+    if reads_eager(model):
+        _check_eager(model, settings)
     with torch.no_grad(), capture(model, settings):
         return model.generate(**kwargs)

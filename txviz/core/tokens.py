@@ -11,6 +11,8 @@ def readable_token(tokenizer, raw: str, keep_spaces: bool = False) -> str:
     The one place that turns Ġ, ▁, Ċ and ## into text. keep_spaces shows the piece's own spaces and
     line breaks as symbols ('Ġcat' -> '␣cat'), for views about how tokenizers cut text.
     """
+    if raw is None:  # an id past the tokenizer's vocabulary (models often pad their embedding)
+        return "∅"
     try:
         text = tokenizer.convert_tokens_to_string([raw])
     except Exception:  # some tokenizers reject lone pieces; the raw piece is still honest
@@ -25,7 +27,8 @@ def readable_token(tokenizer, raw: str, keep_spaces: bool = False) -> str:
 
 def readable_tokens(tokenizer, ids: list[int]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(readable tokens, raw tokenizer pieces) for a list of token ids."""
-    raw = tuple(tokenizer.convert_ids_to_tokens(list(ids)))
+    pieces = tokenizer.convert_ids_to_tokens(list(ids))
+    raw = tuple(f"<id {i}>" if piece is None else piece for i, piece in zip(ids, pieces, strict=True))
     return tuple(readable_token(tokenizer, r) for r in raw), raw
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from txviz.core import config
 from txviz.core.capture import CaptureSettings
 from txviz.core.errors import UserError, require_kind
 from txviz.core.loaded import LoadedModel, ModelLoadError
@@ -17,6 +18,11 @@ from txviz.core.trace import AttentionTrace
 # Every head of every layer at this length is already ~300 MB of float32 for SmolLM2.
 EXPLORER_MAX_TOKENS = 512
 TEXT_KINDS = ("encoder", "decoder")  # models that read one text and attend within it
+MIN_BUDGET_TOKENS = 8  # fewer tokens than this under the memory budget: refuse rather than cut
+
+
+class TraceTooLarge(UserError):
+    """Not even a few tokens' trace fits the server's trace memory budget."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,51 @@ def encode(loaded: LoadedModel, text: str, max_tokens: int | None = None) -> Enc
     return Encoded(list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]], notice)
 
 
+def trace_bytes(loaded: LoadedModel, n_tokens: int, record: tuple[str, ...] = ("weights",)) -> int:
+    """Bytes of a trace's float32 arrays: [layer, head, T, T] weights (and scores), [.., T, d_head] queries, keys."""
+    cfg = loaded.config.get_text_config()
+    d_head = getattr(cfg, "head_dim", None) or getattr(cfg, "hidden_size", 0) // max(loaded.n_heads, 1)
+    per_head = n_tokens * n_tokens * (1 + ("scores" in record))
+    per_head += n_tokens * d_head * sum(item in record for item in ("queries", "keys"))
+    return loaded.n_layers * loaded.n_heads * per_head * 4
+
+
+def fit_budget(
+    loaded: LoadedModel, text: str, encoded: Encoded, record: tuple[str, ...], budget_mb: float
+) -> Encoded:
+    """``encoded`` itself when its trace fits ``budget_mb``, else the text cut to the tokens that fit, with a notice.
+
+    The pass briefly holds the records and the stacked trace together, about twice these bytes.
+    """
+    n = len(encoded.ids)
+    budget = budget_mb * 2**20
+    if trace_bytes(loaded, n, record) <= budget:
+        return encoded
+    fits = n
+    while fits > 0 and trace_bytes(loaded, fits, record) > budget:  # bytes grow as T^2: shrink by the root
+        fits = int(fits * (budget / trace_bytes(loaded, fits, record)) ** 0.5)
+    size = _megabytes(trace_bytes(loaded, n, record))
+    limit = f"the server's trace memory budget of {budget_mb:g} MB (TXVIZ_TRACE_MEMORY_MB)"
+    if fits < MIN_BUDGET_TOKENS:
+        raise TraceTooLarge(
+            f"{loaded.name} has {loaded.n_layers} layers x {loaded.n_heads} heads: the trace of {n:,} tokens "
+            f"would take {size}, and not even {MIN_BUDGET_TOKENS} tokens fit {limit}. Raise the budget, "
+            "or choose a smaller model."
+        )
+    cut = encode(loaded, text, fits)
+    return Encoded(
+        cut.ids,
+        cut.offsets,
+        f"The trace of all {n:,} tokens would take {size} ({loaded.n_layers} layers x {loaded.n_heads} "
+        f"heads); only the first {len(cut.ids):,} tokens are shown, to stay within {limit}.",
+    )
+
+
+def _megabytes(n_bytes: float) -> str:
+    mb = n_bytes / 2**20
+    return f"{mb:,.0f} MB" if mb >= 10 else f"{mb:.2g} MB"
+
+
 def trace_text(
     loaded: LoadedModel,
     text: str,
@@ -51,10 +102,21 @@ def trace_text(
     record: tuple[str, ...] = ("weights",),
     normalize=None,
     extra_mask=None,
+    budget_mb: float | None = None,
 ) -> AttentionTrace:
-    """Attention of every layer and head of a text model on ``text``."""
+    """Attention of every layer and head of a text model on ``text``.
+
+    A text whose trace would pass ``budget_mb`` (default: the server's ``trace_memory_mb``) is cut
+    with a notice, or refused with ``TraceTooLarge`` when not even a few tokens fit.
+    """
     trace, _ = trace_run(
-        loaded, text, max_tokens=max_tokens, record=record, normalize=normalize, extra_mask=extra_mask
+        loaded,
+        text,
+        max_tokens=max_tokens,
+        record=record,
+        normalize=normalize,
+        extra_mask=extra_mask,
+        budget_mb=budget_mb,
     )
     return trace
 
@@ -68,10 +130,12 @@ def trace_run(
     normalize=None,
     extra_mask=None,
     outputs: tuple[str, ...] = (),
+    budget_mb: float | None = None,
 ) -> tuple[AttentionTrace, Run]:
     """``trace_text`` and, from the same single pass, the model's logits or last hidden state."""
     require_kind(loaded, TEXT_KINDS, "trace the attention of a text")
-    encoded = encode(loaded, text, max_tokens)
+    budget = config.active().trace_memory_mb if budget_mb is None else budget_mb
+    encoded = fit_budget(loaded, text, encode(loaded, text, max_tokens), record, budget)
     settings = CaptureSettings(
         record=frozenset(record) | {"weights"}, normalize=normalize, extra_mask=extra_mask
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import altair as alt
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -13,93 +14,41 @@ from txviz.coref.scoring import CrossValidation, coin_flip_band
 from txviz.coref.spans import PairAttention, TokenSpans
 from txviz.figures.axes import margin, token_axis
 from txviz.figures.colors import scale
-from txviz.figures.text import in_template, plain, plain_all
+from txviz.figures.grids import head_grid
+from txviz.figures.text import plain, plain_all
 
 LEAN_SCALE = scale("diverging")  # red: second candidate, blue: first, white: no preference (any mode)
 HIGHLIGHT = "#f59e0b"
 
 
-def _grid_hover(first: str, second: str) -> str:
-    return (
-        "layer %{y}, head %{x}<br>"
-        + f"to {in_template(first)}: %{{customdata[0]:.3f}}<br>to {in_template(second)}: %{{customdata[1]:.3f}}"
-        + "<br>value %{z:+.3f}<extra></extra>"
-    )
-
-
 def head_grids(
-    pa: PairAttention,
-    selected: tuple[int, int] | None = None,
-    height: int | None = None,
-) -> go.Figure:
-    """Three layers x heads grids: lean in A, lean in B, and A minus B (the word's effect)."""
-    first, second = plain_all(pa.candidates)
-    n_layers, n_heads = pa.lean_a.shape
-    titles = (
-        f"Sentence A: {first} − {second}",
-        f"Sentence B: {first} − {second}",
-        "Difference A − B",
-    )
-    fig = make_subplots(rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.06)
+    pa: PairAttention, selected: tuple[int, int] | None = None, presenting: bool = False
+) -> list[alt.LayerChart]:
+    """Three clickable layers x heads grids: lean in A, lean in B, and A minus B (the word's effect)."""
+    first, second = pa.candidates  # altair draws text as text: no escaping (see figures/grids.py)
     # one colour scale for the two sentences, a wider one for their difference
     lean_max = float(max(np.abs(pa.lean_a).max(), np.abs(pa.lean_b).max(), 1e-6))
     diff_max = float(max(np.abs(pa.difference).max(), 1e-6))
+    to = (f"to 1: {first}", f"to 2: {second}")  # numbered: the two words may be the same
     panels = (
-        (pa.lean_a, pa.to_candidates_a, lean_max, 0.27),
-        (pa.lean_b, pa.to_candidates_b, lean_max, 0.63),
-        (pa.difference, np.stack([pa.lean_a, pa.lean_b], axis=-1), diff_max, 1.0),
+        (
+            pa.lean_a,
+            f"Sentence A: {first} − {second}",
+            lean_max,
+            dict(zip(to, pa.to_candidates_a.transpose(2, 0, 1), strict=True)),
+        ),
+        (
+            pa.lean_b,
+            f"Sentence B: {first} − {second}",
+            lean_max,
+            dict(zip(to, pa.to_candidates_b.transpose(2, 0, 1), strict=True)),
+        ),
+        (pa.difference, "Difference A − B", diff_max, {"lean in A": pa.lean_a, "lean in B": pa.lean_b}),
     )
-    for col, (values, custom, zmax, bar_x) in enumerate(panels, start=1):
-        hover = (
-            _grid_hover(*pa.candidates)
-            if col < 3
-            else "layer %{y}, head %{x}<br>lean in A %{customdata[0]:+.3f}"
-            "<br>lean in B %{customdata[1]:+.3f}<br>A − B %{z:+.3f}<extra></extra>"
-        )
-        fig.add_trace(
-            go.Heatmap(
-                z=values,
-                x=list(range(n_heads)),
-                y=list(range(n_layers)),
-                customdata=custom,
-                zmin=-zmax,
-                zmax=zmax,
-                zmid=0,
-                colorscale=LEAN_SCALE,
-                hovertemplate=hover,
-                showscale=col != 1,
-                colorbar={"x": bar_x, "len": 0.9, "thickness": 10},
-                name=titles[col - 1],
-            ),
-            row=1,
-            col=col,
-        )
-        fig.update_xaxes(title_text="head", dtick=1 if n_heads <= 16 else None, row=1, col=col)
-        fig.update_yaxes(
-            title_text="layer" if col == 1 else None,
-            autorange="reversed",
-            dtick=1 if n_layers <= 16 else None,
-            row=1,
-            col=col,
-        )
-        if selected is not None:
-            layer, head = selected
-            fig.add_shape(
-                type="rect",
-                x0=head - 0.5,
-                x1=head + 0.5,
-                y0=layer - 0.5,
-                y1=layer + 0.5,
-                line={"color": HIGHLIGHT, "width": 3},
-                row=1,
-                col=col,
-            )
-    fig.update_layout(
-        height=height or max(300, 22 * n_layers + 140),
-        margin=margin(top=60, left=50, right=20, bottom=40),
-        title_text=f"Attention from the pronoun: blue leans to {first}, red to {second}",
-    )
-    return fig
+    return [
+        head_grid(values, title, "lean", selected, presenting, (-bound, bound), diverging=True, extra=extra)
+        for values, title, bound, extra in panels
+    ]
 
 
 def _mark_spans(fig: go.Figure, spans: TokenSpans, n_keys: int, col: int) -> None:

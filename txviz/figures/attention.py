@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 
 from txviz.figures.axes import margin, token_axis
 from txviz.figures.colors import colorize, png_data_uri, scale, scale_name
-from txviz.figures.text import in_template, plain, plain_all
+from txviz.figures.text import plain, plain_all
 
 LOG_FLOOR = 1e-4  # weights below this share the bottom colour on the log scale
 HOVER_LABEL_LIMIT = 256  # past this many tokens per axis, hover names positions, not text
@@ -115,26 +115,6 @@ def heads_mosaic(
         ),
         height=min(1600, max(260, int(90 + 720 * height / max(width, 1)))),
         margin=margin(top=80),
-    )
-    return figure
-
-
-def layer_head_heatmap(values: np.ndarray, title: str, unit: str, presenting: bool = False) -> go.Figure:
-    """A [layer, head] table of one number per head (entropy, distance, a score)."""
-    figure = go.Figure(
-        go.Heatmap(
-            z=values,
-            colorscale=scale("sequential", presenting),
-            colorbar=dict(title=plain(unit)),
-            hovertemplate="layer %{y}, head %{x}<br>%{z:.3f} " + in_template(unit) + "<extra></extra>",
-        )
-    )
-    figure.update_layout(
-        title=plain(title),
-        xaxis=dict(title="head", dtick=1),
-        yaxis=dict(title="layer", dtick=1, autorange="reversed"),
-        height=max(300, 22 * values.shape[0] + 140),
-        margin=margin(top=60),
     )
     return figure
 

@@ -137,6 +137,8 @@ class GenerationEngine:
     def submit(self, request: GenerationRequest, owner: str = "") -> Ticket:
         """Queue a generation; a session's earlier one is cancelled (one heavy job per session)."""
         prompt = prepare(self.loaded, request)  # errors speak to the user before anything queues
+        if request.interventions:  # rows of one batch share the model's forward: generate such runs alone
+            raise ValueError("The shared engine runs no interventions: use generation.loop.generate.")
         sequence = _Sequence(request, prompt, owner, next(self._numbers))
         with self._changed:
             if owner:
@@ -254,9 +256,9 @@ class GenerationEngine:
         """One batched forward: every active row gets its next token."""
         loaded, rows = self.loaded, list(self._active)
         model, device = loaded.model, loaded.device
+        input_ids = torch.tensor([[s.next_input] for s in rows], device=device)  # (B, 1)
         record = any(s.request.record_attention for s in rows)
         settings = CaptureSettings(record=frozenset({"weights"} if record else ()), newest_query_only=True)
-        input_ids = torch.tensor([[s.next_input] for s in rows], device=device)  # (B, 1)
         valid = torch.cat([self._valid, torch.ones(len(rows), 1, dtype=torch.bool)], dim=1)  # (B, T + 1)
         positions = torch.tensor([[s.length] for s in rows], device=device)  # (B, 1): true positions
         output = step(
@@ -270,11 +272,17 @@ class GenerationEngine:
         self._valid = valid
         self.steps_run += 1
         rows_of = _attention_rows(output, valid) if record else [None] * len(rows)
+        kv_per_token = _kv_bytes_per_token(self._cache)
         for b, sequence in enumerate(rows):
-            self._emit(loaded, sequence, output.logits[b, -1], rows_of[b])
+            self._emit(loaded, sequence, output.logits[b, -1], rows_of[b], kv_per_token)
 
     def _emit(
-        self, loaded: LoadedModel, sequence: _Sequence, logits: torch.Tensor, attention: np.ndarray | None
+        self,
+        loaded: LoadedModel,
+        sequence: _Sequence,
+        logits: torch.Tensor,
+        attention: np.ndarray | None,
+        kv_per_token: tuple[int, ...],
     ) -> None:
         """Sample one row's token with its own settings and hand the step to its session."""
         request = sequence.request
@@ -289,7 +297,7 @@ class GenerationEngine:
             sequence.generated,
             choice,
             attention if request.record_attention else None,
-            kv=_row_kv(self._cache, sequence.length),
+            kv=_row_kv(kv_per_token, sequence.length),
             elapsed_s=time.perf_counter() - sequence.start,
             finished=choice.token_id in sequence.stops,
         )
@@ -351,14 +359,14 @@ def _trim_padding(cache, engine: GenerationEngine) -> None:
     engine._valid = engine._valid[:, first:]
 
 
-def _row_kv(cache, length: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _kv_bytes_per_token(cache) -> tuple[int, ...]:
+    """Bytes of keys and values one token takes, per layer (once a step, not once a row)."""
+    return tuple(2 * layer.keys[0, :, 0, :].numel() * layer.keys.element_size() for layer in cache.layers)
+
+
+def _row_kv(per_token: tuple[int, ...], length: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(tokens, bytes) one row holds per layer: its own tokens, not the batch's padding."""
-    tokens, sizes = [], []
-    for layer in cache.layers:
-        per_token = layer.keys[0, :, 0, :].numel() * layer.keys.element_size()  # (H_kv, D) of one token
-        tokens.append(length)
-        sizes.append(2 * length * per_token)  # keys and values
-    return tuple(tokens), tuple(sizes)
+    return (length,) * len(per_token), tuple(length * size for size in per_token)
 
 
 def _attention_rows(recorder: Run, valid: torch.Tensor) -> list[np.ndarray]:

@@ -39,6 +39,7 @@ class GenerationRequest:
     record_attention: bool = True
     stop_at_eos: bool = True
     top_candidates: int = TOP_CANDIDATES
+    interventions: tuple = ()  # txviz.core.interventions applied at every step (e.g. steering)
 
 
 @dataclass(frozen=True, eq=False)
@@ -173,7 +174,7 @@ def stop_ids(loaded: LoadedModel, request: GenerationRequest) -> frozenset[int]:
     return eos_ids(loaded) if request.stop_at_eos else frozenset()
 
 
-def prefill(loaded: LoadedModel, prompt: Prompt):
+def prefill(loaded: LoadedModel, prompt: Prompt, interventions: tuple = ()):
     """A KV cache holding all but the prompt's last token; the first step feeds that one."""
     from transformers import DynamicCache  # heavy import, only when generating
 
@@ -184,7 +185,8 @@ def prefill(loaded: LoadedModel, prompt: Prompt):
         # only to keep the last row.
         head_only_last = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
         ids = torch.tensor([prompt.ids[:-1]], device=loaded.device)  # (1, T - 1)
-        run_step(model, input_ids=ids, past_key_values=cache, **head_only_last)
+        settings = CaptureSettings(interventions=interventions)
+        run_step(model, settings, input_ids=ids, past_key_values=cache, **head_only_last)
     return cache
 
 
@@ -229,10 +231,11 @@ def generate(
     settings = CaptureSettings(
         record=frozenset({"weights"} if request.record_attention else ()),
         newest_query_only=True,
+        interventions=request.interventions,
     )
     generated: list[int] = []
     start = time.perf_counter()
-    cache = prefill(loaded, prompt)
+    cache = prefill(loaded, prompt, request.interventions)
     next_input = torch.tensor([prompt.ids[-1:]], device=loaded.device)  # (1, 1)
     for _ in range(request.max_new_tokens):
         # The capture block and no_grad close before each yield: the caller's code between
@@ -241,7 +244,8 @@ def generate(
         choice = choose(step.logits[0, -1], request.sampling, generator)
         attention = None
         if request.record_attention:
-            attention = step.stack("weights")[:, :, -1, :].astype(ROW_DTYPE)  # (L, H, K)
+            n_keys = len(prompt) + len(generated)  # sliding-window layers keep fewer: zeros before them
+            attention = step.stack("weights", keys=n_keys)[:, :, -1, :].astype(ROW_DTYPE)  # (L, H, K)
         generated.append(choice.token_id)
         finished = choice.token_id in stops
         elapsed = time.perf_counter() - start

@@ -19,45 +19,6 @@ QUERY_KEY_COLORS = ("#3e4989", "#f18f01")  # queries blue, keys orange
 TOKEN_COLORS = 10  # the most frequent tokens get a colour each, the rest grey
 
 
-def score_grid(
-    values: np.ndarray,
-    title: str,
-    pick: tuple[int, int] | None = None,
-    presenting: bool = False,
-    zmax: float | None = 1.0,
-    unit: str = "score",
-) -> go.Figure:
-    """One [layer, head] grid of scores (0 to 1 unless zmax is None); the picked head outlined."""
-    figure = go.Figure(
-        go.Heatmap(
-            z=values,
-            zmin=0.0,
-            zmax=zmax,
-            colorscale=scale("sequential", presenting),
-            colorbar=dict(title=unit),
-            hovertemplate="layer %{y}, head %{x}<br>" + unit + " %{z:.3f}<extra></extra>",
-        )
-    )
-    if pick is not None:
-        layer, head = pick
-        figure.add_shape(
-            type="rect",
-            x0=head - 0.5,
-            x1=head + 0.5,
-            y0=layer - 0.5,
-            y1=layer + 0.5,
-            line=dict(color="#d62728", width=3),
-        )
-    figure.update_layout(
-        title=plain(title),
-        xaxis=dict(title="head", dtick=1 if values.shape[1] <= 32 else None),
-        yaxis=dict(title="layer", dtick=1 if values.shape[0] <= 40 else None, autorange="reversed"),
-        height=max(320, min(900, 20 * values.shape[0] + 160)),
-        margin=dict(l=10, r=10, t=60, b=10),
-    )
-    return figure
-
-
 def all_detectors(scores: HeadScores, presenting: bool = False, columns: int = 3) -> go.Figure:
     """Every detector's grid as small multiples on one colour scale from 0 to 1."""
     dets = scores.detectors

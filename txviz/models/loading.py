@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import torch
 
 from txviz.core import capture
-from txviz.core.loaded import LoadedModel, ModelLoadError
+from txviz.core.loaded import PRECISIONS, LoadedModel, ModelLoadError
 
 Progress = Callable[[str], None]
 
@@ -28,6 +28,21 @@ def default_device(device: str = "auto") -> str:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ModelLoadError("CUDA was asked for, but this machine has no CUDA GPU. Use 'cpu'.")
     return device
+
+
+def precisions(device: str) -> tuple[str, ...]:
+    """Weight precisions offered on a device: float16 needs a GPU (PyTorch's CPU kernels for it are
+    slow or missing), bfloat16 runs on both and halves the weights' memory."""
+    return PRECISIONS if device.startswith("cuda") else ("float32", "bfloat16")
+
+
+def check_precision(dtype: str, device: str) -> torch.dtype:
+    """The torch dtype of a precision name, refused clearly where it cannot run."""
+    if dtype not in PRECISIONS:
+        raise ModelLoadError(f"Unknown precision '{dtype}': choose one of {', '.join(PRECISIONS)}.")
+    if dtype not in precisions(device):
+        raise ModelLoadError(f"{dtype} needs a CUDA GPU; on {device} choose float32 or bfloat16.")
+    return getattr(torch, dtype)
 
 
 def detect_kind(config) -> str:
@@ -127,7 +142,7 @@ def hub_error(error: BaseException) -> BaseException | None:
 
 
 def _load_message(source: str, error: Exception) -> str:
-    """What to tell the user, chosen by the type of huggingface_hub's error."""
+    """What to tell the user: by the type of huggingface_hub's error, else by transformers' own words (no typed error)."""
     from huggingface_hub import errors
 
     cause = hub_error(error)
@@ -136,6 +151,25 @@ def _load_message(source: str, error: Exception) -> str:
             f"'{source}' is gated on the Hugging Face Hub: accept its terms there and log in "
             "(`hf auth login`), or give a local folder."
         )
+    text = str(error)
+    if "no file named" in text:
+        return (
+            f"'{source}' holds a config.json but no weights (model.safetensors or pytorch_model.bin): "
+            "save the model's weights into the folder too."
+        )
+    if "does not recognize this architecture" in text:
+        import transformers
+
+        return (
+            f"'{source}' is a model family the installed transformers ({transformers.__version__}) does not "
+            "know: upgrade transformers, or choose a model of a known family (see docs/model-families.md)."
+        )
+    if "custom code" in text or "trust_remote_code" in text:
+        return (
+            f"'{source}' needs its own Python code to load (a remote-code model). txviz loads models with "
+            "trust_remote_code off, so it runs no code that comes with a model; choose a model "
+            "transformers itself knows."
+        )
     if isinstance(cause, errors.RepositoryNotFoundError | errors.HFValidationError):
         return f"'{source}' is neither a known model, a local folder, nor a Hub model. {HUB_ID_HINT}"
     if isinstance(cause, errors.LocalEntryNotFoundError | errors.OfflineModeIsEnabled):
@@ -143,7 +177,6 @@ def _load_message(source: str, error: Exception) -> str:
             f"'{source}' is not in the local cache, and the Hugging Face Hub cannot be reached to "
             f"download it. Download it on a machine with a network, or give a local folder. {HUB_ID_HINT}"
         )
-    text = str(error)
     return f"Could not load '{source}': {text.splitlines()[0] if text else type(error).__name__}"
 
 
@@ -154,11 +187,19 @@ def load_pretrained(
     description: str = "",
     meta: dict | None = None,
     kind: str | None = None,
+    dtype: str = "float32",
     **kwargs,
 ) -> LoadedModel:
-    """Load a model folder or hub id with the capture attention function, in eval mode."""
+    """Load a model folder or hub id with the capture attention function, in eval mode.
+
+    The self-check at load runs in float32 (on the CPU when a reduced ``dtype`` is asked): in
+    bfloat16 two correct attention implementations already differ by several logits on SmolLM2, so
+    only float32 tells a wrong attention from rounding. The weights are reduced after it.
+    """
     import transformers as tf
 
+    reduced = check_precision(dtype, device)
+    home = device if dtype == "float32" else "cpu"
     capture.register()
     kwargs = _hub_options(source) | kwargs
     try:
@@ -172,25 +213,27 @@ def load_pretrained(
             "txviz shows attention, so it has nothing to show here."
         )
     kind = kind or detect_kind(config)
+    auto = _auto_class(kind, config)
+    attention = capture.IMPLEMENTATION
     try:
-        model = _auto_class(kind, config).from_pretrained(
-            source,
-            attn_implementation=capture.IMPLEMENTATION,
-            trust_remote_code=False,
-            dtype=torch.float32,
-            **kwargs,
-        )
-    except ValueError as error:
-        if "attention" in str(error).lower() or "Unrecognized" in str(error):
-            raise ModelLoadError(
-                f"'{source}' ({config.model_type}) does not route attention through transformers' "
-                "attention interface (it may have no attention at all, like a CNN), so txviz "
-                "cannot show its attention."
-            ) from error
-        raise ModelLoadError(_load_message(source, error)) from error
-    except OSError as error:
-        raise ModelLoadError(_load_message(source, error)) from error
-    model.eval().to(device)
+        model = _from_pretrained(auto, source, config, attention, kwargs)
+    except (KeyError, ValueError) as error:  # a family with its own attention code (Falcon, GPT-J...)
+        if isinstance(error, ValueError) and not _about_attention(error):
+            raise ModelLoadError(_load_message(source, error)) from error
+        attention = "eager"
+        model = _from_pretrained(auto, source, config, attention, kwargs)
+    model.eval().to(home)
+    probe = probe_inputs(model, kind, home)
+    gap = 0.0
+    if attention != "eager":
+        recorded = _captured(model, probe)
+        if recorded.attention:
+            gap = self_check(model, probe, _output_of(recorded.output))
+        else:  # it accepted the capture function but never calls it (Bloom, MPNet, DeBERTa-v2)
+            attention = "eager"
+            model = _from_pretrained(auto, source, config, attention, kwargs).eval().to(home)
+    if dtype != "float32":
+        reduce_precision(model, reduced).to(device)
     tokenizer = processor = None
     try:
         if kind == "vision":
@@ -201,7 +244,126 @@ def load_pretrained(
         raise ModelLoadError(
             f"'{source}' has a model but no usable tokenizer or processor: {error}"
         ) from error
-    return LoadedModel(name, kind, model, tokenizer, processor, device, description, meta or {})
+    _check_vocabulary(source, model, tokenizer)
+    return LoadedModel(
+        name, kind, model, tokenizer, processor, device, description, meta or {}, attention, gap, dtype
+    )
+
+
+def reduce_precision(model, dtype: torch.dtype):
+    """``model`` with its parameters in ``dtype``, as ``from_pretrained(dtype=...)`` would load them.
+
+    Parameters only: buffers such as rotary frequencies stay float32 (``model.to(dtype)`` would round
+    them too, moving SmolLM2's bfloat16 logits by 2), and so do the modules the model's class keeps
+    in float32 by transformers' rule: ``_keep_in_fp32_modules`` in float16 (T5's ``wo``),
+    ``_keep_in_fp32_modules_strict`` in both.
+    """
+    keep = set(getattr(model, "_keep_in_fp32_modules_strict", None) or ())
+    if dtype == torch.float16:
+        keep |= set(getattr(model, "_keep_in_fp32_modules", None) or ())
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():  # a tied weight is listed once
+            if parameter.is_floating_point() and not keep & set(name.split(".")):
+                parameter.data = parameter.data.to(dtype)
+    model.config.dtype = dtype
+    return model
+
+
+def _about_attention(error: Exception) -> bool:
+    return "attention" in str(error).lower() or "Unrecognized" in str(error)
+
+
+def _from_pretrained(auto, source: str, config, attention: str, kwargs: dict):
+    """The model of ``source`` with the given attention implementation, float32; load errors for users."""
+    try:
+        return auto.from_pretrained(
+            source, attn_implementation=attention, trust_remote_code=False, dtype=torch.float32, **kwargs
+        )
+    except OSError as error:
+        raise ModelLoadError(_load_message(source, error)) from error
+    except RuntimeError as error:  # transformers' size-mismatch report
+        raise ModelLoadError(
+            f"'{source}': its weights do not match its config.json (a tensor of another shape than the "
+            "config says, e.g. a changed hidden size). Save the config with the weights it belongs to."
+        ) from error
+    except (KeyError, ValueError):
+        if attention != "eager":
+            raise
+        raise ModelLoadError(
+            f"'{source}' ({config.model_type}) cannot be loaded with transformers' eager attention "
+            "either, so txviz cannot show its attention."
+        ) from None
+
+
+def probe_inputs(model, kind: str, device: str) -> dict:
+    """A few tokens (or one small image) to check a freshly loaded model with."""
+    cfg = model.config
+    if kind == "vision":
+        size = getattr(cfg, "image_size", 224)
+        size = size if isinstance(size, int) else size[0]
+        return {"pixel_values": torch.zeros(1, getattr(cfg, "num_channels", 3), size, size, device=device)}
+    vocab = getattr(cfg.get_text_config(), "vocab_size", None) or 8
+    ids = torch.tensor([[i % vocab for i in (5, 7, 11, 13, 17, 19)]], device=device)
+    probe = {"input_ids": ids}
+    if kind == "encoder-decoder":
+        probe["decoder_input_ids"] = ids[:, :3]
+    return probe
+
+
+def _captured(model, probe: dict):
+    """The probe through the capture path, recording weights (the explicit computation, not SDPA)."""
+    from txviz.core.capture import CaptureSettings
+    from txviz.core.running import run
+
+    return run(model, CaptureSettings(record={"weights"}), ("output",), **probe)
+
+
+def _output_of(output) -> torch.Tensor:
+    for name in ("logits", "last_hidden_state"):
+        value = getattr(output, name, None)
+        if value is not None:
+            return value.float()
+    return output[0].float()
+
+
+def self_check(model, probe: dict, ours: torch.Tensor) -> float | None:
+    """Largest gap between ``ours`` (the probe's output through the capture path) and the output with
+    the model's own attention.
+
+    A future transformers release or an unusual model can then never show wrong attention silently.
+    None when the model cannot switch to its own attention to compare.
+    """
+    from txviz.core.running import run
+
+    for own in ("sdpa", "eager"):
+        try:
+            model.set_attn_implementation(own)
+        except (ValueError, KeyError, ImportError):
+            continue
+        try:
+            theirs = _output_of(run(model, outputs=("output",), **probe).output)
+        finally:
+            model.set_attn_implementation(capture.IMPLEMENTATION)
+        return float((ours - theirs).abs().max())
+    return None
+
+
+def _check_vocabulary(source: str, model, tokenizer) -> None:
+    """Refuse a tokenizer that makes ids the model's embedding does not have."""
+    if tokenizer is None:
+        return
+    embedding = model.get_input_embeddings()
+    rows = getattr(embedding, "num_embeddings", None)
+    if rows is None:
+        return
+    ids = [i for i in tokenizer.get_vocab().values() if isinstance(i, int)]
+    largest = max(ids, default=-1)
+    if largest >= rows:
+        raise ModelLoadError(
+            f"'{source}': its tokenizer makes ids up to {largest:,}, but the model's embedding has only "
+            f"{rows:,} rows, so some texts would fail or read the wrong vectors. Use the tokenizer saved "
+            "with this model."
+        )
 
 
 def read_meta(folder: Path) -> dict:

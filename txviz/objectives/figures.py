@@ -5,8 +5,11 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from txviz.figures.axes import margin, ticks
+from txviz.figures.colors import PALETTE, scale
 from txviz.figures.text import plain
 from txviz.objectives.causal import NextTokenObjective
+from txviz.objectives.encoder_tasks import Reading
 from txviz.objectives.masked import MaskedPrediction
 
 LOSS_COLOUR, NO_LOSS_COLOUR = "#d62728", "#c7c7c7"
@@ -73,3 +76,48 @@ def masked_figure(prediction: MaskedPrediction) -> go.Figure:
     figure.update_layout(barmode="overlay")
     title = f"BERT (masked): {n} tokens processed, {len(prediction.masked)} loss terms"
     return _layout(figure, title, labels)
+
+
+def cls_attention_figure(reading: Reading, presenting: bool = False) -> go.Figure:
+    """Where <cls> reads from in every layer and head while the classifier decides."""
+    layers, heads, _ = reading.cls_attention.shape
+    rows = [f"layer {layer}, head {head}" for layer in range(layers) for head in range(heads)]
+    fig = go.Figure(
+        go.Heatmap(
+            z=reading.cls_attention.reshape(layers * heads, -1),
+            zmin=0,
+            zmax=1,
+            colorscale=scale("sequential", presenting),
+            colorbar={"title": "weight"},
+            hovertemplate="%{y} → token %{x}: %{z:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title="The attention of [CLS] (its query row) in every layer and head",
+        xaxis=ticks(reading.tokens),
+        yaxis={**ticks(rows), "autorange": "reversed"},
+        margin=margin(top=50),
+        height=140 + 28 * len(rows),
+    )
+    return fig
+
+
+def word_tags_figure(reading: Reading) -> go.Figure:
+    """The tagger's probability that each word is the wrong one."""
+    words = reading.tokens[1:-1]
+    fig = go.Figure(
+        go.Bar(
+            x=list(range(len(words))),
+            y=reading.wrong_probability,
+            marker={"color": [PALETTE[1] if p > 0.5 else PALETTE[0] for p in reading.wrong_probability]},
+            hovertemplate="%{x}: p(wrong) = %{y:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title="The tagger on each word's output: p(this word is wrong)",
+        xaxis=ticks(words),
+        yaxis={"title": "p(wrong)", "range": [0, 1]},
+        margin=margin(top=50),
+        height=320,
+    )
+    return fig

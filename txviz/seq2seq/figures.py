@@ -8,8 +8,10 @@ from plotly.subplots import make_subplots
 
 from txviz.figures.attention import attention_heatmap, heads_mosaic
 from txviz.figures.axes import margin, ticks
+from txviz.figures.colors import PALETTE, scale
 from txviz.figures.text import plain, plain_all
 from txviz.seq2seq.decoding import DecodeStep, Seq2SeqTrace
+from txviz.seq2seq.parallel import Comparison, OneSource
 
 MARGIN = margin(top=60)
 BAR = "#4c78a8"
@@ -232,3 +234,72 @@ def forcing_figure(comparison) -> go.Figure:
                "autorange": "reversed"},
     )  # fmt: skip
     return figure
+
+
+def parallel_accuracy_figure(comparison: Comparison) -> go.Figure:
+    """Held-out exact match against decoder passes: each parallel refinement, and greedy's one point."""
+    fig = go.Figure()
+    names = {
+        "mask-predict": "Mask-Predict (re-mask the least confident)",
+        "jacobi": "Jacobi (re-predict all)",
+    }
+    for i, (strategy, values) in enumerate(comparison.exact_match.items()):
+        fig.add_trace(
+            go.Scatter(
+                x=list(comparison.passes),
+                y=100 * values,
+                mode="lines+markers",
+                name=plain(names.get(strategy, strategy)),
+                line={"color": PALETTE[i]},
+                hovertemplate="%{x} passes: %{y:.1f}%<extra></extra>",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=[comparison.greedy_passes],
+            y=[100 * comparison.greedy_exact_match],
+            mode="markers",
+            marker={"size": 14, "symbol": "diamond", "color": PALETTE[3]},
+            name="greedy, left to right (one pass per token)",
+            hovertemplate="%{x:.1f} passes: %{y:.1f}%<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=f"Exact match on {comparison.examples} held-out dates against decoder passes",
+        xaxis={"title": "decoder passes", "dtick": 1},
+        yaxis={"title": "exact match (%)", "range": [-2, 102]},
+        margin=MARGIN,
+        height=400,
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return fig
+
+
+def refinement_figure(one: OneSource, presenting: bool = False) -> go.Figure:
+    """The canvas after each parallel pass: each position's token, coloured by its probability."""
+    passes, length = one.confidence.shape
+    text = [
+        [plain(tok) + ("*" if one.masked[k, t] else "") for t, tok in enumerate(one.canvases[k])]
+        for k in range(passes)
+    ]
+    fig = go.Figure(
+        go.Heatmap(
+            z=one.confidence,
+            text=text,
+            texttemplate="%{text}",
+            zmin=0,
+            zmax=1,
+            colorscale=scale("sequential", presenting),
+            colorbar={"title": "p"},
+            hovertemplate="pass %{y}, position %{x}: %{text}, p = %{z:.3f}<extra></extra>",
+            y=list(range(1, passes + 1)),
+        )
+    )
+    fig.update_layout(
+        title="Each pass's tokens (* re-predicted in that pass), coloured by the model's probability",
+        xaxis={"title": "target position", "dtick": 1},
+        yaxis={"title": "pass", "autorange": "reversed", "dtick": 1},
+        margin=MARGIN,
+        height=120 + 40 * passes,
+    )
+    return fig

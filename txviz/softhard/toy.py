@@ -236,6 +236,21 @@ def train(
     )
 
 
+def train_both(
+    config: ToyConfig = ToyConfig(), progress: Callable[[float, str], None] | None = None
+) -> dict[str, TrainedRun]:
+    """Every method in METHODS trained on ``config``; progress(fraction done, what) after each step."""
+    runs = {}
+    for i, method in enumerate(METHODS):
+
+        def report(step: int, total: int, i: int = i, method: str = method) -> None:
+            if progress is not None:
+                progress((i + step / total) / len(METHODS), f"{method}: step {step}")
+
+        runs[method] = train(method, config, progress=report)
+    return runs
+
+
 def _reading(method: str) -> str:
     """How a method reads at test time: soft weights for soft attention, argmax for hard."""
     return "soft" if method == "soft" else "hard"

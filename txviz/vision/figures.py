@@ -13,8 +13,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from txviz.figures.axes import margin, ticks
-from txviz.figures.colors import scale
+from txviz.figures.colors import PALETTE, scale
 from txviz.figures.text import plain, plain_all
+from txviz.vision.curves import Curves
 from txviz.vision.patches import PatchGrid, threshold_mask
 
 MAX_SEQUENCE_PATCHES = 1024  # a longer strip is shown up to here, with a note in the title
@@ -248,4 +249,35 @@ def head_statistics_figure(entropy: np.ndarray, distance: np.ndarray) -> go.Figu
     fig.update_yaxes(title="pixels", row=1, col=1)
     fig.update_yaxes(title="bits", row=1, col=2)
     fig.update_layout(height=380, title="Heads that look locally (small) or globally (large)")
+    return fig
+
+
+def learning_curves_figure(curves: Curves) -> go.Figure:
+    """Held-out accuracy against training images (log axis): each model, then the baselines, dashed."""
+    fig = go.Figure()
+    lines = [(name, values, "solid") for name, values in curves.accuracy.items()]
+    names = {
+        "pixel_logistic_regression": "logistic regression on the 8x8 pixels",
+        "majority": "most common digit",
+    }
+    lines += [(names.get(name, name), values, "dash") for name, values in curves.baselines.items()]
+    for i, (name, values, dash) in enumerate(lines):
+        fig.add_trace(
+            go.Scatter(
+                x=list(curves.sizes),
+                y=100 * np.asarray(values),
+                name=plain(name),
+                mode="lines+markers",
+                line={"dash": dash, "color": PALETTE[i % len(PALETTE)]},
+                hovertemplate="%{x} images: %{y:.1f}%<extra>" + plain(name) + "</extra>",
+            )
+        )
+    fig.update_layout(
+        title=f"Held-out accuracy ({curves.heldout_images} images) against the training images used",
+        xaxis={"type": "log", "title": "training images", "tickvals": list(curves.sizes)},
+        yaxis={"title": "held-out accuracy (%)", "range": [0, 100]},
+        margin=margin(top=60),
+        height=420,
+        legend={"orientation": "h", "y": -0.25},
+    )
     return fig

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from txviz.core.threads import torch_threads
 from txviz.why import paths
-from txviz.why.threads import torch_threads
 
 MAX_STEPS = 64
 

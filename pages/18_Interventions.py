@@ -1,0 +1,309 @@
+"""Interventions: ablate, patch and steer heads, MLPs and the residual stream, and see which parts matter."""
+
+import json
+
+import streamlit as st
+
+from txviz.app import navigation, ui
+from txviz.core import paths
+from txviz.interventions import ablation, export, metrics, patching, runs, steering
+from txviz.interventions import figures as figs
+
+VIEWS = ["Ablate", "Every head", "Patch", "Steer"]
+TEXT = "When Mary and John went to the store, John gave a drink to"
+CORRUPT = "When Mary and John went to the store, Mary gave a drink to"
+POSITIVE = "I love this, it is wonderful\nWhat a great and happy day\nThis is lovely and kind"
+NEGATIVE = "I hate this, it is awful\nWhat a terrible and sad day\nThis is nasty and cruel"
+
+ui.setup_page(
+    "Interventions",
+    "If this head were gone, what would change? Ablate a head, an MLP or an attention edge and read the "
+    "next-token metric before and after; patch activations from a clean prompt into a corrupted one to "
+    "find where the answer is carried (Meng et al. 2022; Wang et al. 2022), beside the gradient estimate "
+    "(Nanda 2023); steer generation along a direction between two sets of prompts (Turner et al. 2023; "
+    "Rimsky et al. 2024). Every change is made per call: the shared model is never touched.",
+    share=("model", "text", "answer", "wrong", "metric", "target", "iv_layer", "iv_head", "mode", "iv_view"),
+)
+
+name = ui.model_picker(kinds=("decoder",), default="smollm2")
+loaded = ui.load_model(name, kinds=("decoder",))
+device = loaded.device
+
+
+@ui.cached(max_entries=16)
+def cached_ablation(loaded, text, kind, answer, wrong, parts, mode, reference, edges, view):
+    metric = metrics.make_metric(loaded, kind, answer, wrong)
+    return ablation.ablate(loaded, text, metric, parts, mode, reference, edges, view)
+
+
+@ui.cached(max_entries=4, spinner="Ablating every head and MLP, one per batch row...")
+def cached_sweep(loaded, text, kind, answer, wrong, mode, reference):
+    return ablation.sweep(loaded, text, metrics.make_metric(loaded, kind, answer, wrong), mode, reference)
+
+
+@ui.cached(max_entries=4, spinner="Patching every layer, position, head and MLP...")
+def cached_patch(loaded, clean, corrupt, kind, answer, wrong):
+    return patching.patch(loaded, clean, corrupt, metrics.make_metric(loaded, kind, answer, wrong))
+
+
+@ui.cached(max_entries=8, spinner="Generating with and without the steering vector...")
+def cached_steer(loaded, positive, negative, layer, prompt, strength, max_new):
+    found = steering.direction(loaded, positive, negative, layer)
+    return found.norm, steering.steered_pair(loaded, prompt, found, strength, max_new)
+
+
+def metric_inputs(text: str, key: str = "") -> tuple[str, str, str]:
+    """The metric's kind and answers; the metric is checked (and its notice shown) here. With no
+    answer given (a "test this head" link), the model's own likeliest next token is scored."""
+    kinds = list(metrics.KINDS)
+    a, b, c = st.columns(3)
+    kind = a.selectbox(
+        "Metric",
+        kinds,
+        index=kinds.index(ui.link_value("metric", kinds[0], kinds)),
+        format_func=metrics.LABELS.get,
+        key=f"metric{key}",
+    )
+    answer = b.text_input(
+        "Answer (next token)", ui.link_value("answer", " Mary"), key=f"answer{key}", max_chars=80
+    )
+    if not answer and kind != "logit_difference":
+        with ui.user_errors():
+            answer = runs.top_next_token(loaded, text)
+        st.info(f"No answer given: scoring the model's own likeliest next token {answer!r}.")
+    wrong = ""
+    if kind == "logit_difference":
+        wrong = c.text_input("Wrong answer", ui.link_value("wrong", " John"), key=f"wrong{key}", max_chars=80)
+    with ui.user_errors():
+        metric = metrics.make_metric(loaded, kind, answer, wrong)
+    if metric.notice:
+        st.info(metric.notice)
+    return kind, answer, wrong
+
+
+def script_download(script: str, key: str) -> None:
+    with st.expander("Export: a Python script that reproduces these numbers"):
+        st.code(script, language="python")
+        st.download_button("Download the script", script, f"{key}.py", "text/x-python", key=f"{key}_script")
+
+
+def int_input(label: str, key: str, count: int, column=st) -> int:
+    return int(column.number_input(label, 0, count - 1, ui.link_value(key, 0, range(count)), key=key))
+
+
+tab = st.tabs(VIEWS, key="iv_view", on_change="rerun", default=ui.link_value("iv_view", VIEWS[0], VIEWS))
+ablate_tab, sweep_tab, patch_tab, steer_tab = tab
+
+if ablate_tab.open:
+    with ablate_tab:
+        text = ui.text_input("Prompt", TEXT)
+        kind, answer, wrong = metric_inputs(text)
+        targets = ["head", "MLP", "attention edge"]
+        left, middle, right = st.columns(3)
+        target = left.selectbox(
+            "Ablate", targets, index=targets.index(ui.link_value("target", "head", targets)), key="target"
+        )
+        layer = int_input("Layer", "iv_layer", loaded.n_layers, middle)
+        modes = list(ablation.MODES)
+        mode = right.selectbox(
+            "By", modes, index=modes.index(ui.link_value("mode", "zero", modes)), key="mode"
+        )
+        reference, parts, edges, head = "", (), (), 0
+        if target == "head":
+            head = int_input("Head", "iv_head", loaded.n_heads, middle)
+            parts = (ablation.Component("head", layer, head),)
+        elif target == "MLP":
+            parts = (ablation.Component("mlp", layer),)
+        else:
+            with ui.user_errors():
+                tokens = runs.prompt_tokens(loaded, text)
+            q, k = st.columns(2)
+            query = q.selectbox(
+                "From query token",
+                range(len(tokens)),
+                len(tokens) - 1,
+                format_func=lambda i: f"{i}: {tokens[i]}",
+                key="edge_query",
+            )
+            key_pos = k.selectbox(
+                "To key token", range(query + 1), 0, format_func=lambda i: f"{i}: {tokens[i]}", key="edge_key"
+            )
+            cut = st.multiselect("Cut it in layers", range(loaded.n_layers), [layer], key="edge_layers")
+            edges = (ablation.Edge(int(query), int(key_pos), tuple(int(x) for x in cut)),)
+        if target != "attention edge" and mode != "zero":
+            reference = st.text_input(
+                "Reference text (mean: averaged over its tokens; resample: same positions, at least as long)",
+                CORRUPT
+                if mode == "resample"
+                else "The weather was mild and the streets were quiet that day.",
+                key="reference",
+                max_chars=2000,
+            )
+        view_layer = min(layer + 1, loaded.n_layers - 1) if target != "attention edge" else layer
+        view = (view_layer, head)
+        with ui.user_errors():
+            result = cached_ablation(loaded, text, kind, answer, wrong, parts, mode, reference, edges, view)
+        a, b, c = st.columns(3)
+        a.metric(f"{result.metric.label}: before", f"{result.before:.3f}")
+        b.metric("after", f"{result.after:.3f}", f"{result.change:+.3f}")
+        c.metric("Top next token after", result.top_after)
+        before, after = result.candidates.probs
+        ui.show_figure(
+            figs.before_after_bars(result.candidates.tokens, before, after, "Likeliest next tokens"),
+            key="iv_bars",
+        )
+        ui.show_figure(
+            figs.attention_change(
+                result.attention_before,
+                result.attention_after,
+                result.tokens,
+                f"Attention of layer {view[0]}, head {view[1]}",
+                ui.presenting(),
+            ),
+            key="iv_attention",
+        )
+        script_download(
+            export.ablation_script(
+                name, device, text, result.metric, answer, wrong, parts, mode, reference, edges
+            ),
+            "ablation",
+        )
+
+if sweep_tab.open:
+    with sweep_tab:
+        text = st.text_area("Prompt", TEXT, key="sweep_text", max_chars=2000)
+        kind, answer, wrong = metric_inputs(text, "_sweep")
+        mode = st.selectbox("Ablate each by", list(ablation.MODES), key="sweep_mode")
+        reference = ""
+        if mode != "zero":
+            reference = st.text_input("Reference text", CORRUPT, key="sweep_reference", max_chars=2000)
+        if st.toggle(
+            f"Ablate all {loaded.n_layers * loaded.n_heads} heads and {loaded.n_layers} MLPs", key="sweep_go"
+        ):
+            with ui.user_errors():
+                swept = cached_sweep(loaded, text, kind, answer, wrong, mode, reference)
+            st.caption(
+                f"{swept.metric.label} = {swept.base:.3f} with nothing ablated; {swept.seconds:.1f} s."
+            )
+            ui.show_figure(
+                figs.layer_head_grid(
+                    swept.heads,
+                    "Change of the metric when each head is ablated alone",
+                    "change",
+                    presenting=ui.presenting(),
+                ),
+                key="sweep_heads",
+            )
+            ui.show_figure(
+                figs.layer_bars(swept.mlp, "Change when each MLP is ablated alone", "change"), key="sweep_mlp"
+            )
+            script_download(
+                export.sweep_script(name, device, text, swept.metric, answer, wrong, mode, reference), "sweep"
+            )
+
+if patch_tab.open:
+    with patch_tab:
+        left, right = st.columns(2)
+        clean = left.text_area("Clean prompt", TEXT, key="clean", max_chars=2000)
+        corrupt = right.text_area(
+            "Corrupted prompt (same number of tokens)", CORRUPT, key="corrupt", max_chars=2000
+        )
+        kind, answer, wrong = metric_inputs(clean, "_patch")
+        if st.toggle("Patch every layer, position, head and MLP", key="patch_go"):
+            with ui.user_errors():
+                result = cached_patch(loaded, clean, corrupt, kind, answer, wrong)
+            st.caption(
+                f"{result.metric.label}: clean {result.clean_value:.3f}, corrupted {result.corrupt_value:.3f}. "
+                f"Recovered fraction: 0 is the corrupted run, 1 the clean one. {result.seconds:.1f} s."
+            )
+            rows = patching.row_names(loaded.n_layers)
+            exact, estimate = st.columns(2)
+            with exact:
+                ui.show_figure(
+                    figs.layer_position_grid(
+                        result.residual,
+                        result.tokens,
+                        "Residual stream, exact",
+                        row_names=rows,
+                        presenting=ui.presenting(),
+                    ),
+                    key="patch_resid",
+                )
+            with estimate:
+                ui.show_figure(
+                    figs.layer_position_grid(
+                        result.estimate.residual,
+                        result.tokens,
+                        f"Attribution estimate (rank correlation {result.residual_rho:.2f})",
+                        row_names=rows,
+                        presenting=ui.presenting(),
+                    ),
+                    key="patch_resid_est",
+                )
+            exact, estimate = st.columns(2)
+            with exact:
+                ui.show_figure(
+                    figs.layer_head_grid(result.heads, "Heads, exact", presenting=ui.presenting()),
+                    key="patch_heads",
+                )
+            with estimate:
+                ui.show_figure(
+                    figs.layer_head_grid(
+                        result.estimate.heads,
+                        f"Attribution estimate (rank correlation {result.heads_rho:.2f})",
+                        presenting=ui.presenting(),
+                    ),
+                    key="patch_heads_est",
+                )
+            ui.show_figure(figs.layer_bars(result.mlp, "MLPs, exact"), key="patch_mlp")
+            st.caption(
+                "The estimate is a forward of each prompt and one backward: gradient x (clean - corrupted) at every point "
+                "(Nanda 2023). Where the rank correlation is low, trust the exact grid."
+            )
+            pick_layer, pick_head = st.columns(2)
+            layer = int_input("Open layer", "patch_layer", loaded.n_layers, pick_layer)
+            head = int_input("head", "patch_head", loaded.n_heads, pick_head)
+            st.page_link(
+                navigation.feature_page(paths.PAGES / "2_Attention_Explorer.py"),
+                label=f"Open layer {layer}, head {head} in the Attention Explorer",
+                icon=":material/open_in_new:",
+                query_params={
+                    k: json.dumps(v) for k, v in dict(model=name, text=clean, layer=layer, head=head).items()
+                },
+            )
+            script_download(
+                export.patching_script(name, device, clean, corrupt, result.metric, answer, wrong), "patching"
+            )
+
+if steer_tab.open:
+    with steer_tab:
+        left, right = st.columns(2)
+        positive = steering.prompt_lines(
+            left.text_area("Steer towards (one prompt per line)", POSITIVE, key="positive", max_chars=4000)
+        )
+        negative = steering.prompt_lines(
+            right.text_area("Away from (one prompt per line)", NEGATIVE, key="negative", max_chars=4000)
+        )
+        prompt = st.text_input(
+            "Prompt to continue", "I think the movie was", key="steer_prompt", max_chars=2000
+        )
+        a, b, c = st.columns(3)
+        layer = int(a.number_input("Layer", 0, loaded.n_layers - 1, loaded.n_layers // 3, key="steer_layer"))
+        strength = b.slider("Strength", -10.0, 10.0, 4.0, 0.5, key="strength")
+        max_new = int(c.number_input("New tokens", 1, 64, 24, key="steer_new"))
+        with ui.user_errors():
+            norm, (plain, steered) = cached_steer(
+                loaded, tuple(positive), tuple(negative), layer, prompt, strength, max_new
+            )
+        unsteered_col, steered_col = st.columns(2)
+        unsteered_col.caption("Unsteered")
+        unsteered_col.code(prompt + plain, language=None, wrap_lines=True)
+        steered_col.caption(f"Steered: + {strength:g} x direction (norm {norm:.2f}) after layer {layer}")
+        steered_col.code(prompt + steered, language=None, wrap_lines=True)
+        st.caption(
+            "Greedy decoding through the same generation loop as Live Generation, with and without the vector."
+        )
+        script_download(
+            export.steering_script(name, device, positive, negative, layer, prompt, strength, max_new),
+            "steering",
+        )

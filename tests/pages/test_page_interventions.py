@@ -1,0 +1,112 @@
+"""The Interventions page under AppTest: every tab's widgets moved, bad input, links in and out."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qs
+
+from conftest import ROOT
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(ROOT / "pages" / "18_Interventions.py")
+TIMEOUT = 600  # SmolLM2 on a shared CPU: a sweep is 300 batch rows
+CLEAN, CORRUPT = "Mary gave it to", "John gave it to"  # four tokens each keep the grids quick
+
+
+def fresh(state: dict | None = None, **params) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params.update({k: json.dumps(v) for k, v in params.items()})
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def ok(at: AppTest) -> None:
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_ablating_a_head_an_mlp_and_an_edge(smollm2):
+    at = fresh()
+    ok(at)
+    assert [m.label for m in at.metric][1] == "after"
+    at.number_input(key="iv_layer").set_value(3).run()
+    at.number_input(key="iv_head").set_value(4).run()
+    ok(at)
+    assert at.query_params["iv_layer"] == "3"
+    at.selectbox(key="mode").set_value("mean").run()
+    ok(at)
+    at.selectbox(key="target").set_value("MLP").run()
+    ok(at)
+    at.selectbox(key="target").set_value("attention edge").run()
+    ok(at)
+    at.selectbox(key="metric").set_value("probability").run()
+    ok(at)
+    assert "print(json.dumps" in at.code[-1].value  # the exported script
+
+
+def test_bad_input_speaks_to_the_user(smollm2):
+    at = fresh()
+    at.text_input(key="answer").set_value(" Mary Ann").run()
+    assert not at.exception
+    assert any("first token" in i.value for i in at.info)
+    at.text_input(key="answer").set_value("").run()
+    assert not at.exception and any("empty" in e.value for e in at.error)
+    at = fresh()
+    at.text_area(key="text").set_value("   ").run()
+    assert not at.exception and any("empty" in w.value for w in at.warning)
+
+
+def test_a_test_this_head_link_opens_the_head_ablated(smollm2):
+    at = fresh(
+        model="smollm2",
+        text="The capital of France is",
+        answer=" Paris",
+        target="head",
+        iv_layer=2,
+        iv_head=5,
+    )
+    ok(at)
+    assert (at.number_input(key="iv_layer").value, at.number_input(key="iv_head").value) == (2, 5)
+    assert at.text_area(key="text").value == "The capital of France is"
+
+
+def test_patching_and_sweep_tabs(smollm2):
+    at = fresh({"iv_view": "Patch", "clean": CLEAN, "corrupt": CORRUPT, "patch_go": True})
+    ok(at)
+    assert any("rank correlation" in c.value for c in at.caption)
+    (link,) = at.get("page_link")
+    assert link.proto.page.endswith("Attention_Explorer")
+    assert json.loads(parse_qs(link.proto.query_string)["text"][0]) == CLEAN
+    at.text_area(key="corrupt").set_value("John gave it to the").run()
+    assert not at.exception and any("same number of tokens" in e.value for e in at.error)
+
+
+def test_sweep_and_steer_tabs(smollm2):
+    at = fresh({"iv_view": "Every head", "sweep_text": CLEAN, "sweep_go": True})
+    ok(at)
+    assert any("with nothing ablated" in c.value for c in at.caption)
+    at = fresh({"iv_view": "Steer", "steer_new": 4, "strength": 0.0})
+    ok(at)
+    plain, steered = at.code[0].value, at.code[1].value
+    assert plain == steered  # strength 0 is the plain run
+    at.slider(key="strength").set_value(8.0).run()
+    ok(at)
+
+
+def test_head_detectors_link_opens_this_page_with_the_head_ablated(smollm2):
+    detectors = AppTest.from_file(str(ROOT / "pages" / "16_Head_Detectors.py"), default_timeout=TIMEOUT)
+    detectors.query_params["model"] = json.dumps("smollm2")
+    detectors.session_state["rep_n"], detectors.session_state["rep_len"] = 1, 6
+    detectors.session_state["pick_layer"], detectors.session_state["pick_head"] = 4, 2
+    detectors.run()
+    assert not detectors.exception
+    (link,) = [p for p in detectors.get("page_link") if p.proto.page.endswith("Interventions")]
+    params = {k: v[0] for k, v in parse_qs(link.proto.query_string).items()}
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params.update(params)
+    at.run()
+    ok(at)
+    assert (at.number_input(key="iv_layer").value, at.number_input(key="iv_head").value) == (4, 2)
+    assert at.selectbox(key="metric").value == "log_probability"
+    assert any("likeliest next token" in i.value for i in at.info)  # no answer in the link: the model's own

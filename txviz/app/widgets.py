@@ -1,0 +1,123 @@
+"""Widgets several pages share: the layer-and-head picker, clickable head grids, a corpus input,
+figures side by side, and a progress bar around a slow call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import streamlit as st
+
+from txviz.app import ui
+from txviz.figures import grids
+from txviz.heads import corpus
+
+T = TypeVar("T")
+Progress = Callable[[float, str], None]  # (fraction done, what is happening)
+CORPUS_SOURCES = ("Shipped examples", "Your text", "Upload a .txt corpus")
+
+
+def index_picker(label: str, count: int, key: str, default: int = 0, widget: str = "slider", where=st) -> int:
+    """One layer or head number in [0, count): a slider (or number box), a caption when there is one.
+
+    Its value comes, in order, from this session (a grid click or an earlier choice, kept in range when
+    the model changes), a shared link, then ``default``. A slider cannot span a single value, so a
+    model with one layer or one head gets a caption instead.
+    """
+    if count <= 1:
+        st.session_state[key] = 0  # the link and a later model with more layers read it
+        where.caption(f"{label} 0 (the only one)")
+        return 0
+    if key in st.session_state:  # set by this session: keep it in range, pass no value (it would clash)
+        st.session_state[key] = min(max(int(st.session_state[key]), 0), count - 1)
+        value = {}
+    else:
+        value = {"value": ui.link_value(key, min(max(default, 0), count - 1), range(count))}
+    make = where.slider if widget == "slider" else where.number_input
+    return int(make(label, 0, count - 1, key=key, **value))
+
+
+def layer_head_picker(
+    n_layers: int,
+    n_heads: int,
+    keys: tuple[str, str] = ("layer", "head"),
+    default: tuple[int, int] = (0, 0),
+    widget: str = "slider",
+    columns: Sequence[Any] | None = None,
+    labels: tuple[str, str] = ("Layer", "Head"),
+) -> tuple[int, int]:
+    """A layer and a head, side by side (or in the given two columns); see index_picker."""
+    left, right = columns if columns is not None else st.columns(2)
+    layer = index_picker(labels[0], n_layers, keys[0], default[0], widget, left)
+    head = index_picker(labels[1], n_heads, keys[1], default[1], widget, right)
+    return layer, head
+
+
+def pick_from_grid(chart_key: str, keys: tuple[str, str]) -> None:
+    """A grid's click callback: the clicked cell becomes the picker's layer and head."""
+    event = st.session_state.get(chart_key) or {}
+    picked = grids.picked_head(event.get("selection"))
+    if picked is not None:
+        st.session_state[keys[0]], st.session_state[keys[1]] = picked
+
+
+def head_grid(chart, key: str, keys: tuple[str, str] = ("layer", "head")) -> None:
+    """A clickable [layer, head] grid (grids.head_grid): a click picks that head in the picker of ``keys``."""
+    st.altair_chart(
+        chart,
+        width="stretch",
+        key=key,
+        on_select=lambda: pick_from_grid(key, keys),
+        selection_mode=grids.PICK,
+    )
+    ui.export_menu(chart, key)
+
+
+def side_by_side(
+    figures: Sequence[Any], keys: Sequence[str] | None = None, widths: Sequence[int] | None = None
+) -> None:
+    """Figures in columns of the page, one each (equal widths unless given)."""
+    columns = st.columns(list(widths) if widths else len(figures))
+    for i, (column, figure) in enumerate(zip(columns, figures, strict=True)):
+        with column:
+            ui.show_figure(figure, key=keys[i] if keys else None)
+
+
+def with_progress(label: str, work: Callable[[Progress], T]) -> T:
+    """``work(progress)`` under a progress bar that it moves; bad input shows as a message."""
+    bar = st.progress(0.0, label)
+    try:
+        with ui.user_errors():
+            return work(lambda done, text=label: bar.progress(min(max(float(done), 0.0), 1.0), text))
+    finally:
+        bar.empty()
+
+
+def corpus_input(
+    prefix: str, default_text: str, upload: bool = True, max_texts: int = 8, label: str = "Texts"
+) -> corpus.Corpus:
+    """Passages to run on: the shipped examples, typed text (blank lines part passages) or a .txt file.
+
+    Widget keys are ``{prefix}_source``, ``{prefix}_text`` and ``{prefix}_upload``.
+    """
+    sources = list(CORPUS_SOURCES if upload else CORPUS_SOURCES[:2])
+    source = st.radio(label, sources, horizontal=True, key=f"{prefix}_source")
+    if source == "Your text":
+        typed = st.text_area(
+            "Your text (blank lines separate passages)",
+            default_text,
+            key=f"{prefix}_text",
+            max_chars=ui.max_text_chars(),
+        )
+        with ui.user_errors():
+            texts = corpus.from_text(typed, max_texts=max_texts)
+    elif source == CORPUS_SOURCES[2]:
+        file = st.file_uploader("A UTF-8 .txt file", type=["txt"], key=f"{prefix}_upload")
+        if file is None:
+            st.info("Choose a .txt file: its paragraphs are the passages.")
+            st.stop()
+        with ui.user_errors():
+            texts = corpus.from_text(ui.decode_upload(ui.checked_upload(file), file.name))
+    else:
+        texts = corpus.default_corpus()
+    return texts

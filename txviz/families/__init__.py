@@ -1,0 +1,1 @@
+"""Tiny random models of many Hugging Face families, and what each txviz feature does with them."""

@@ -1,0 +1,78 @@
+"""Prompts as the interventions read them, and one forward through the front door with edits."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+
+import torch
+
+from txviz.core.capture import CaptureSettings
+from txviz.core.errors import UserError
+from txviz.core.running import Run, run
+from txviz.core.tokens import readable_tokens
+from txviz.core.tracing import encode
+from txviz.interventions.metrics import require_next_token
+from txviz.models import LoadedModel
+
+MAX_TOKENS = 256  # a sweep runs one row per head: 270 rows of this many tokens on SmolLM2
+
+
+def prompt_ids(loaded: LoadedModel, text: str, role: str = "prompt") -> list[int]:
+    """Token ids of a prompt; a clear error when it is empty or too long."""
+    require_next_token(loaded)
+    if not text or not text.strip():
+        raise UserError(f"The {role} is empty: type a few words for the model to continue.")
+    encoded = encode(loaded, text, MAX_TOKENS)
+    if encoded.notice:
+        raise UserError(f"The {role} is too long: {encoded.notice} Interventions read at most {MAX_TOKENS}.")
+    return encoded.ids
+
+
+def prompt_tokens(loaded: LoadedModel, text: str) -> tuple[str, ...]:
+    """The readable tokens of a prompt, as the interventions read it."""
+    return tokens_of(loaded, prompt_ids(loaded, text))
+
+
+def tokens_of(loaded: LoadedModel, ids: Sequence[int]) -> tuple[str, ...]:
+    return readable_tokens(loaded.tokenizer, list(ids))[0]
+
+
+def _last_logits_only(model) -> dict:
+    """Ask for the last position's logits only, when the model can: the metric reads nothing else."""
+    return {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
+
+
+def forward(
+    loaded: LoadedModel,
+    ids: torch.Tensor,  # (B, T)
+    interventions: Sequence = (),
+    record: frozenset[str] = frozenset(),
+    stages: frozenset[str] = frozenset(),
+    grad: bool = False,
+) -> Run:
+    """One pass under the given interventions; ``run.logits`` is (B, 1, V) at the last position."""
+    settings = CaptureSettings(record=record, stages=stages, interventions=tuple(interventions))
+    return run(
+        loaded.model,
+        settings,
+        ("logits",),
+        grad=grad,
+        input_ids=ids.to(loaded.device),
+        **_last_logits_only(loaded.model),
+    )
+
+
+def top_next_token(loaded: LoadedModel, text: str) -> str:
+    """The model's own likeliest next token after ``text``, as text (an answer to score)."""
+    logits = forward(loaded, repeated(prompt_ids(loaded, text), 1)).logits[0, -1]
+    return loaded.tokenizer.decode([int(logits.argmax())])
+
+
+def repeated(ids: Sequence[int], rows: int) -> torch.Tensor:
+    """The same prompt in ``rows`` batch rows: one intervention per row."""
+    return torch.tensor([list(ids)], dtype=torch.long).repeat(rows, 1)
+
+
+def chunks(items: list, size: int) -> list[list]:
+    return [items[i : i + size] for i in range(0, len(items), max(1, size))]

@@ -1,0 +1,90 @@
+"""Steering by activation addition (Turner et al. 2023) with a contrastive direction (Rimsky et al. 2024).
+
+The direction is the difference of the mean residual streams of two sets of prompts after one
+layer, read at each prompt's last token; generation adds ``strength`` times it to the stream after
+that layer at every position, through the same per-call interventions as ablation and patching.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from txviz.core.errors import UserError
+from txviz.core.interventions import Steer
+from txviz.generation.loop import GenerationRequest, generate
+from txviz.generation.sampling import SamplingSettings
+from txviz.interventions.runs import forward, prompt_ids, repeated
+from txviz.models import LoadedModel
+
+MAX_PROMPTS = 32  # per side: each is one forward
+
+
+def prompt_lines(text: str) -> list[str]:
+    """One prompt per non-empty line."""
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+@dataclass(frozen=True, eq=False)
+class Direction:
+    """mean(stream | positive) - mean(stream | negative) after block ``layer``, at the last token."""
+
+    layer: int
+    vector: torch.Tensor  # (D,)
+    n_positive: int
+    n_negative: int
+
+    @property
+    def norm(self) -> float:
+        return float(self.vector.norm())
+
+    def steer(self, strength: float) -> Steer:
+        return Steer("resid", self.layer, vector=self.vector, strength=float(strength))
+
+
+def last_stream(loaded: LoadedModel, text: str, layer: int) -> torch.Tensor:
+    """The residual stream after block ``layer`` at the prompt's last token, (D,)."""
+    result = forward(loaded, repeated(prompt_ids(loaded, text), 1), stages=frozenset({"resid"}))
+    return result.stage_output("resid", layer)[0, -1].float().cpu()
+
+
+def direction(loaded: LoadedModel, positive: Sequence[str], negative: Sequence[str], layer: int) -> Direction:
+    """The steering direction of two prompt sets at ``layer``."""
+    if not 0 <= layer < loaded.n_layers:
+        raise UserError(f"{loaded.name} has layers 0 to {loaded.n_layers - 1}; there is no layer {layer}.")
+    for side, prompts in (("first", positive), ("second", negative)):
+        if not prompts:
+            raise UserError(f"The {side} set of prompts is empty: write at least one prompt, one per line.")
+        if len(prompts) > MAX_PROMPTS:
+            raise UserError(f"The {side} set has {len(prompts)} prompts; use at most {MAX_PROMPTS}.")
+    means = [
+        torch.stack([last_stream(loaded, t, layer) for t in prompts]).mean(0)
+        for prompts in (positive, negative)
+    ]
+    return Direction(layer, means[0] - means[1], len(positive), len(negative))
+
+
+def continuation(
+    loaded: LoadedModel, prompt: str, max_new_tokens: int = 30, interventions: tuple = (), seed: int = 0
+) -> str:
+    """Greedy continuation of ``prompt`` under ``interventions`` (the shared generation loop)."""
+    request = GenerationRequest(
+        prompt,
+        max_new_tokens,
+        SamplingSettings(seed=seed),
+        record_attention=False,
+        top_candidates=1,
+        interventions=interventions,
+    )
+    steps = list(generate(loaded, request))
+    return steps[-1].text if steps else ""
+
+
+def steered_pair(
+    loaded: LoadedModel, prompt: str, found: Direction, strength: float, max_new_tokens: int = 30
+) -> tuple[str, str]:
+    """(unsteered, steered) greedy continuations of the same prompt."""
+    plain = continuation(loaded, prompt, max_new_tokens)
+    return plain, continuation(loaded, prompt, max_new_tokens, (found.steer(strength),))

@@ -1,0 +1,156 @@
+"""N txviz replicas on loopback ports behind HAProxy with cookie-sticky sessions, on one machine.
+
+`python -m txviz.serving.replicas --replicas 2` (or `make serve-replicas N=2`) starts N
+`streamlit run app.py` processes on 127.0.0.1, waits for their health checks, then runs HAProxy
+with deploy/haproxy.cfg's settings and one server line per replica, until interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from txviz.core.paths import ROOT
+
+CONFIG = ROOT / "deploy" / "haproxy.cfg"
+START_TIMEOUT_S = 120.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def loopback_config(replica_ports: list[int], port: int, template: str | None = None) -> str:
+    """deploy/haproxy.cfg bound to 127.0.0.1:port, its servers replaced by replicas on loopback."""
+    lines = []
+    for line in (template or CONFIG.read_text()).splitlines():
+        words = line.split()
+        if words[:1] == ["server"]:
+            continue
+        if words[:1] == ["bind"]:
+            line = f"    bind 127.0.0.1:{port}"
+        lines.append(line)
+    lines += [
+        f"    server replica{i} 127.0.0.1:{p} check cookie replica{i}"
+        for i, p in enumerate(replica_ports, start=1)
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def wait_until(check, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} did not happen within {timeout_s:.0f} s")
+        time.sleep(0.5)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # a loaded machine can be slow to shut down
+            process.kill()
+            process.wait()
+
+
+@dataclass
+class Cluster:
+    """The running replicas and balancer: its URL, each replica's process by server name."""
+
+    url: str
+    replicas: dict[str, subprocess.Popen]
+    balancer: subprocess.Popen
+    folder: Path
+    stopped: set[str] = field(default_factory=set)
+
+    def stop_replica(self, name: str) -> None:
+        """Stop one replica (its sessions are lost; the balancer's health check takes it out)."""
+        _stop(self.replicas[name])
+        self.stopped.add(name)
+
+
+@contextlib.contextmanager
+def cluster(n: int, port: int | None = None, log_folder: Path | None = None) -> Iterator[Cluster]:
+    """N replicas and the balancer on 127.0.0.1 while the block runs; everything stops after it."""
+    if shutil.which("haproxy") is None:
+        raise RuntimeError("haproxy is not installed: apt-get install -y haproxy")
+    folder = Path(log_folder or tempfile.mkdtemp(prefix="txviz-replicas-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    ports = [free_port() for _ in range(n)]
+    port = port or free_port()
+    processes: list[subprocess.Popen] = []
+    try:
+        replicas = {}
+        for i, replica_port in enumerate(ports, start=1):
+            command = [
+                sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(replica_port),
+                "--server.address", "127.0.0.1", "--server.headless", "true",
+            ]  # fmt: skip
+            log = open(folder / f"replica{i}.log", "w")  # noqa: SIM115 - open while the process runs
+            replicas[f"replica{i}"] = subprocess.Popen(
+                command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
+            )
+            processes.append(replicas[f"replica{i}"])
+        for replica_port in ports:
+            wait_until(
+                lambda p=replica_port: healthy(f"http://127.0.0.1:{p}"), START_TIMEOUT_S, "a replica start"
+            )
+        config = folder / "haproxy.cfg"
+        config.write_text(loopback_config(ports, port))
+        check = subprocess.run(["haproxy", "-c", "-q", "-f", str(config)], capture_output=True, text=True)
+        if check.returncode:
+            raise RuntimeError(f"haproxy refused {config}: {check.stderr or check.stdout}")
+        log = open(folder / "haproxy.log", "w")  # noqa: SIM115
+        balancer = subprocess.Popen(
+            ["haproxy", "-db", "-f", str(config)], stdout=log, stderr=subprocess.STDOUT
+        )
+        processes.append(balancer)
+        url = f"http://127.0.0.1:{port}"
+        wait_until(lambda: healthy(url), 30, "the balancer start")
+        yield Cluster(url, replicas, balancer, folder)
+    finally:
+        for process in reversed(processes):
+            _stop(process)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m txviz.serving.replicas", description=__doc__)
+    parser.add_argument("--replicas", type=int, default=2)
+    parser.add_argument("--port", type=int, default=8080, help="the balancer's port on 127.0.0.1")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so `finally` stops every process
+    with cluster(max(1, args.replicas), args.port) as running:
+        print(
+            f"{len(running.replicas)} replicas behind {running.url} (logs in {running.folder}); Ctrl-C stops"
+        )
+        with contextlib.suppress(KeyboardInterrupt):
+            while all(p.poll() is None for p in [running.balancer, *running.replicas.values()]):
+                time.sleep(1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
