@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from txviz.app import serving, ui
+from txviz.app import explain_view, serving, ui
 from txviz.generation import figures
 from txviz.generation.batching import Waiting
 from txviz.generation.loop import (
@@ -149,6 +149,7 @@ ended = "stopped" if run["stopped"] else "ended: end of sequence" if steps[-1].f
 show_text(prompt, steps)
 show_stats(steps, run["device"], f"{run['model']}, {ended}. {len(prompt)} prompt tokens.")
 tokens = sequence_tokens(prompt, steps)
+explain_view.step_scores_strip(steps, st.session_state.get("gen_step", len(steps) - 1))
 
 st.subheader("Replay a step")
 index = st.slider("Step", 0, len(steps) - 1, len(steps) - 1, key="gen_step") if len(steps) > 1 else 0
@@ -170,3 +171,5 @@ with whole:
 with cache:
     ui.show_figure(figures.kv_cache_growth(steps, current=index), key="kv_growth")
     ui.show_figure(figures.kv_cache_per_layer(step), key="kv_layers")
+
+explain_view.inspector(loaded, run["model"], prompt, steps, index, layer, head)

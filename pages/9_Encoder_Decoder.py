@@ -3,6 +3,9 @@
 import streamlit as st
 
 from txviz.app import ui, widgets
+from txviz.explain import figures as explain_figs
+from txviz.explain.methods import METHODS
+from txviz.explain.seq2seq import attribute_source
 from txviz.selfattention import figures as sa_figs
 from txviz.selfattention import toy as ta
 from txviz.seq2seq import arithmetic, parallel, teacher
@@ -30,6 +33,12 @@ ui.setup_page(
 def run(loaded, source: str, method: str, beams: int, steps: int):
     """The decoding and its attention."""
     return decode(loaded, source, method=method, beams=beams, max_new_tokens=steps)
+
+
+@ui.cached(max_entries=32, spinner="Attributing the step to the source...")
+def source_attribution(loaded, source: str, method: str, beams: int, steps: int, step: int, attribution: str):
+    """One decoding step's attribution to the source tokens, beside its cross-attention."""
+    return attribute_source(loaded, source, run(loaded, source, method, beams, steps), step, attribution)
 
 
 with st.sidebar:
@@ -103,6 +112,21 @@ if decode_tab.open:
                     for text, score in trace.steps[step].beams
                 ],
                 width="stretch",
+            )
+
+        if st.toggle("Why this token? Attribution to the source", key="explain_source"):
+            explain_method = st.radio(
+                "Attribution", list(METHODS), format_func=METHODS.get, key="explain_method", horizontal=True
+            )
+            with ui.user_errors():
+                explained = source_attribution(loaded, source, method, beams, max_steps, step, explain_method)
+            ui.show_figure(
+                explain_figs.source_attribution_figure(explained, METHODS[explain_method]),
+                key="explain_source_fig",
+            )
+            st.caption(
+                "Does the step depend on the source tokens its cross-attention reads? Attribution is a share of "
+                "its total magnitude (negative: that token lowers the chosen token's log-probability)."
             )
 
         with st.expander("Every layer and head of this attention kind"):

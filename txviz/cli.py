@@ -1,4 +1,5 @@
-"""Command line: `python -m txviz trace|lens|patch|ablate|bench|train|models ...` for scripts, exports and benchmarks."""
+"""Command line: `python -m txviz trace|lens|explain|patch|ablate|bench|train|models ...` for scripts, exports and
+benchmarks."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import txviz.bench
 import txviz.training
+from txviz.explain import command as explain_command
 from txviz.figures import export
 from txviz.heads import command as heads_command
 from txviz.interventions import command as interventions_command
@@ -171,6 +173,11 @@ def build_parser() -> argparse.ArgumentParser:
     families = sub.add_parser("families", help="check every feature on tiny models of many families")
     families.add_argument("--out", default="docs/model-families.md")
     heads_command.add_arguments(sub.add_parser("heads", help="every head's detector scores as .npz"))
+    sub.add_parser(
+        "explain",
+        parents=[explain_command.options()],
+        help="every generated token's attribution, attention and lens as .npz",
+    )
     interventions_command.add_patch_arguments(
         sub.add_parser("patch", help="activation patching grids (exact and attribution) as .npz")
     )
@@ -198,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         return families_command(args)
     if args.command == "heads":
         return heads_command.run(args)
+    if args.command == "explain":
+        return explain_command.run(args)
     if args.command == "patch":
         return interventions_command.run_patch(args)
     if args.command == "ablate":

@@ -758,6 +758,51 @@ def _():
     return vectors_heatmap(RNG.random((len(TOKENS), 4)), TOKENS, BOLD, "v"), HOSTILE
 
 
+# --- explain ---------------------------------------------------------------------------------------
+@case("explain.figures.measures_heatmap")
+def _():
+    from txviz.explain.figures import measures_heatmap
+
+    measures = {BOLD: RNG.random(len(TOKENS)) - 0.5, LINK: RNG.random(len(TOKENS))}
+    return measures_heatmap(TOKENS, measures, ENTITY), HOSTILE
+
+
+@case("explain.figures.correlation_heatmap")
+def _():
+    from txviz.explain.figures import correlation_heatmap
+
+    return correlation_heatmap(HOSTILE, np.eye(3)), HOSTILE
+
+
+@case("explain.figures.lens_figure")
+def _():
+    from txviz.explain.figures import lens_figure
+    from txviz.explain.step import StepLens
+
+    n = len(TOKENS)
+    lens = StepLens(1, np.arange(n), RNG.random(n), np.arange(n), RNG.random(n), TOKENS)
+    return lens_figure(lens, BOLD), HOSTILE
+
+
+@case("explain.figures.step_scores_strip")
+def _():
+    from txviz.explain.figures import step_scores_strip
+    from txviz.explain.scores import StepScores
+
+    n = len(TOKENS)
+    return step_scores_strip(StepScores(*RNG.random((4, n))), TOKENS, current=1), HOSTILE
+
+
+@case("explain.figures.source_attribution_figure")
+def _():
+    from txviz.explain.figures import source_attribution_figure
+    from txviz.explain.seq2seq import SourceAttribution
+
+    n = len(TOKENS)
+    attribution = SourceAttribution(0, TOKENS, RNG.random(n), RNG.random(n), "gradient", LINK)
+    return source_attribution_figure(attribution, ENTITY), HOSTILE
+
+
 # --- interventions ---------------------------------------------------------------------------------
 def interventions_figures():
     from txviz.interventions import figures

@@ -29,7 +29,7 @@ class Lens:
     top_ids: np.ndarray  # (N + 1, T) int64
     top_probs: np.ndarray  # (N + 1, T) float32
     top_tokens: tuple[tuple[str, ...], ...]  # (N + 1) x T readable top tokens
-    final_rank: np.ndarray  # (N + 1, T): rank (0 = top) of the model's final choice at each layer
+    final_rank: np.ndarray  # (N + 1, T): rank (0 = top) of the model's final choice (or the targets)
     final_prob: np.ndarray  # (N + 1, T): its probability at each layer
 
 
@@ -52,12 +52,17 @@ def _head(loaded: LoadedModel, run: BlockRun):
 
 
 @torch.no_grad()
-def logit_lens(loaded: LoadedModel, run: BlockRun, positions: slice = slice(None)) -> Lens:
+def logit_lens(
+    loaded: LoadedModel, run: BlockRun, positions: slice = slice(None), targets: np.ndarray | None = None
+) -> Lens:
     """Lens of the run's decoder stream at ``positions``. Each layer goes through the same modules
-    the model's last layer went through, one layer at a time, so the last row is the model's output."""
+    the model's last layer went through, one layer at a time, so the last row is the model's output.
+
+    ``final_rank`` and ``final_prob`` follow ``targets`` (one token id per position, e.g. a sampled
+    token) when given, else the model's own final choice."""
     norm, head, bias = _head(loaded, run)
     stack = run.stack("decoder")
-    final = torch.tensor(run.top_ids[positions])
+    final = torch.tensor(run.top_ids[positions] if targets is None else np.asarray(targets), dtype=torch.long)
     ids, probs, ranks, chosen = [], [], [], []
     for row in stack.hidden:
         # (1, T, D) as the model's own call had it: in its weights' precision (the stream is kept float32)

@@ -7,6 +7,7 @@ The stream between blocks is the model's own ``output_hidden_states``; the stage
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,9 +97,18 @@ def run_text(
 ) -> BlockRun:
     """The residual stream of ``text`` through every block, with the asked ``stages`` recorded."""
     require_kind(loaded, ("encoder", "decoder", "encoder-decoder"), "show the residual stream of a text")
-    layout = cached_layout(loaded.model)
     encoded = encode(loaded, text, max_tokens)
-    ids = torch.tensor([encoded.ids], device=loaded.device)
+    return run_ids(loaded, encoded.ids, stages, encoded.notice)
+
+
+def run_ids(
+    loaded: LoadedModel, token_ids: Sequence[int], stages: frozenset[str] = frozenset(), notice: str = ""
+) -> BlockRun:
+    """The residual stream of the token ids as given (a generation's ids, which need not survive
+    decoding and re-encoding), with the asked ``stages`` recorded."""
+    require_kind(loaded, ("encoder", "decoder", "encoder-decoder"), "show the residual stream of tokens")
+    layout = cached_layout(loaded.model)
+    ids = torch.tensor([list(token_ids)], device=loaded.device)
     kinds = frozenset(stages) | {"final_norm"}
     inputs = {"input_ids": ids}
     if loaded.kind == "encoder-decoder":
@@ -118,9 +128,9 @@ def run_text(
         if stack.name == "decoder" and loaded.kind == "encoder-decoder":
             stack_ids, states = inputs["decoder_input_ids"][0].tolist(), out.decoder_hidden_states
         elif stack.name == "encoder" and loaded.kind == "encoder-decoder":
-            stack_ids, states = encoded.ids, out.encoder_hidden_states
+            stack_ids, states = list(token_ids), out.encoder_hidden_states
         else:
-            stack_ids, states = encoded.ids, out.hidden_states
+            stack_ids, states = list(token_ids), out.hidden_states
         pre_final = final_in.input if final_in is not None and stack.name == "decoder" else None
         tokens, _ = readable_tokens(loaded.tokenizer, stack_ids)
         runs.append(
@@ -138,9 +148,7 @@ def run_text(
         probs = torch.softmax(out.logits[0].float(), dim=-1)
         best = probs.max(dim=-1)
         top_ids, top_probs = best.indices.cpu().numpy(), best.values.cpu().numpy()
-    return BlockRun(
-        loaded.name, layout, tuple(runs), final, top_ids, top_probs, encoded.notice, frozenset(stages)
-    )
+    return BlockRun(loaded.name, layout, tuple(runs), final, top_ids, top_probs, notice, frozenset(stages))
 
 
 def read_only(run: BlockRun) -> BlockRun:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from txviz.core.attention import entropy as shannon_entropy
 from txviz.core.candidates import Candidates, top_candidates
 from txviz.core.capture import CaptureSettings
 from txviz.core.errors import UserError, require_kind
@@ -69,6 +70,7 @@ class GenerationStep:
     kv_bytes: tuple[int, ...]  # bytes of keys and values, per layer, after this step
     elapsed_s: float  # since generation started, prompt included
     finished: bool = False  # the model emitted an end-of-sequence token
+    entropy: float = float("nan")  # nats, of the model's own distribution over the whole vocabulary
 
     @property
     def query_position(self) -> int:
@@ -213,6 +215,8 @@ def make_step(
         kv_bytes=kv[1],
         elapsed_s=elapsed_s,
         finished=finished,
+        # The whole distribution is at hand only here; the candidates keep its top few.
+        entropy=float(shannon_entropy(choice.before)),
     )
 
 

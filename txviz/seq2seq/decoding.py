@@ -92,6 +92,17 @@ def _start_and_end(loaded: LoadedModel) -> tuple[int, set[int]]:
     return int(start), {int(e) for e in ends if e is not None}
 
 
+def decoder_start_id(loaded: LoadedModel) -> int:
+    """The token the decoder starts from (target token 0 of every decoding)."""
+    return _start_and_end(loaded)[0]
+
+
+def banned_ids(loaded: LoadedModel) -> list[int]:
+    """Tokens decoding never chooses (their probability is renormalised away)."""
+    start, ends = _start_and_end(loaded)
+    return _banned(loaded, start, ends)
+
+
 def _banned(loaded: LoadedModel, start: int, ends: set[int]) -> list[int]:
     """Tokens never chosen: padding and the start token (Marian never generates pad)."""
     banned = {loaded.tokenizer.pad_token_id, start} - ends - {None}
