@@ -1,4 +1,4 @@
-"""The textbook tabs of issue 19 in a real browser: each draws its figure with no exception box."""
+"""The textbook tabs in a real browser: each draws its figure with no exception box."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ TABS = [
     ("pages/1_Self_Attention.py", "Shuffle the tokens"),
     ("pages/1_Self_Attention.py", "Additive (Bahdanau)"),
     ("pages/1_Self_Attention.py", "Linear attention"),
+    ("pages/1_Self_Attention.py", "Several heads"),
     ("pages/3_Positional_Encoding.py", "Learned (MiniLM)"),
     ("pages/3_Positional_Encoding.py", "X + P"),
     ("pages/3_Positional_Encoding.py", "Relative (Shaw)"),
@@ -18,6 +19,10 @@ TABS = [
     ("pages/5_Masking_Patterns.py", "GPT vs BERT objectives"),
     ("pages/9_Encoder_Decoder.py", "Cross-attention arithmetic"),
     ("pages/9_Encoder_Decoder.py", "Teacher forcing"),
+    ("pages/9_Encoder_Decoder.py", "All positions at once"),
+    ("pages/5_Masking_Patterns.py", "Using the encoder"),
+    ("pages/11_Transformer_Block.py", "Mixture of experts"),
+    ("pages/14_Why_Attention.py", "Path length"),
 ]
 
 
