@@ -1,0 +1,190 @@
+"""The whole-document overview: every layer's attention folded, query block by query block, into
+pooled maps, per-head summaries, sentence maps and the attention each token receives.
+
+Nothing here holds a layer's full maps: the fold sees one block of queries at a time (see
+txviz.core.capture.Reduction), so memory grows with one block and the fixed-size summaries, and
+time with the attention itself.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from txviz.core.capture import CaptureSettings, Reduction
+from txviz.core.errors import require_kind
+from txviz.core.running import run
+from txviz.core.tokens import readable_tokens
+from txviz.core.tracing import TEXT_KINDS, encode
+from txviz.longdoc.spans import Spans, spans
+from txviz.models import LoadedModel
+
+TILES = 256  # a pooled map is at most this many tiles a side: about what a screen shows
+CHUNK = 256  # queries per block: SmolLM2 at 4,096 tokens holds 9 x 256 x 4,096 floats (38 MB) a block
+SINK_TOKENS = 4  # attention sinks sit on the first few tokens (Xiao et al. 2023)
+LOCAL_WINDOW = 32  # "local" attention: keys within this many positions of the query
+LENGTHS = (512, 1024, 2048, 4096, 8192)  # the longest inputs offered; capped by the model's context
+SUMMARIES = ("sink", "distance", "entropy", "local")
+
+
+def tile_size(n_tokens: int, tiles: int | None = None) -> int:
+    """Tokens per tile side so a map of n_tokens fits in tiles x tiles (TILES unless given)."""
+    return max(1, -(-n_tokens // (tiles or TILES)))
+
+
+@dataclass(frozen=True)
+class Fold:
+    """Folds one layer's query blocks into its summaries (the Reduction's reduce function)."""
+
+    n_tokens: int
+    tile: int
+    sentence_of: torch.Tensor  # long (T,)
+    n_sentences: int
+    sink: int = SINK_TOKENS
+    window: int = LOCAL_WINDOW
+
+    def start(self, heads: int) -> dict[str, torch.Tensor]:
+        side = -(-self.n_tokens // self.tile)
+        zeros = lambda *shape: torch.zeros(heads, *shape)  # noqa: E731
+        return {
+            "pooled_sum": zeros(side, side),
+            "pooled_max": zeros(side, side),
+            **{name: zeros() for name in SUMMARIES},
+            "received": zeros(self.n_tokens),
+            "sentences": zeros(self.n_sentences, self.n_sentences),
+        }
+
+    def __call__(self, state, weights: torch.Tensor, first: int) -> dict[str, torch.Tensor]:
+        w = weights[0]  # (H, C, K'): queries first.., keys 0..K'-1
+        heads, rows, width = w.shape
+        state = state or self.start(heads)
+        self._pool(state, w, first)
+        query = torch.arange(first, first + rows, dtype=w.dtype)
+        state["sink"] += w[..., : self.sink].sum(dim=(-1, -2))
+        state["entropy"] += torch.special.entr(w).sum(dim=(-1, -2))
+        # sum_k w |q - k| = q * sum_k w - sum_k w k + 2 sum_{k > q} w (k - q); only keys past
+        # ``first`` can lie after a query, so the last term reads a narrow slice for causal blocks.
+        moments = w @ torch.stack([torch.ones(width), torch.arange(width, dtype=w.dtype)], dim=1)
+        after = (torch.arange(first, width, dtype=w.dtype)[None, :] - query[:, None]).clamp_(min=0)
+        state["distance"] += (query * moments[..., 0] - moments[..., 1]).sum(-1)
+        state["distance"] += 2 * (w[..., first:] * after).sum(dim=(-1, -2))
+        low, high = max(0, first - self.window), min(width, first + rows + self.window)
+        near = (torch.arange(low, high)[None, :] - query[:, None]).abs() <= self.window
+        state["local"] += (w[..., low:high] * near).sum(dim=(-1, -2))
+        state["received"][:, :width] += w.sum(dim=-2)
+        self._sentences(state, w, first)
+        return state
+
+    def _pool(self, state, w: torch.Tensor, first: int) -> None:
+        """Tile sums and maxima; blocks start on tile edges, ragged edges padded with zeros."""
+        heads, rows, width = w.shape
+        t = self.tile
+        pad_rows, pad_cols = -rows % t, -width % t
+        if pad_rows or pad_cols:
+            w = torch.nn.functional.pad(w, (0, pad_cols, 0, pad_rows))
+        tiles = w.view(heads, w.shape[1] // t, t, w.shape[2] // t, t)
+        top, n_rows, n_cols = first // t, w.shape[1] // t, w.shape[2] // t
+        state["pooled_sum"][:, top : top + n_rows, :n_cols] += tiles.sum(dim=(2, 4))
+        state["pooled_max"][:, top : top + n_rows, :n_cols] = tiles.amax(dim=(2, 4))
+
+    def _sentences(self, state, w: torch.Tensor, first: int) -> None:
+        """Weights summed over each sentence's queries and keys: rows first, then keys."""
+        heads, rows, width = w.shape
+        of_row = self.sentence_of[first : first + rows]
+        low = int(of_row[0])
+        by_rows = torch.zeros(heads, int(of_row[-1]) - low + 1, width).index_add_(1, of_row - low, w)
+        by_both = torch.zeros(heads, by_rows.shape[1], self.n_sentences)
+        by_both.index_add_(2, self.sentence_of[:width], by_rows)
+        state["sentences"][:, low : low + by_rows.shape[1]] += by_both
+
+
+@dataclass(frozen=True, eq=False)
+class Overview:
+    """A document's attention, every layer and head, reduced to what a screen can show."""
+
+    model_name: str
+    tokens: tuple[str, ...]  # readable tokens
+    offsets: tuple[tuple[int, int], ...]  # characters of each token in the text
+    layer_names: tuple[str, ...]
+    tile: int  # tokens per tile side of the pooled maps
+    pooled_mean: np.ndarray  # [layer, head, tiles, tiles] mean weight in each tile
+    pooled_max: np.ndarray  # [layer, head, tiles, tiles] largest weight in each tile
+    sink: np.ndarray  # [layer, head] mean over queries of the weight on the first SINK_TOKENS keys
+    distance: np.ndarray  # [layer, head] mean over queries of the expected |query - key|
+    entropy: np.ndarray  # [layer, head] mean over queries of the row's entropy (nats)
+    local: np.ndarray  # [layer, head] mean over queries of the weight within LOCAL_WINDOW
+    received: np.ndarray  # [layer, head, T] mean weight a key gets from the queries that see it
+    sentences: np.ndarray  # [layer, head, S, S] mean over a sentence's queries of the weight on each sentence
+    spans: Spans
+    causal: bool
+    notice: str = ""
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def n_layers(self) -> int:
+        return self.sink.shape[0]
+
+    @property
+    def n_heads(self) -> int:
+        return self.sink.shape[1]
+
+
+def input_limit(loaded: LoadedModel, asked: int) -> int:
+    """The longest input read: what the user asked, never past the model's context."""
+    return min(asked, loaded.n_ctx)
+
+
+def lengths(loaded: LoadedModel) -> list[int]:
+    """The longest-input choices this model allows (its own context when that is shorter)."""
+    return [n for n in LENGTHS if n <= loaded.n_ctx] or [loaded.n_ctx]
+
+
+def model_inputs(loaded: LoadedModel, ids: list[int]) -> dict:
+    """Input ids and, where the model allows, only the last position's logits (4,096 x 49,152
+    floats would be 800 MB)."""
+    inputs = {"input_ids": torch.tensor([ids], device=loaded.device)}
+    if "logits_to_keep" in inspect.signature(loaded.model.forward).parameters:
+        inputs["logits_to_keep"] = 1
+    return inputs
+
+
+def overview(loaded: LoadedModel, text: str, max_tokens: int = 4096, chunk: int = CHUNK) -> Overview:
+    """Every layer and head of ``text`` in one pass, each layer's attention reduced as it is computed."""
+    require_kind(loaded, TEXT_KINDS, "read a long document")
+    encoded = encode(loaded, text, input_limit(loaded, max_tokens))
+    n = len(encoded.ids)
+    found = spans(text, encoded.offsets)
+    tile = tile_size(n)
+    fold = Fold(n, tile, torch.from_numpy(found.of_token), found.n)
+    block = tile * max(1, chunk // tile)  # blocks start on tile edges
+    settings = CaptureSettings(reduction=Reduction(fold, chunk=block))
+    result = run(loaded.model, settings, **model_inputs(loaded, encoded.ids))
+    names = tuple(result.attention)
+    states = [result.attention[name][-1].reduced for name in names]
+    stack = lambda key: torch.stack([s[key] for s in states]).numpy()  # noqa: E731
+    causal = result.attention[names[0]][-1].is_causal
+    side = -(-n // tile)
+    cells = np.minimum(tile, n - tile * np.arange(side)).astype(np.float32)
+    seen_by = (n - np.arange(n)) if causal else np.full(n, n)  # queries that can see each key
+    sizes = found.sizes().astype(np.float32)
+    return Overview(
+        model_name=loaded.name,
+        tokens=readable_tokens(loaded.tokenizer, encoded.ids)[0],
+        offsets=tuple(encoded.offsets),
+        layer_names=names,
+        tile=tile,
+        pooled_mean=stack("pooled_sum") / (cells[:, None] * cells[None, :]),
+        pooled_max=stack("pooled_max"),
+        **{name: stack(name) / n for name in SUMMARIES},
+        received=(stack("received") / seen_by).astype(np.float32),
+        sentences=stack("sentences") / sizes[:, None],
+        spans=found,
+        causal=causal,
+        notice=encoded.notice,
+    )
