@@ -8,9 +8,9 @@ from txviz.core.capture import CaptureSettings, Reduction
 from txviz.core.running import run
 
 
-def collect(state, weights, first):
+def collect(state, block):
     """A fold that keeps every block (only a test on a tiny model may keep whole maps)."""
-    return [*(state or []), (first, weights.clone())]
+    return [*(state or []), (block.first, block.weights.clone())]
 
 
 def stitched(blocks, n_key):

@@ -44,18 +44,26 @@ MaskFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 @dataclass(frozen=True)
+class Block:
+    """One block of queries of one attention call, as a Reduction sees it."""
+
+    first: int  # position of the block's first query
+    weights: torch.Tensor  # (B, H, C, K'): queries first..first+C-1; a causal block has K' = first + C keys
+    scores: torch.Tensor  # (B, H, C, K') before normalising, -inf where masked
+
+
+@dataclass(frozen=True)
 class Reduction:
     """Attention weights folded into a small summary while they are computed, then dropped.
 
     Queries are taken ``chunk`` at a time: each block's scores, weights and output are computed,
-    ``reduce(state, weights, first)`` folds the block's weights (B, H, C, K') of query positions
-    first..first+C-1 into the state (None before the first block), and the block is dropped. A causal
-    block sees keys 0..K'-1 only (K' = first + C): later keys get no attention. The last state is
-    the call's ``AttentionRecord.reduced``. Peak memory is one block, never a whole map; the output
-    equals the plain forward's.
+    ``reduce(state, block)`` folds the Block into the state (None before the first block), and the
+    block is dropped. A causal block sees keys 0..first+C-1 only: later keys get no attention. The
+    last state is the call's ``AttentionRecord.reduced``. Peak memory is one block, never a whole
+    map; the output equals the plain forward's.
     """
 
-    reduce: Callable[[Any, torch.Tensor, int], Any]
+    reduce: Callable[[Any, Block], Any]
     chunk: int = 256  # queries per block: a block holds B x H x chunk x K weights
     modules: frozenset[str] | None = None  # attention modules to reduce (None: all); others run SDPA
     rows: tuple[int, int] | None = None  # only query positions [start, stop): SDPA gives the output
@@ -311,7 +319,7 @@ def _reduced(
         last = min(first + reduction.chunk, stop)
         rows = slice(first - offset, last - offset)
         width = last if causal else n_key  # a causal query sees no later key
-        scores = torch.matmul(query[:, :, rows], key[:, :, :width].transpose(2, 3)).float() * scale
+        scores = torch.matmul(query[:, :, rows] * scale, key[:, :, :width].transpose(2, 3)).float()
         if attention_mask is not None:
             mask = attention_mask[..., rows if attention_mask.shape[-2] > 1 else slice(None), :width]
             if mask.dtype == torch.bool:
@@ -329,8 +337,11 @@ def _reduced(
         if knockouts:
             kept = interventions.knockout_mask(knockouts, scores.shape[1], n_query, n_key, scores.device)
             scores = scores.masked_fill_(~kept[:, rows, :width], float("-inf"))
-        weights = (settings.normalize or softmax)(scores)
-        state = reduction.reduce(state, weights, first)
+        if settings.normalize is None and causal and attention_mask is None:
+            weights = torch.softmax(scores, dim=-1)  # every causal row sees its own key: no empty row
+        else:
+            weights = (settings.normalize or softmax)(scores)
+        state = reduction.reduce(state, Block(first, weights, scores))
         if reduction.rows is None:
             output[:, :, rows] = torch.matmul(weights.to(value.dtype), value[:, :, :width])
         del scores, weights

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from txviz.core.capture import CaptureSettings, Reduction
+from txviz.core.capture import Block, CaptureSettings, Reduction
 from txviz.core.errors import UserError, require_kind
 from txviz.core.layouts import cached_layout
 from txviz.core.running import run
@@ -33,8 +33,8 @@ class Rows:
     notice: str = ""
 
 
-def _keep(state, weights: torch.Tensor, first: int) -> list:
-    return [*(state or []), weights[0].clone()]
+def _keep(state, block: Block) -> list:
+    return [*(state or []), block.weights[0].clone()]
 
 
 def checked_region(start: int, stop: int, n_tokens: int) -> tuple[int, int, str]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from txviz.core.capture import CaptureSettings, Reduction
+from txviz.core.capture import Block, CaptureSettings, Reduction
 from txviz.core.errors import require_kind
 from txviz.core.running import run
 from txviz.core.tokens import readable_tokens
@@ -37,7 +37,14 @@ def tile_size(n_tokens: int, tiles: int | None = None) -> int:
 
 @dataclass(frozen=True)
 class Fold:
-    """Folds one layer's query blocks into its summaries (the Reduction's reduce function)."""
+    """Folds one layer's query blocks into its summaries (the Reduction's reduce function).
+
+    Each block is read a handful of times, never copied: one matrix product sums rows into tiles
+    and sentences and columns into what each key receives; one sums each row against positions
+    (distance); one max over key tiles gives the pooled maxima and each row's largest weight; the
+    entropy comes from the scores (H = logsumexp(s) - sum p s, logsumexp(s) = max s - log max p),
+    so no logarithm of the whole block is taken.
+    """
 
     n_tokens: int
     tile: int
@@ -57,48 +64,67 @@ class Fold:
             "sentences": zeros(self.n_sentences, self.n_sentences),
         }
 
-    def __call__(self, state, weights: torch.Tensor, first: int) -> dict[str, torch.Tensor]:
-        w = weights[0]  # (H, C, K'): queries first.., keys 0..K'-1
+    def __call__(self, state, block: Block) -> dict[str, torch.Tensor]:
+        w, s, first = block.weights[0], block.scores[0], block.first  # (H, C, K'), queries first..
         heads, rows, width = w.shape
         state = state or self.start(heads)
-        self._pool(state, w, first)
         query = torch.arange(first, first + rows, dtype=w.dtype)
-        state["sink"] += w[..., : self.sink].sum(dim=(-1, -2))
-        state["entropy"] += torch.special.entr(w).sum(dim=(-1, -2))
-        # sum_k w |q - k| = q * sum_k w - sum_k w k + 2 sum_{k > q} w (k - q); only keys past
-        # ``first`` can lie after a query, so the last term reads a narrow slice for causal blocks.
+        t = self.tile
+        # rows summed into tiles and sentences, and columns (one product reads the block once)
+        of_row = self.sentence_of[first : first + rows]
+        low = int(of_row[0])
+        n_tiles, n_sent = -(-rows // t), int(of_row[-1]) - low + 1
+        gather = torch.zeros(n_tiles + n_sent + 1, rows)
+        gather[torch.arange(rows) // t, torch.arange(rows)] = 1.0
+        gather[n_tiles + of_row - low, torch.arange(rows)] = 1.0
+        gather[-1] = 1.0
+        summed = gather @ w  # (H, tiles + sentences + 1, K')
+        top = first // t
+        state["pooled_sum"][:, top : top + n_tiles, : -(-width // t)] += self._columns(
+            summed[:, :n_tiles], "sum"
+        )
+        by_sentence = torch.zeros(heads, n_sent, self.n_sentences)
+        by_sentence.index_add_(2, self.sentence_of[:width], summed[:, n_tiles:-1])
+        state["sentences"][:, low : low + n_sent] += by_sentence
+        state["received"][:, :width] += summed[:, -1]
+        # each row against positions: sum_k w |q - k| = q sum_k w - sum_k w k + 2 sum_{k > q} w (k - q)
         moments = w @ torch.stack([torch.ones(width), torch.arange(width, dtype=w.dtype)], dim=1)
         after = (torch.arange(first, width, dtype=w.dtype)[None, :] - query[:, None]).clamp_(min=0)
         state["distance"] += (query * moments[..., 0] - moments[..., 1]).sum(-1)
         state["distance"] += 2 * (w[..., first:] * after).sum(dim=(-1, -2))
-        low, high = max(0, first - self.window), min(width, first + rows + self.window)
-        near = (torch.arange(low, high)[None, :] - query[:, None]).abs() <= self.window
-        state["local"] += (w[..., low:high] * near).sum(dim=(-1, -2))
-        state["received"][:, :width] += w.sum(dim=-2)
-        self._sentences(state, w, first)
+        # tile maxima: keys first (the block's contiguous axis), then rows
+        row_tiles = self._columns(w, "amax")  # (H, C, key tiles)
+        pad = n_tiles * t - rows
+        padded = torch.nn.functional.pad(row_tiles, (0, 0, 0, pad)) if pad else row_tiles
+        state["pooled_max"][:, top : top + n_tiles, : row_tiles.shape[-1]] = padded.unflatten(
+            1, (n_tiles, t)
+        ).amax(2)
+        state["entropy"] += self._entropy(w, s, row_tiles.amax(-1), first).sum(-1)
+        state["sink"] += w[..., : self.sink].sum(dim=(-1, -2))
+        near_low, near_high = max(0, first - self.window), min(width, first + rows + self.window)
+        near = (torch.arange(near_low, near_high)[None, :] - query[:, None]).abs() <= self.window
+        state["local"] += (w[..., near_low:near_high] * near).sum(dim=(-1, -2))
         return state
 
-    def _pool(self, state, w: torch.Tensor, first: int) -> None:
-        """Tile sums and maxima; blocks start on tile edges, ragged edges padded with zeros."""
-        heads, rows, width = w.shape
-        t = self.tile
-        pad_rows, pad_cols = -rows % t, -width % t
-        if pad_rows or pad_cols:
-            w = torch.nn.functional.pad(w, (0, pad_cols, 0, pad_rows))
-        tiles = w.view(heads, w.shape[1] // t, t, w.shape[2] // t, t)
-        top, n_rows, n_cols = first // t, w.shape[1] // t, w.shape[2] // t
-        state["pooled_sum"][:, top : top + n_rows, :n_cols] += tiles.sum(dim=(2, 4))
-        state["pooled_max"][:, top : top + n_rows, :n_cols] = tiles.amax(dim=(2, 4))
+    def _columns(self, x: torch.Tensor, how: str) -> torch.Tensor:
+        """(..., K') -> (..., ceil(K'/t)) summed or maxed over key tiles, without copying x."""
+        t, width = self.tile, x.shape[-1]
+        whole = width // t * t
+        out = getattr(x[..., :whole].unflatten(-1, (whole // t, t)), how)(-1)
+        if whole < width:  # a ragged last tile
+            out = torch.cat([out, getattr(x[..., whole:], how)(-1, keepdim=True)], dim=-1)
+        return out
 
-    def _sentences(self, state, w: torch.Tensor, first: int) -> None:
-        """Weights summed over each sentence's queries and keys: rows first, then keys."""
-        heads, rows, width = w.shape
-        of_row = self.sentence_of[first : first + rows]
-        low = int(of_row[0])
-        by_rows = torch.zeros(heads, int(of_row[-1]) - low + 1, width).index_add_(1, of_row - low, w)
-        by_both = torch.zeros(heads, by_rows.shape[1], self.n_sentences)
-        by_both.index_add_(2, self.sentence_of[:width], by_rows)
-        state["sentences"][:, low : low + by_rows.shape[1]] += by_both
+    @staticmethod
+    def _entropy(w: torch.Tensor, s: torch.Tensor, largest: torch.Tensor, first: int) -> torch.Tensor:
+        """Each row's entropy -sum p log p = logsumexp(s) - sum p s, with logsumexp(s) = max s - log max p."""
+        lse = s.amax(-1) - largest.log()
+        # masked scores are -inf with weight 0: only the diagonal square of a causal block has them
+        dot = torch.linalg.vecdot(w[..., :first], s[..., :first])
+        if not torch.isfinite(dot).all():  # a mask before the diagonal (padding, an extra mask)
+            dot = (w[..., :first] * s[..., :first]).nan_to_num_(0.0, 0.0, 0.0).sum(-1)
+        dot += (w[..., first:] * s[..., first:]).nan_to_num_(0.0, 0.0, 0.0).sum(-1)
+        return lse - dot
 
 
 @dataclass(frozen=True, eq=False)
