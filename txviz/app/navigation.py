@@ -27,6 +27,7 @@ ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
     "Query_Key_Space": ":material/scatter_plot:",
     "Why_Attention": ":material/compare_arrows:",
     "Entailment": ":material/rule:",
+    "Long_Documents": ":material/article:",
 }
 
 
