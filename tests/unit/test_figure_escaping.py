@@ -78,6 +78,7 @@ NO_TEXT = {  # builders that take no token or user text at all (numbers and fixe
     "captioning.figures.canvas_figure",  # its words are the model's ten digit words, escaped anyway
     "captioning.figures.scores_figure",
     "captioning.figures.word_attention_figure",
+    "longdoc.figures.summaries_figure",  # the four summary names and numbers only
 }
 
 
@@ -755,6 +756,42 @@ def _():
     from txviz.entailment.figures import vectors_heatmap
 
     return vectors_heatmap(RNG.random((len(TOKENS), 4)), TOKENS, BOLD, "v"), HOSTILE
+
+
+# --- long documents -------------------------------------------------------------------------------
+def longdoc_figures():
+    from txviz.longdoc import figures
+
+    return figures
+
+
+@case("longdoc.figures.pooled_figure")
+def _():
+    return longdoc_figures().pooled_figure(RNG.random((4, 4)), 16, title=BOLD + LINK + ENTITY), HOSTILE
+
+
+@case("longdoc.figures.span_figure")
+def _():
+    labels = [f"{i} · {t}" for i, t in enumerate(TOKENS)]
+    return longdoc_figures().span_figure(weights(4, 4), labels, title=BOLD), HOSTILE
+
+
+@case("longdoc.figures.sinks_figure")
+def _():
+    return longdoc_figures().sinks_figure(RNG.random(4), TOKENS, top=4), HOSTILE
+
+
+@case("longdoc.figures.rows_figure")
+def _():
+    figure = longdoc_figures().rows_figure(
+        weights(2, 4), [1, 2], [0, 1, 2, 3], TOKENS[1:3], TOKENS, TOKENS[:2], TOKENS, title=BOLD
+    )
+    return figure, HOSTILE
+
+
+@case("longdoc.figures.row_profile_figure")
+def _():
+    return longdoc_figures().row_profile_figure(RNG.random(4), TOKENS, 1, 3), HOSTILE
 
 
 def test_every_figure_builder_is_checked_or_listed_as_showing_no_text():
