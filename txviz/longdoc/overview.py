@@ -23,7 +23,10 @@ from txviz.longdoc.spans import Spans, spans
 from txviz.models import LoadedModel
 
 TILES = 256  # a pooled map is at most this many tiles a side: about what a screen shows
-CHUNK = 256  # queries per block: SmolLM2 at 4,096 tokens holds 9 x 256 x 4,096 floats (38 MB) a block
+# Floats in one block of queries (64 MB): SmolLM2 at 4,096 tokens takes 448 queries a block. Fewer,
+# larger blocks mean fewer operations, and on a busy machine each operation's start costs more than
+# its arithmetic; peak memory is a few blocks, whatever the length.
+BLOCK_FLOATS = 2**24
 SINK_TOKENS = 4  # attention sinks sit on the first few tokens (Xiao et al. 2023)
 LOCAL_WINDOW = 32  # "local" attention: keys within this many positions of the query
 LENGTHS = (512, 1024, 2048, 4096, 8192)  # the longest inputs offered; capped by the model's context
@@ -50,6 +53,7 @@ class Fold:
     tile: int
     sentence_of: torch.Tensor  # long (T,)
     n_sentences: int
+    key_sentences: torch.Tensor  # float (T, S): one-hot sentence of each key, for one product
     sink: int = SINK_TOKENS
     window: int = LOCAL_WINDOW
 
@@ -83,9 +87,7 @@ class Fold:
         state["pooled_sum"][:, top : top + n_tiles, : -(-width // t)] += self._columns(
             summed[:, :n_tiles], "sum"
         )
-        by_sentence = torch.zeros(heads, n_sent, self.n_sentences)
-        by_sentence.index_add_(2, self.sentence_of[:width], summed[:, n_tiles:-1])
-        state["sentences"][:, low : low + n_sent] += by_sentence
+        state["sentences"][:, low : low + n_sent] += summed[:, n_tiles:-1] @ self.key_sentences[:width]
         state["received"][:, :width] += summed[:, -1]
         # each row against positions: sum_k w |q - k| = q sum_k w - sum_k w k + 2 sum_{k > q} w (k - q)
         moments = w @ torch.stack([torch.ones(width), torch.arange(width, dtype=w.dtype)], dim=1)
@@ -180,15 +182,22 @@ def model_inputs(loaded: LoadedModel, ids: list[int]) -> dict:
     return inputs
 
 
-def overview(loaded: LoadedModel, text: str, max_tokens: int = 4096, chunk: int = CHUNK) -> Overview:
+def block_rows(n_tokens: int, heads: int, tile: int, floats: int = BLOCK_FLOATS) -> int:
+    """Queries per block: as many as fit in ``floats``, a whole number of tiles."""
+    return tile * max(1, floats // (heads * n_tokens * tile))
+
+
+def overview(loaded: LoadedModel, text: str, max_tokens: int = 4096, chunk: int | None = None) -> Overview:
     """Every layer and head of ``text`` in one pass, each layer's attention reduced as it is computed."""
     require_kind(loaded, TEXT_KINDS, "read a long document")
     encoded = encode(loaded, text, input_limit(loaded, max_tokens))
     n = len(encoded.ids)
     found = spans(text, encoded.offsets)
     tile = tile_size(n)
-    fold = Fold(n, tile, torch.from_numpy(found.of_token), found.n)
-    block = tile * max(1, chunk // tile)  # blocks start on tile edges
+    of_token = torch.from_numpy(found.of_token)
+    fold = Fold(n, tile, of_token, found.n, torch.nn.functional.one_hot(of_token, found.n).float())
+    # blocks start on tile edges
+    block = tile * max(1, chunk // tile) if chunk else block_rows(n, loaded.n_heads, tile)
     settings = CaptureSettings(reduction=Reduction(fold, chunk=block))
     result = run(loaded.model, settings, **model_inputs(loaded, encoded.ids))
     names = tuple(result.attention)
