@@ -87,7 +87,10 @@ class Fold:
         state["pooled_sum"][:, top : top + n_tiles, : -(-width // t)] += self._columns(
             summed[:, :n_tiles], "sum"
         )
-        state["sentences"][:, low : low + n_sent] += summed[:, n_tiles:-1] @ self.key_sentences[:width]
+        by_rows = summed[:, n_tiles:-1].reshape(heads * n_sent, width)  # 2-D: no broadcast copy of the keys
+        state["sentences"][:, low : low + n_sent] += (by_rows @ self.key_sentences[:width]).view(
+            heads, n_sent, -1
+        )
         state["received"][:, :width] += summed[:, -1]
         # each row against positions: sum_k w |q - k| = q sum_k w - sum_k w k + 2 sum_{k > q} w (k - q)
         moments = w @ torch.stack([torch.ones(width), torch.arange(width, dtype=w.dtype)], dim=1)
