@@ -44,7 +44,7 @@ class Fold:
 
     Each block is read a handful of times, never copied: one matrix product sums rows into tiles
     and sentences and columns into what each key receives; one sums each row against positions
-    (distance); one max over key tiles gives the pooled maxima and each row's largest weight; the
+    (distance); one max across rows then keys gives the pooled maxima; the
     entropy comes from the scores (H = logsumexp(s) - sum p s, logsumexp(s) = max s - log max p),
     so no logarithm of the whole block is taken.
     """
@@ -97,14 +97,12 @@ class Fold:
         after = (torch.arange(first, width, dtype=w.dtype)[None, :] - query[:, None]).clamp_(min=0)
         state["distance"] += (query * moments[..., 0] - moments[..., 1]).sum(-1)
         state["distance"] += 2 * (w[..., first:] * after).sum(dim=(-1, -2))
-        # tile maxima: keys first (the block's contiguous axis), then rows
-        row_tiles = self._columns(w, "amax")  # (H, C, key tiles)
+        # tile maxima: rows first (a reduction across rows runs along the contiguous keys), then keys
         pad = n_tiles * t - rows
-        padded = torch.nn.functional.pad(row_tiles, (0, 0, 0, pad)) if pad else row_tiles
-        state["pooled_max"][:, top : top + n_tiles, : row_tiles.shape[-1]] = padded.unflatten(
-            1, (n_tiles, t)
-        ).amax(2)
-        state["entropy"] += self._entropy(w, s, row_tiles.amax(-1), first).sum(-1)
+        padded = torch.nn.functional.pad(w, (0, 0, 0, pad)) if pad else w  # only a last, ragged block
+        tile_rows = padded.view(heads, n_tiles, t, width).amax(2)  # (H, tiles, K')
+        state["pooled_max"][:, top : top + n_tiles, : -(-width // t)] = self._columns(tile_rows, "amax")
+        state["entropy"] += self._entropy(w, s, w.amax(-1), first).sum(-1)
         state["sink"] += w[..., : self.sink].sum(dim=(-1, -2))
         near_low, near_high = max(0, first - self.window), min(width, first + rows + self.window)
         near = (torch.arange(near_low, near_high)[None, :] - query[:, None]).abs() <= self.window
