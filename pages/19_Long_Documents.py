@@ -76,7 +76,7 @@ with left:
     st.caption(
         "Time grows with the square of the length: on two CPU cores SmolLM2 reads 1,024 tokens in "
         "tens of seconds and 4,096 in a few minutes; 8,192 costs four times 4,096 (memory stays "
-        "near the model's own: blocks of 256 queries, never a whole map)."
+        "near the model's own: a few hundred queries at a time, never a whole map)."
     )
 with right:
     text = ui.text_input("Document", SAMPLE, height=220)

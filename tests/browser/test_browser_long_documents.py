@@ -41,3 +41,6 @@ def test_a_4096_token_document_reads_as_an_overview(app_server, browser_page):
     assert page.locator('[data-testid="stException"]').count() == 0
     assert page.locator("img[src='x']").count() == 0  # the text was never turned into markup
     screenshot(page, "long_documents")
+    charts.nth(1).scroll_into_view_if_needed()  # the app scrolls inside its own container
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(screenshot(page, "long_documents").with_name("long_documents_overview.png")))

@@ -20,7 +20,7 @@ SUMMARY_TITLES = {
     "entropy": "Entropy (nats)",
     "local": "Share within the local window",
 }
-SPAN_TICKS = 40  # span maps name every n-th span on their axes; hover names them all
+SPAN_TICKS = 20  # span maps name every n-th span on their axes; hover names them all
 
 
 def _colorbar(index: int, count: int, title: str) -> dict:
@@ -30,7 +30,7 @@ def _colorbar(index: int, count: int, title: str) -> dict:
         orientation="h",
         x=(index + 0.5) / count,
         len=0.8 / count,
-        y=-0.08,
+        y=-0.2,
         yanchor="top",
         thickness=10,
     )
@@ -56,7 +56,7 @@ def summaries_figure(summaries: dict[str, np.ndarray], presenting: bool = False)
     n_layers = next(iter(summaries.values())).shape[0]
     figure.update_xaxes(title="head", dtick=1)
     figure.update_yaxes(title="layer", autorange="reversed", dtick=5)
-    figure.update_layout(height=max(340, 14 * n_layers + 200), margin=margin(top=60, bottom=90))
+    figure.update_layout(height=max(380, 14 * n_layers + 240), margin=margin(top=60, bottom=120))
     return figure
 
 
@@ -83,13 +83,14 @@ def pooled_figure(
             "<br>%{z:.3f}<extra></extra>",
         )
     )
+    end = float(starts[-1] + tile) if len(starts) else 1.0
     figure.update_layout(
-        title=plain(title),
-        xaxis=dict(title="key position", side="top", constrain="domain"),
-        yaxis=dict(title="query position", autorange="reversed", scaleanchor="x"),
+        title=dict(text=plain(title), y=0.98, yanchor="top"),
+        xaxis=dict(title="key position", side="top", range=[-tile / 2, end - tile / 2]),
+        yaxis=dict(title="query position", range=[end - tile / 2, -tile / 2]),
         height=640,
         dragmode="select",
-        margin=margin(top=90),
+        margin=margin(top=120),
     )
     return figure
 
@@ -121,11 +122,11 @@ def span_figure(
     )
     axis = dict(tickmode="array", tickvals=names[::step], ticktext=short[::step], showgrid=False)
     figure.update_layout(
-        title=plain(title),
-        xaxis=axis | {"title": "attended span", "side": "top"},
+        title=dict(text=plain(title), y=0.98, yanchor="top"),
+        xaxis=axis | {"title": "attended span", "side": "top", "tickangle": 0},
         yaxis=axis | {"title": "attending span", "autorange": "reversed"},
         height=640,
-        margin=margin(top=90),
+        margin=margin(top=120),
     )
     return figure
 
