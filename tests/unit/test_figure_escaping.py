@@ -84,6 +84,7 @@ NO_TEXT = {  # builders that take no token or user text at all (numbers and fixe
     "selfattention.figures.efficient_error_figure",  # fixed method names and measured errors
     "selfattention.figures.families_figure",  # the fixed families of efficient transformers
     "why.figures.forgetting_lines",  # two fixed series names
+    "longdoc.figures.summaries_figure",  # the four summary names and numbers only
 }
 
 
@@ -889,6 +890,42 @@ def test_the_escaping_check_catches_a_builder_that_forgets():
     figure.update_xaxes(tickmode="array", tickvals=[0], ticktext=[BOLD])  # raw, as the bug did
     texts = strings(figure.to_dict())
     assert any("<" in OWN_MARKUP.sub("", t) for t in texts)
+
+
+# --- long documents -------------------------------------------------------------------------------
+def longdoc_figures():
+    from txviz.longdoc import figures
+
+    return figures
+
+
+@case("longdoc.figures.pooled_figure")
+def _():
+    return longdoc_figures().pooled_figure(RNG.random((4, 4)), 16, title=BOLD + LINK + ENTITY), HOSTILE
+
+
+@case("longdoc.figures.span_figure")
+def _():
+    labels = [f"{i} · {t}" for i, t in enumerate(TOKENS)]
+    return longdoc_figures().span_figure(weights(4, 4), labels, title=BOLD), HOSTILE
+
+
+@case("longdoc.figures.sinks_figure")
+def _():
+    return longdoc_figures().sinks_figure(RNG.random(4), TOKENS, top=4), HOSTILE
+
+
+@case("longdoc.figures.rows_figure")
+def _():
+    figure = longdoc_figures().rows_figure(
+        weights(2, 4), [1, 2], [0, 1, 2, 3], TOKENS[1:3], TOKENS, TOKENS[:2], TOKENS, title=BOLD
+    )
+    return figure, HOSTILE
+
+
+@case("longdoc.figures.row_profile_figure")
+def _():
+    return longdoc_figures().row_profile_figure(RNG.random(4), TOKENS, 1, 3), HOSTILE
 
 
 # --- textbook items, round three: learning curves, parallel decoding, using an encoder -------------

@@ -29,6 +29,7 @@ ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
     "Why_Attention": ":material/compare_arrows:",
     "Entailment": ":material/rule:",
     "Interventions": ":material/content_cut:",
+    "Long_Documents": ":material/article:",
 }
 
 
@@ -54,7 +55,7 @@ SECTIONS = {  # sidebar and home-page groups, in order; every page sits in exact
         "Image_GPT",
         "Image_Captioning",
     ),
-    "Research tools": ("Head_Detectors", "Query_Key_Space", "Interventions"),
+    "Research tools": ("Head_Detectors", "Query_Key_Space", "Interventions", "Long_Documents"),
 }
 
 

@@ -292,15 +292,17 @@ def text_input(label: str, default: str, key: str = "text", height: int = 120) -
     return text
 
 
-def show_figure(figure, key: str | None = None, trace=None) -> None:
-    """A plotly or altair figure at the page's width, with its export menu."""
+def show_figure(figure, key: str | None = None, trace=None, on_select=None) -> None:
+    """A plotly or altair figure at the page's width, with its export menu; ``on_select`` (a callback)
+    lets the reader drag a box on a plotly figure, its selection in st.session_state[key]."""
     st.session_state["_figure_count"] = count = st.session_state.get("_figure_count", 0) + 1
     key = key or f"figure-{count}"
     if hasattr(figure, "to_plotly_json"):
         if presenting():  # colours were chosen by the builder (presenting=...); only the font grows here
             # On a copy: the figure may be cached and shown to sessions not presenting.
             figure = go.Figure(figure).update_layout(font=dict(size=20))
-        st.plotly_chart(figure, width="stretch", key=key, config={"displaylogo": False})
+        selecting = {"on_select": on_select, "selection_mode": ("box",)} if on_select else {}
+        st.plotly_chart(figure, width="stretch", key=key, config={"displaylogo": False}, **selecting)
     else:
         st.altair_chart(figure, width="stretch", key=key)
     export_menu(figure, key, trace)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import numpy as np
 import torch
@@ -69,6 +69,35 @@ def check_kwargs(module: torch.nn.Module, kwargs: dict) -> None:
 
 
 @dataclass(frozen=True)
+class Block:
+    """One block of queries of one attention call, as a Reduction sees it."""
+
+    first: int  # position of the block's first query
+    weights: torch.Tensor  # (B, H, C, K'): queries first..first+C-1; a causal block has K' = first + C keys
+    scores: torch.Tensor  # (B, H, C, K') before normalising, -inf where masked
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """Attention weights folded into a small summary while they are computed, then dropped.
+
+    Queries are taken ``chunk`` at a time: each block's scores, weights and output are computed,
+    ``reduce(state, block)`` folds the Block into the state (None before the first block), and the
+    block is dropped. A causal block sees keys 0..first+C-1 only: later keys get no attention. The
+    last state is the call's ``AttentionRecord.reduced``. Peak memory is one block, never a whole
+    map; the output equals the plain forward's.
+    """
+
+    reduce: Callable[[Any, Block], Any]
+    chunk: int = 256  # queries per block: a block holds B x H x chunk x K weights
+    modules: frozenset[str] | None = None  # attention modules to reduce (None: all); others run SDPA
+    rows: tuple[int, int] | None = None  # only query positions [start, stop): SDPA gives the output
+
+    def applies(self, name: str | None) -> bool:
+        return self.modules is None or name in self.modules
+
+
+@dataclass(frozen=True)
 class CaptureSettings:
     """What one call should compute, record and change: the one per-call carrier."""
 
@@ -78,6 +107,7 @@ class CaptureSettings:
     newest_query_only: bool = False  # keep only the last query row (generation)
     stages: frozenset[Stage] = frozenset()  # block stages to record, any of STAGES
     interventions: Sequence[Intervention] = ()  # txviz.core.interventions, applied in order
+    reduction: Reduction | None = None  # fold attention block by block instead of keeping it
 
     def __post_init__(self) -> None:
         for given, known, verb in (
@@ -110,6 +140,7 @@ class AttentionRecord:
     keys: torch.Tensor | None = None  # (B, H, K, D), KV heads expanded to query heads
     heads: torch.Tensor | None = None  # (B, H, Q, D): each head's output before the output projection
     is_causal: bool = False
+    reduced: Any = None  # the Reduction's last state, when the call was reduced
 
 
 @dataclass
@@ -205,7 +236,32 @@ def txviz_attention(
     # SDPA applies none of these (sliding windows come in the mask when there is one)
     maths = any(kwargs.get(k) is not None for k in ("softcap", "s_aux", "sinks", "position_bias"))
     window = kwargs.get("sliding_window") is not None and attention_mask is None
-    if settings.fast_path and not (knockouts or maths or window or kwargs.get("output_attentions")):
+    reduction = settings.reduction
+    if (
+        reduction is not None
+        and recorder is not None
+        and reduction.applies(recorder.module_names.get(id(module)))
+    ):
+        if maths or window:  # the block-by-block fold writes out plain masked softmax only
+            raise UnsupportedAttention(
+                f"{type(module).__name__} uses soft-capping, attention sinks, a position bias or a sliding "
+                "window without a mask, which the long-document view does not apply yet: open this model "
+                "in the Attention Explorer instead."
+            )
+        output, weights, record, causal = _reduced(
+            module,
+            query,
+            key,
+            value,
+            attention_mask,
+            dropout,
+            scaling,
+            is_causal,
+            settings,
+            knockouts,
+            **kwargs,
+        )
+    elif settings.fast_path and not (knockouts or maths or window or kwargs.get("output_attentions")):
         output, weights = sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout, scaling, is_causal, **kwargs
         )
@@ -227,7 +283,7 @@ def txviz_attention(
         )
     if head_edits:
         output = interventions.edit_heads(output, head_edits)  # (B, Q, H, D), before the output projection
-    if recorder is not None and settings.record:
+    if recorder is not None and (settings.record or "reduced" in record):
         rows = slice(-1, None) if settings.newest_query_only else slice(None)
         if "heads" in settings.record:
             record["heads"] = _keep(output.transpose(1, 2)[..., rows, :], "heads", settings)
@@ -298,6 +354,59 @@ def _explicit(
         "keys": _keep(key, "keys", settings),
     }
     return output, weights.to(query.dtype), record, causal
+
+
+def _reduced(
+    module, query, key, value, attention_mask, dropout, scaling, is_causal, settings, knockouts, **kwargs
+):
+    """Attention one block of queries at a time, each block's weights folded by the Reduction."""
+    reduction = settings.reduction
+    causal = bool(is_causal if is_causal is not None else getattr(module, "is_causal", False))
+    groups = getattr(module, "num_key_value_groups", 1)
+    scale = query.shape[-1] ** -0.5 if scaling is None else scaling
+    n_query, n_key = query.shape[-2], key.shape[-2]
+    offset = n_key - n_query  # queries are the last n_query positions
+    start, stop = reduction.rows or (0, n_key)
+    start, stop = max(start, offset), min(stop, n_key)
+    if reduction.rows is None:
+        output = torch.empty_like(query)  # (B, H, Q, D), filled block by block
+    else:  # only some rows' weights are asked for: the output comes from SDPA, whole
+        output = sdpa_attention_forward(module, query, key, value, attention_mask, 0.0, scaling, is_causal)[0]
+    key, value = repeat_kv(key, groups), repeat_kv(value, groups)
+    state = None
+    for first in range(start, stop, reduction.chunk):
+        last = min(first + reduction.chunk, stop)
+        rows = slice(first - offset, last - offset)
+        width = last if causal else n_key  # a causal query sees no later key
+        scores = torch.matmul(query[:, :, rows] * scale, key[:, :, :width].transpose(2, 3)).float()
+        if attention_mask is not None:
+            mask = attention_mask[..., rows if attention_mask.shape[-2] > 1 else slice(None), :width]
+            if mask.dtype == torch.bool:
+                scores = scores.masked_fill_(~mask, float("-inf"))
+            else:
+                scores = scores.add_(mask.float()).masked_fill_(
+                    mask <= torch.finfo(mask.dtype).min / 2, float("-inf")
+                )
+        elif causal:  # only the diagonal square has later keys
+            diagonal = scores[..., first:width]
+            diagonal.masked_fill_(~causal_mask(last - first, width - first, scores.device), float("-inf"))
+        if settings.extra_mask is not None:
+            allowed = _allowed(settings, n_key - first, n_key, scores.device)[: last - first, :width]
+            scores = scores.masked_fill_(~allowed, float("-inf"))
+        if knockouts:
+            kept = interventions.knockout_mask(knockouts, scores.shape[1], n_query, n_key, scores.device)
+            scores = scores.masked_fill_(~kept[:, rows, :width], float("-inf"))
+        if settings.normalize is None and causal and attention_mask is None:
+            weights = torch.softmax(scores, dim=-1)  # every causal row sees its own key: no empty row
+        else:
+            weights = (settings.normalize or softmax)(scores)
+        state = reduction.reduce(state, Block(first, weights, scores))
+        if reduction.rows is None:
+            output[:, :, rows] = torch.matmul(weights.to(value.dtype), value[:, :, :width])
+        del scores, weights
+    if reduction.rows is None:
+        output = output.transpose(1, 2).contiguous()
+    return output, None, {"reduced": state}, causal
 
 
 def _keep(tensor: torch.Tensor, item: str, settings: CaptureSettings) -> torch.Tensor | None:

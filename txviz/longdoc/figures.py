@@ -1,0 +1,225 @@
+"""Figures of a long document: head summaries as small multiples, pooled and sentence maps, sinks,
+and a drill-down's exact rows with token axes. Bytes stay bounded however long the document."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from txviz.figures.attention import LOG_FLOOR, scale_values
+from txviz.figures.axes import margin, token_axis
+from txviz.figures.colors import scale
+from txviz.figures.text import plain, plain_all
+
+SUMMARY_TITLES = {
+    "sink": "Weight on the first tokens (sinks)",
+    "distance": "Mean distance (tokens)",
+    "entropy": "Entropy (nats)",
+    "local": "Share within the local window",
+}
+SPAN_TICKS = 20  # span maps name every n-th span on their axes; hover names them all
+
+
+def _colorbar(index: int, count: int, title: str) -> dict:
+    """A horizontal colour bar under subplot ``index`` of ``count``."""
+    return dict(
+        title=dict(text=plain(title), side="top"),
+        orientation="h",
+        x=(index + 0.5) / count,
+        len=0.8 / count,
+        y=-0.2,
+        yanchor="top",
+        thickness=10,
+    )
+
+
+def summaries_figure(summaries: dict[str, np.ndarray], presenting: bool = False) -> go.Figure:
+    """Each summary as a [layer, head] heatmap, side by side: one glance at every head of the model."""
+    names = list(summaries)
+    figure = make_subplots(
+        rows=1, cols=len(names), subplot_titles=[plain(SUMMARY_TITLES.get(n, n)) for n in names]
+    )
+    for i, name in enumerate(names):
+        figure.add_trace(
+            go.Heatmap(
+                z=summaries[name],
+                colorscale=scale("sequential", presenting),
+                colorbar=_colorbar(i, len(names), name),
+                hovertemplate="layer %{y}, head %{x}<br>%{z:.3f}<extra>" + plain(name) + "</extra>",
+            ),
+            row=1,
+            col=i + 1,
+        )
+    n_layers = next(iter(summaries.values())).shape[0]
+    figure.update_xaxes(title="head", dtick=1)
+    figure.update_yaxes(title="layer", autorange="reversed", dtick=5)
+    figure.update_layout(height=max(380, 14 * n_layers + 240), margin=margin(top=60, bottom=120))
+    return figure
+
+
+def pooled_figure(
+    pooled: np.ndarray,  # (tiles, tiles)
+    tile: int,
+    title: str = "",
+    log_scale: bool = True,
+    presenting: bool = False,
+) -> go.Figure:
+    """A pooled map on token-position axes: drag a box on it to read that region's exact rows."""
+    z = scale_values(pooled, log_scale, 0.0)
+    starts = np.arange(pooled.shape[0]) * tile
+    figure = go.Figure(
+        go.Heatmap(
+            z=z.astype(np.float32),
+            x=starts,
+            y=starts,
+            colorscale=scale("sequential", presenting),
+            zmin=np.log10(LOG_FLOOR) if log_scale else 0.0,
+            zmax=0.0 if log_scale else float(max(pooled.max(), 1e-9)),
+            colorbar=dict(title="weight (log10)" if log_scale else "weight"),
+            hovertemplate=f"queries from %{{y}}, keys from %{{x}} ({tile} x {tile} tokens)"
+            "<br>%{z:.3f}<extra></extra>",
+        )
+    )
+    end = float(starts[-1] + tile) if len(starts) else 1.0
+    figure.update_layout(
+        title=dict(text=plain(title), y=0.98, yanchor="top"),
+        xaxis=dict(title="key position", side="top", range=[-tile / 2, end - tile / 2]),
+        yaxis=dict(title="query position", range=[end - tile / 2, -tile / 2]),
+        height=640,
+        dragmode="select",
+        margin=margin(top=120),
+    )
+    return figure
+
+
+def span_figure(
+    matrix: np.ndarray,  # (S, S)
+    labels: Sequence[str],
+    title: str = "",
+    log_scale: bool = True,
+    presenting: bool = False,
+) -> go.Figure:
+    """Attention between sentences (or paragraphs): each row is the mean of its queries' weights
+    summed over each span's keys; hover names both spans."""
+    names = plain_all(labels)
+    short = [name.split(" · ")[0] for name in names]
+    step = max(1, len(names) // SPAN_TICKS)
+    z = scale_values(matrix, log_scale, 0.0)
+    figure = go.Figure(
+        go.Heatmap(
+            z=z.astype(np.float32),
+            x=names,
+            y=names,
+            colorscale=scale("sequential", presenting),
+            zmin=np.log10(LOG_FLOOR) if log_scale else 0.0,
+            zmax=0.0 if log_scale else float(max(matrix.max(), 1e-9)),
+            colorbar=dict(title="weight (log10)" if log_scale else "weight"),
+            hovertemplate="%{y}<br>→ %{x}<br>%{z:.3f}<extra></extra>",
+        )
+    )
+    axis = dict(tickmode="array", tickvals=names[::step], ticktext=short[::step], showgrid=False)
+    figure.update_layout(
+        title=dict(text=plain(title), y=0.98, yanchor="top"),
+        xaxis=axis | {"title": "attended span", "side": "top", "tickangle": 0},
+        yaxis=axis | {"title": "attending span", "autorange": "reversed"},
+        height=640,
+        margin=margin(top=120),
+    )
+    return figure
+
+
+def sinks_figure(received: np.ndarray, tokens: Sequence[str], top: int = 5) -> go.Figure:
+    """Mean weight each key gets from the queries that can see it (all layers and heads): sinks
+    stand out as spikes; the largest are named."""
+    positions = np.arange(len(received))
+    figure = go.Figure(
+        go.Scattergl(
+            x=positions,
+            y=np.clip(received, LOG_FLOOR, None).astype(np.float32),
+            mode="lines",
+            text=plain_all(tokens),
+            hovertemplate="%{x}: %{text}<br>%{y:.4f}<extra></extra>",
+            line=dict(width=1, color="#3e4989"),
+        )
+    )
+    for position in np.argsort(received)[::-1][:top]:
+        figure.add_annotation(
+            x=int(position),
+            y=float(np.log10(max(received[position], LOG_FLOOR))),
+            text=plain(tokens[position]),
+        )
+    figure.update_layout(
+        title="Where the sinks are: attention each token receives",
+        xaxis=dict(title="key position"),
+        yaxis=dict(title="mean weight from the queries that see it", type="log"),
+        height=360,
+        margin=margin(top=60),
+    )
+    return figure
+
+
+def rows_figure(
+    rows: np.ndarray,  # (R, K): exact weights of R queries on K keys
+    query_positions: Sequence[int],
+    key_positions: Sequence[int],
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    query_context: Sequence[str],
+    key_context: Sequence[str],
+    title: str = "",
+    log_scale: bool = False,
+    presenting: bool = False,
+) -> go.Figure:
+    """Exact rows of a region at full resolution: token axes, hover shows the text around both tokens."""
+    keys = plain_all(key_context)
+    hover = [[f"{q}<br>→ {k}" for k in keys] for q in plain_all(query_context)]
+    z = scale_values(rows, log_scale, 0.0)
+    figure = go.Figure(
+        go.Heatmap(
+            z=z.astype(np.float32),
+            x=list(key_positions),
+            y=list(query_positions),
+            customdata=rows.astype(np.float32),
+            text=hover,
+            hovertemplate="%{text}<br>query %{y}, key %{x}: weight %{customdata:.4f}<extra></extra>",
+            colorscale=scale("sequential", presenting),
+            zmin=np.log10(LOG_FLOOR) if log_scale else 0.0,
+            zmax=0.0 if log_scale else float(max(rows.max(), 1e-9)),
+            colorbar=dict(title="weight (log10)" if log_scale else "weight"),
+        )
+    )
+    figure.update_layout(
+        title=plain(title),
+        xaxis=token_axis(key_tokens, "key", key_positions) | {"side": "top", "tickangle": -60},
+        yaxis=token_axis(query_tokens, "query", query_positions) | {"autorange": "reversed"},
+        height=max(420, min(900, 16 * len(query_positions) + 220)),
+        margin=margin(top=110),
+    )
+    return figure
+
+
+def row_profile_figure(profile: np.ndarray, tokens: Sequence[str], start: int, stop: int) -> go.Figure:
+    """The chosen queries' mean weight on every key of the document, at full resolution."""
+    positions = np.arange(len(profile))
+    figure = go.Figure(
+        go.Scattergl(
+            x=positions,
+            y=profile.astype(np.float32),
+            mode="lines",
+            text=plain_all(tokens),
+            hovertemplate="%{x}: %{text}<br>%{y:.4f}<extra></extra>",
+            line=dict(width=1, color="#3e4989"),
+        )
+    )
+    figure.add_vrect(x0=start - 0.5, x1=stop - 0.5, fillcolor="#fde725", opacity=0.3, line_width=0)
+    figure.update_layout(
+        title=f"Queries {start} to {stop - 1} over the whole document (mean of the rows)",
+        xaxis=dict(title="key position"),
+        yaxis=dict(title="weight"),
+        height=320,
+        margin=margin(top=60),
+    )
+    return figure

@@ -1,0 +1,226 @@
+"""The whole-document overview: every layer's attention folded, query block by query block, into
+pooled maps, per-head summaries, sentence maps and the attention each token receives.
+
+Nothing here holds a layer's full maps: the fold sees one block of queries at a time (see
+txviz.core.capture.Reduction), so memory grows with one block and the fixed-size summaries, and
+time with the attention itself.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from txviz.core.capture import Block, CaptureSettings, Reduction
+from txviz.core.errors import require_kind
+from txviz.core.running import run
+from txviz.core.tokens import readable_tokens
+from txviz.core.tracing import TEXT_KINDS, encode
+from txviz.longdoc.spans import Spans, spans
+from txviz.models import LoadedModel
+
+TILES = 256  # a pooled map is at most this many tiles a side: about what a screen shows
+# Floats in one block of queries (64 MB): SmolLM2 at 4,096 tokens takes 448 queries a block. Fewer,
+# larger blocks mean fewer operations, and on a busy machine each operation's start costs more than
+# its arithmetic; peak memory is a few blocks, whatever the length.
+BLOCK_FLOATS = 2**24
+SINK_TOKENS = 4  # attention sinks sit on the first few tokens (Xiao et al. 2023)
+LOCAL_WINDOW = 32  # "local" attention: keys within this many positions of the query
+LENGTHS = (512, 1024, 2048, 4096, 8192)  # the longest inputs offered; capped by the model's context
+SUMMARIES = ("sink", "distance", "entropy", "local")
+
+
+def tile_size(n_tokens: int, tiles: int | None = None) -> int:
+    """Tokens per tile side so a map of n_tokens fits in tiles x tiles (TILES unless given)."""
+    return max(1, -(-n_tokens // (tiles or TILES)))
+
+
+@dataclass(frozen=True)
+class Fold:
+    """Folds one layer's query blocks into its summaries (the Reduction's reduce function).
+
+    Each block is read a handful of times, never copied: one matrix product sums rows into tiles
+    and sentences and columns into what each key receives; one sums each row against positions
+    (distance); one max across rows then keys gives the pooled maxima; the
+    entropy comes from the scores (H = logsumexp(s) - sum p s, logsumexp(s) = max s - log max p),
+    so no logarithm of the whole block is taken.
+    """
+
+    n_tokens: int
+    tile: int
+    sentence_of: torch.Tensor  # long (T,)
+    n_sentences: int
+    key_sentences: torch.Tensor  # float (T, S): one-hot sentence of each key, for one product
+    sink: int = SINK_TOKENS
+    window: int = LOCAL_WINDOW
+
+    def start(self, heads: int) -> dict[str, torch.Tensor]:
+        side = -(-self.n_tokens // self.tile)
+        zeros = lambda *shape: torch.zeros(heads, *shape)  # noqa: E731
+        return {
+            "pooled_sum": zeros(side, side),
+            "pooled_max": zeros(side, side),
+            **{name: zeros() for name in SUMMARIES},
+            "received": zeros(self.n_tokens),
+            "sentences": zeros(self.n_sentences, self.n_sentences),
+        }
+
+    def __call__(self, state, block: Block) -> dict[str, torch.Tensor]:
+        w, s, first = block.weights[0], block.scores[0], block.first  # (H, C, K'), queries first..
+        heads, rows, width = w.shape
+        state = state or self.start(heads)
+        query = torch.arange(first, first + rows, dtype=w.dtype)
+        t = self.tile
+        # rows summed into tiles and sentences, and columns (one product reads the block once)
+        of_row = self.sentence_of[first : first + rows]
+        low = int(of_row[0])
+        n_tiles, n_sent = -(-rows // t), int(of_row[-1]) - low + 1
+        gather = torch.zeros(n_tiles + n_sent + 1, rows)
+        gather[torch.arange(rows) // t, torch.arange(rows)] = 1.0
+        gather[n_tiles + of_row - low, torch.arange(rows)] = 1.0
+        gather[-1] = 1.0
+        summed = gather @ w  # (H, tiles + sentences + 1, K')
+        top = first // t
+        state["pooled_sum"][:, top : top + n_tiles, : -(-width // t)] += self._columns(
+            summed[:, :n_tiles], "sum"
+        )
+        by_rows = summed[:, n_tiles:-1].reshape(heads * n_sent, width)  # 2-D: no broadcast copy of the keys
+        state["sentences"][:, low : low + n_sent] += (by_rows @ self.key_sentences[:width]).view(
+            heads, n_sent, -1
+        )
+        state["received"][:, :width] += summed[:, -1]
+        # each row against positions: sum_k w |q - k| = q sum_k w - sum_k w k + 2 sum_{k > q} w (k - q)
+        moments = w @ torch.stack([torch.ones(width), torch.arange(width, dtype=w.dtype)], dim=1)
+        after = (torch.arange(first, width, dtype=w.dtype)[None, :] - query[:, None]).clamp_(min=0)
+        state["distance"] += (query * moments[..., 0] - moments[..., 1]).sum(-1)
+        state["distance"] += 2 * (w[..., first:] * after).sum(dim=(-1, -2))
+        # tile maxima: rows first (a reduction across rows runs along the contiguous keys), then keys
+        pad = n_tiles * t - rows
+        padded = torch.nn.functional.pad(w, (0, 0, 0, pad)) if pad else w  # only a last, ragged block
+        tile_rows = padded.view(heads, n_tiles, t, width).amax(2)  # (H, tiles, K')
+        state["pooled_max"][:, top : top + n_tiles, : -(-width // t)] = self._columns(tile_rows, "amax")
+        state["entropy"] += self._entropy(w, s, w.amax(-1), first).sum(-1)
+        state["sink"] += w[..., : self.sink].sum(dim=(-1, -2))
+        near_low, near_high = max(0, first - self.window), min(width, first + rows + self.window)
+        near = (torch.arange(near_low, near_high)[None, :] - query[:, None]).abs() <= self.window
+        state["local"] += (w[..., near_low:near_high] * near).sum(dim=(-1, -2))
+        return state
+
+    def _columns(self, x: torch.Tensor, how: str) -> torch.Tensor:
+        """(..., K') -> (..., ceil(K'/t)) summed or maxed over key tiles, without copying x."""
+        t, width = self.tile, x.shape[-1]
+        whole = width // t * t
+        out = getattr(x[..., :whole].unflatten(-1, (whole // t, t)), how)(-1)
+        if whole < width:  # a ragged last tile
+            out = torch.cat([out, getattr(x[..., whole:], how)(-1, keepdim=True)], dim=-1)
+        return out
+
+    @staticmethod
+    def _entropy(w: torch.Tensor, s: torch.Tensor, largest: torch.Tensor, first: int) -> torch.Tensor:
+        """Each row's entropy -sum p log p = logsumexp(s) - sum p s, with logsumexp(s) = max s - log max p."""
+        lse = s.amax(-1) - largest.log()
+        # masked scores are -inf with weight 0: only the diagonal square of a causal block has them
+        dot = torch.linalg.vecdot(w[..., :first], s[..., :first])
+        if not torch.isfinite(dot).all():  # a mask before the diagonal (padding, an extra mask)
+            dot = (w[..., :first] * s[..., :first]).nan_to_num_(0.0, 0.0, 0.0).sum(-1)
+        dot += (w[..., first:] * s[..., first:]).nan_to_num_(0.0, 0.0, 0.0).sum(-1)
+        return lse - dot
+
+
+@dataclass(frozen=True, eq=False)
+class Overview:
+    """A document's attention, every layer and head, reduced to what a screen can show."""
+
+    model_name: str
+    tokens: tuple[str, ...]  # readable tokens
+    offsets: tuple[tuple[int, int], ...]  # characters of each token in the text
+    layer_names: tuple[str, ...]
+    tile: int  # tokens per tile side of the pooled maps
+    pooled_mean: np.ndarray  # [layer, head, tiles, tiles] mean weight in each tile
+    pooled_max: np.ndarray  # [layer, head, tiles, tiles] largest weight in each tile
+    sink: np.ndarray  # [layer, head] mean over queries of the weight on the first SINK_TOKENS keys
+    distance: np.ndarray  # [layer, head] mean over queries of the expected |query - key|
+    entropy: np.ndarray  # [layer, head] mean over queries of the row's entropy (nats)
+    local: np.ndarray  # [layer, head] mean over queries of the weight within LOCAL_WINDOW
+    received: np.ndarray  # [layer, head, T] mean weight a key gets from the queries that see it
+    sentences: np.ndarray  # [layer, head, S, S] mean over a sentence's queries of the weight on each sentence
+    spans: Spans
+    causal: bool
+    notice: str = ""
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def n_layers(self) -> int:
+        return self.sink.shape[0]
+
+    @property
+    def n_heads(self) -> int:
+        return self.sink.shape[1]
+
+
+def input_limit(loaded: LoadedModel, asked: int) -> int:
+    """The longest input read: what the user asked, never past the model's context."""
+    return min(asked, loaded.n_ctx)
+
+
+def lengths(loaded: LoadedModel) -> list[int]:
+    """The longest-input choices this model allows (its own context when that is shorter)."""
+    return [n for n in LENGTHS if n <= loaded.n_ctx] or [loaded.n_ctx]
+
+
+def model_inputs(loaded: LoadedModel, ids: list[int]) -> dict:
+    """Input ids and, where the model allows, only the last position's logits (4,096 x 49,152
+    floats would be 800 MB)."""
+    inputs = {"input_ids": torch.tensor([ids], device=loaded.device)}
+    if "logits_to_keep" in inspect.signature(loaded.model.forward).parameters:
+        inputs["logits_to_keep"] = 1
+    return inputs
+
+
+def block_rows(n_tokens: int, heads: int, tile: int, floats: int = BLOCK_FLOATS) -> int:
+    """Queries per block: as many as fit in ``floats``, a whole number of tiles."""
+    return tile * max(1, floats // (heads * n_tokens * tile))
+
+
+def overview(loaded: LoadedModel, text: str, max_tokens: int = 4096, chunk: int | None = None) -> Overview:
+    """Every layer and head of ``text`` in one pass, each layer's attention reduced as it is computed."""
+    require_kind(loaded, TEXT_KINDS, "read a long document")
+    encoded = encode(loaded, text, input_limit(loaded, max_tokens))
+    n = len(encoded.ids)
+    found = spans(text, encoded.offsets)
+    tile = tile_size(n)
+    of_token = torch.from_numpy(found.of_token)
+    fold = Fold(n, tile, of_token, found.n, torch.nn.functional.one_hot(of_token, found.n).float())
+    # blocks start on tile edges
+    block = tile * max(1, chunk // tile) if chunk else block_rows(n, loaded.n_heads, tile)
+    settings = CaptureSettings(reduction=Reduction(fold, chunk=block))
+    result = run(loaded.model, settings, **model_inputs(loaded, encoded.ids))
+    names = tuple(result.attention)
+    states = [result.attention[name][-1].reduced for name in names]
+    stack = lambda key: torch.stack([s[key] for s in states]).numpy()  # noqa: E731
+    causal = result.attention[names[0]][-1].is_causal
+    side = -(-n // tile)
+    cells = np.minimum(tile, n - tile * np.arange(side)).astype(np.float32)
+    seen_by = (n - np.arange(n)) if causal else np.full(n, n)  # queries that can see each key
+    sizes = found.sizes().astype(np.float32)
+    return Overview(
+        model_name=loaded.name,
+        tokens=readable_tokens(loaded.tokenizer, encoded.ids)[0],
+        offsets=tuple(encoded.offsets),
+        layer_names=names,
+        tile=tile,
+        pooled_mean=stack("pooled_sum") / (cells[:, None] * cells[None, :]),
+        pooled_max=stack("pooled_max"),
+        **{name: stack(name) / n for name in SUMMARIES},
+        received=(stack("received") / seen_by).astype(np.float32),
+        sentences=stack("sentences") / sizes[:, None],
+        spans=found,
+        causal=causal,
+        notice=encoded.notice,
+    )
