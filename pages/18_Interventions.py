@@ -65,7 +65,10 @@ def metric_inputs(text: str, key: str = "") -> tuple[str, str, str]:
         key=f"metric{key}",
     )
     answer = b.text_input(
-        "Answer (next token)", ui.link_value("answer", " Mary"), key=f"answer{key}", max_chars=80
+        "Answer (next token)",
+        ui.link_value("answer", " Mary"),
+        key=f"answer{key}",
+        max_chars=ui.max_text_chars(80),
     )
     if not answer and kind != "logit_difference":
         with ui.user_errors():
@@ -73,7 +76,12 @@ def metric_inputs(text: str, key: str = "") -> tuple[str, str, str]:
         st.info(f"No answer given: scoring the model's own likeliest next token {answer!r}.")
     wrong = ""
     if kind == "logit_difference":
-        wrong = c.text_input("Wrong answer", ui.link_value("wrong", " John"), key=f"wrong{key}", max_chars=80)
+        wrong = c.text_input(
+            "Wrong answer",
+            ui.link_value("wrong", " John"),
+            key=f"wrong{key}",
+            max_chars=ui.max_text_chars(80),
+        )
     with ui.user_errors():
         metric = metrics.make_metric(loaded, kind, answer, wrong)
     if metric.notice:
@@ -137,7 +145,7 @@ if ablate_tab.open:
                 if mode == "resample"
                 else "The weather was mild and the streets were quiet that day.",
                 key="reference",
-                max_chars=2000,
+                max_chars=ui.max_text_chars(2000),
             )
         view_layer = min(layer + 1, loaded.n_layers - 1) if target != "attention edge" else layer
         view = (view_layer, head)
@@ -171,12 +179,16 @@ if ablate_tab.open:
 
 if sweep_tab.open:
     with sweep_tab:
-        text = st.text_area("Prompt", TEXT, key="sweep_text", max_chars=2000)
+        text = st.text_area("Prompt", TEXT, key="sweep_text", max_chars=ui.max_text_chars(2000))
+        with ui.user_errors():  # before the toggle: a bad prompt is told at once
+            runs.prompt_ids(loaded, text)
         kind, answer, wrong = metric_inputs(text, "_sweep")
         mode = st.selectbox("Ablate each by", list(ablation.MODES), key="sweep_mode")
         reference = ""
         if mode != "zero":
-            reference = st.text_input("Reference text", CORRUPT, key="sweep_reference", max_chars=2000)
+            reference = st.text_input(
+                "Reference text", CORRUPT, key="sweep_reference", max_chars=ui.max_text_chars(2000)
+            )
         if st.toggle(
             f"Ablate all {loaded.n_layers * loaded.n_heads} heads and {loaded.n_layers} MLPs", key="sweep_go"
         ):
@@ -204,10 +216,15 @@ if sweep_tab.open:
 if patch_tab.open:
     with patch_tab:
         left, right = st.columns(2)
-        clean = left.text_area("Clean prompt", TEXT, key="clean", max_chars=2000)
+        clean = left.text_area("Clean prompt", TEXT, key="clean", max_chars=ui.max_text_chars(2000))
         corrupt = right.text_area(
-            "Corrupted prompt (same number of tokens)", CORRUPT, key="corrupt", max_chars=2000
+            "Corrupted prompt (same number of tokens)",
+            CORRUPT,
+            key="corrupt",
+            max_chars=ui.max_text_chars(2000),
         )
+        with ui.user_errors():  # before the toggle: bad prompts are told at once
+            patching.paired_ids(loaded, clean, corrupt)
         kind, answer, wrong = metric_inputs(clean, "_patch")
         if st.toggle("Patch every layer, position, head and MLP", key="patch_go"):
             with ui.user_errors():
@@ -279,14 +296,28 @@ if steer_tab.open:
     with steer_tab:
         left, right = st.columns(2)
         positive = steering.prompt_lines(
-            left.text_area("Steer towards (one prompt per line)", POSITIVE, key="positive", max_chars=4000)
+            left.text_area(
+                "Steer towards (one prompt per line)",
+                POSITIVE,
+                key="positive",
+                max_chars=ui.max_text_chars(4000),
+            )
         )
         negative = steering.prompt_lines(
-            right.text_area("Away from (one prompt per line)", NEGATIVE, key="negative", max_chars=4000)
+            right.text_area(
+                "Away from (one prompt per line)", NEGATIVE, key="negative", max_chars=ui.max_text_chars(4000)
+            )
         )
         prompt = st.text_input(
-            "Prompt to continue", "I think the movie was", key="steer_prompt", max_chars=2000
+            "Prompt to continue",
+            "I think the movie was",
+            key="steer_prompt",
+            max_chars=ui.max_text_chars(2000),
         )
+        with ui.user_errors():
+            prompt, cut = runs.cut_prompt(loaded, prompt, "prompt to continue")
+        if cut:
+            st.warning(cut)
         a, b, c = st.columns(3)
         layer = int(a.number_input("Layer", 0, loaded.n_layers - 1, loaded.n_layers // 3, key="steer_layer"))
         strength = b.slider("Strength", -10.0, 10.0, 4.0, 0.5, key="strength")

@@ -94,6 +94,17 @@ def test_sweep_and_steer_tabs(smollm2):
     ok(at)
 
 
+def test_every_tab_speaks_about_a_bad_prompt_before_its_toggle(smollm2):
+    at = fresh({"iv_view": "Every head", "sweep_text": ""})
+    assert not at.exception and any("prompt is empty" in e.value for e in at.error)
+    at = fresh({"iv_view": "Patch", "clean": CLEAN, "corrupt": "John gave it " * 200})
+    assert not at.exception and any("corrupted prompt has" in e.value for e in at.error)
+    at = fresh({"iv_view": "Steer", "steer_new": 1, "steer_prompt": "The movie was fine. " * 100})
+    ok(at)
+    assert any("only its first 256 are kept" in w.value for w in at.warning)
+    assert at.code[0].value.startswith("The movie was fine.") and len(at.code[0].value) < 1500
+
+
 def test_head_detectors_link_opens_this_page_with_the_head_ablated(smollm2):
     detectors = AppTest.from_file(str(ROOT / "pages" / "16_Head_Detectors.py"), default_timeout=TIMEOUT)
     detectors.query_params["model"] = json.dumps("smollm2")

@@ -15,7 +15,7 @@ from txviz.core.capture import CaptureSettings
 from txviz.core.errors import UserError, WrongModelKind
 from txviz.core.interventions import Patch
 from txviz.core.running import run
-from txviz.interventions import ablation, metrics, patching, steering
+from txviz.interventions import ablation, metrics, patching, runs, steering
 from txviz.interventions.ablation import Component
 from txviz.models import LoadedModel
 
@@ -207,6 +207,27 @@ def test_clean_and_corrupted_must_have_the_same_length(tiny, metric):
         patching.patch(tiny, "", CORRUPT, metric)
     with pytest.raises(UserError, match="are the same"):
         patching.patch(tiny, CLEAN, CLEAN, metric)
+
+
+def test_a_prompt_is_refused_when_empty_or_too_long_and_cut_only_on_request(tiny):
+    long = "the cat sat on the mat " * 20
+    full = tiny.tokenizer(long)["input_ids"]
+    limit = tiny.n_ctx  # 64 here, under runs.MAX_TOKENS
+    assert len(full) > limit
+    for bad in ("", "  \n"):
+        with pytest.raises(runs.PromptError, match="clean prompt is empty"):
+            runs.prompt_ids(tiny, bad, "clean prompt")
+        with pytest.raises(runs.PromptError, match="empty"):
+            runs.cut_prompt(tiny, bad)
+    with pytest.raises(
+        runs.PromptError, match=f"has {len(full)} tokens; interventions read at most {limit} "
+    ):
+        runs.prompt_ids(tiny, long)
+    assert runs.cut_prompt(tiny, CLEAN) == (CLEAN, "")
+    cut, notice = runs.cut_prompt(tiny, long, "prompt to continue")
+    assert tiny.tokenizer(cut)["input_ids"] == full[:limit]
+    assert long.startswith(cut)
+    assert f"has {len(full)} tokens; only its first {limit} are kept" in notice
 
 
 def test_steering_with_strength_zero_is_the_plain_run_and_the_direction_is_a_mean_difference(tiny):

@@ -11,22 +11,53 @@ from txviz.core.capture import CaptureSettings
 from txviz.core.errors import UserError
 from txviz.core.running import Run, run
 from txviz.core.tokens import readable_tokens
-from txviz.core.tracing import encode
+from txviz.core.tracing import Encoded, encode
 from txviz.interventions.metrics import require_next_token
 from txviz.models import LoadedModel
 
 MAX_TOKENS = 256  # a sweep runs one row per head: 270 rows of this many tokens on SmolLM2
 
 
+class PromptError(UserError):
+    """A prompt the interventions cannot read: empty, or longer than they take."""
+
+
 def prompt_ids(loaded: LoadedModel, text: str, role: str = "prompt") -> list[int]:
-    """Token ids of a prompt; a clear error when it is empty or too long."""
+    """Token ids of a prompt; a PromptError when it is empty or too long.
+
+    A long prompt is refused, not cut: the metric reads the token after the prompt's end.
+    """
+    encoded = _encoded(loaded, text, role)
+    if encoded.notice:
+        raise PromptError(
+            f"The {role} has {_count(loaded, text):,} tokens; interventions read at most "
+            f"{len(encoded.ids):,} (the metric reads the token after its end, so it is not cut): shorten it."
+        )
+    return encoded.ids
+
+
+def cut_prompt(loaded: LoadedModel, text: str, role: str = "prompt") -> tuple[str, str]:
+    """A prompt cut to the tokens the interventions read, and a notice of how many were kept ("" if none were cut)."""
+    encoded = _encoded(loaded, text, role)
+    if not encoded.notice:
+        return text, ""
+    end = max(stop for _, stop in encoded.offsets)  # special tokens have empty spans (0, 0)
+    notice = (
+        f"The {role} has {_count(loaded, text):,} tokens; only its first {len(encoded.ids):,} are kept "
+        f"(interventions read at most {len(encoded.ids):,})."
+    )
+    return text[:end], notice
+
+
+def _encoded(loaded: LoadedModel, text: str, role: str) -> Encoded:
     require_next_token(loaded)
     if not text or not text.strip():
-        raise UserError(f"The {role} is empty: type a few words for the model to continue.")
-    encoded = encode(loaded, text, MAX_TOKENS)
-    if encoded.notice:
-        raise UserError(f"The {role} is too long: {encoded.notice} Interventions read at most {MAX_TOKENS}.")
-    return encoded.ids
+        raise PromptError(f"The {role} is empty: type a prompt, a few words for the model to continue.")
+    return encode(loaded, text, MAX_TOKENS)
+
+
+def _count(loaded: LoadedModel, text: str) -> int:
+    return len(loaded.tokenizer(text)["input_ids"])
 
 
 def prompt_tokens(loaded: LoadedModel, text: str) -> tuple[str, ...]:
