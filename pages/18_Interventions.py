@@ -4,8 +4,9 @@ import json
 
 import streamlit as st
 
-from txviz.app import navigation, ui
+from txviz.app import navigation, ui, widgets
 from txviz.core import paths
+from txviz.figures import grids
 from txviz.interventions import ablation, export, metrics, patching, runs, steering
 from txviz.interventions import figures as figs
 
@@ -197,15 +198,14 @@ if sweep_tab.open:
             st.caption(
                 f"{swept.metric.label} = {swept.base:.3f} with nothing ablated; {swept.seconds:.1f} s."
             )
-            ui.show_figure(
-                figs.layer_head_grid(
-                    swept.heads,
-                    "Change of the metric when each head is ablated alone",
-                    "change",
-                    presenting=ui.presenting(),
-                ),
-                key="sweep_heads",
+            grid = grids.head_grid(
+                swept.heads,
+                "Change of the metric when each head is ablated alone (click a head to pick it in Ablate)",
+                "change",
+                presenting=ui.presenting(),
+                diverging=True,
             )
+            widgets.head_grid(grid, "sweep_heads", ("iv_layer", "iv_head"))
             ui.show_figure(
                 figs.layer_bars(swept.mlp, "Change when each MLP is ablated alone", "change"), key="sweep_mlp"
             )
@@ -258,20 +258,25 @@ if patch_tab.open:
                     key="patch_resid_est",
                 )
             exact, estimate = st.columns(2)
+            picks = ("patch_layer", "patch_head")  # a click opens that head in the Explorer's link below
             with exact:
-                ui.show_figure(
-                    figs.layer_head_grid(result.heads, "Heads, exact", presenting=ui.presenting()),
-                    key="patch_heads",
+                grid = grids.head_grid(
+                    result.heads,
+                    "Heads, exact (click one)",
+                    "recovered",
+                    presenting=ui.presenting(),
+                    diverging=True,
                 )
+                widgets.head_grid(grid, "patch_heads", picks)
             with estimate:
-                ui.show_figure(
-                    figs.layer_head_grid(
-                        result.estimate.heads,
-                        f"Attribution estimate (rank correlation {result.heads_rho:.2f})",
-                        presenting=ui.presenting(),
-                    ),
-                    key="patch_heads_est",
+                grid = grids.head_grid(
+                    result.estimate.heads,
+                    f"Attribution estimate (rank correlation {result.heads_rho:.2f})",
+                    "recovered",
+                    presenting=ui.presenting(),
+                    diverging=True,
                 )
+                widgets.head_grid(grid, "patch_heads_est", picks)
             ui.show_figure(figs.layer_bars(result.mlp, "MLPs, exact"), key="patch_mlp")
             st.caption(
                 "The estimate is a forward of each prompt and one backward: gradient x (clean - corrupted) at every point "

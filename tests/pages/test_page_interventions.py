@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from urllib.parse import parse_qs
 
-from conftest import ROOT
+from conftest import ROOT, click_grid
 from streamlit.testing.v1 import AppTest
 
 PAGE = str(ROOT / "pages" / "18_Interventions.py")
@@ -78,6 +78,13 @@ def test_patching_and_sweep_tabs(smollm2):
     (link,) = at.get("page_link")
     assert link.proto.page.endswith("Attention_Explorer")
     assert json.loads(parse_qs(link.proto.query_string)["text"][0]) == CLEAN
+    at = click_grid(at, "patch_heads", 2, 5)  # a click on the exact grid opens that head
+    ok(at)
+    (link,) = at.get("page_link")
+    assert (
+        json.loads(parse_qs(link.proto.query_string)["layer"][0]),
+        json.loads(parse_qs(link.proto.query_string)["head"][0]),
+    ) == (2, 5)
     at.text_area(key="corrupt").set_value("John gave it to the").run()
     assert not at.exception and any("same number of tokens" in e.value for e in at.error)
 
@@ -86,6 +93,9 @@ def test_sweep_and_steer_tabs(smollm2):
     at = fresh({"iv_view": "Every head", "sweep_text": CLEAN, "sweep_go": True})
     ok(at)
     assert any("with nothing ablated" in c.value for c in at.caption)
+    at = click_grid(at, "sweep_heads", 3, 4)  # the clicked head is the one the Ablate tab ablates
+    ok(at)
+    assert (at.session_state["iv_layer"], at.session_state["iv_head"]) == (3, 4)
     at = fresh({"iv_view": "Steer", "steer_new": 4, "strength": 0.0})
     ok(at)
     plain, steered = at.code[0].value, at.code[1].value

@@ -820,13 +820,6 @@ def _():
     return figure, HOSTILE
 
 
-@case("interventions.figures.layer_head_grid")
-def _():
-    return interventions_figures().layer_head_grid(
-        RNG.random((2, 3)), BOLD + ENTITY, unit=LINK, pick=(1, 1)
-    ), HOSTILE
-
-
 @case("interventions.figures.layer_bars")
 def _():
     return interventions_figures().layer_bars(RNG.random(3), BOLD, unit=LINK + ENTITY), HOSTILE

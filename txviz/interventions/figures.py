@@ -55,41 +55,6 @@ def layer_position_grid(
     return figure
 
 
-def layer_head_grid(
-    values: np.ndarray,  # (L, H)
-    title: str,
-    unit: str = "recovered",
-    pick: tuple[int, int] | None = None,
-    presenting: bool = False,
-) -> go.Figure:
-    """A [layer, head] grid on a diverging scale around 0; the picked head outlined."""
-    half = _symmetric(values, 1.0 if unit == "recovered" else 0.0)
-    figure = go.Figure(
-        go.Heatmap(
-            z=values,
-            zmin=-half,
-            zmax=half,
-            colorscale=scale("diverging", presenting),
-            colorbar=dict(title=plain(unit)),
-            hovertemplate="layer %{y}, head %{x}<br>" + plain(unit) + " %{z:.3f}<extra></extra>",
-        )
-    )
-    if pick is not None:
-        layer, head = pick
-        figure.add_shape(
-            type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5,
-            line=dict(color="#222222", width=3),
-        )  # fmt: skip
-    figure.update_layout(
-        title=plain(title),
-        xaxis=dict(title="head", dtick=1 if values.shape[1] <= 32 else None),
-        yaxis=dict(title="layer", dtick=1 if values.shape[0] <= 40 else None, autorange="reversed"),
-        height=max(320, min(900, 20 * values.shape[0] + 160)),
-        margin=margin(top=60),
-    )
-    return figure
-
-
 def layer_bars(values: np.ndarray, title: str, unit: str = "recovered") -> go.Figure:
     """One bar per layer (MLP patching or ablation)."""
     figure = go.Figure(
