@@ -64,7 +64,7 @@ def test_moving_every_control() -> None:
 def test_samples(sample: str) -> None:
     at = run_page(sample=sample)
     assert_clean(at)
-    assert len(figures_titles(at)) == 5
+    assert len(figures_titles(at)) == 6
 
 
 def upload_page() -> AppTest:
@@ -124,7 +124,7 @@ def test_unusual_uploads_are_converted_with_a_note() -> None:
         assert_clean(at, name)
         if note:
             assert any(note in info.value for info in at.info), name
-        assert len(figures_titles(at)) == 5, name
+        assert len(figures_titles(at)) == 6, name
 
 
 def test_the_data_hunger_section_shows_the_shipped_curves() -> None:
