@@ -13,8 +13,7 @@ from txviz.interventions import figures as figs
 VIEWS = ["Ablate", "Every head", "Patch", "Steer"]
 TEXT = "When Mary and John went to the store, John gave a drink to"
 CORRUPT = "When Mary and John went to the store, Mary gave a drink to"
-POSITIVE = "I love this, it is wonderful\nWhat a great and happy day\nThis is lovely and kind"
-NEGATIVE = "I hate this, it is awful\nWhat a terrible and sad day\nThis is nasty and cruel"
+POSITIVE, NEGATIVE = steering.POSITIVE, steering.NEGATIVE  # shared with Live Generation
 
 ui.setup_page(
     "Interventions",

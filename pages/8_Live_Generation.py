@@ -5,18 +5,20 @@ from dataclasses import replace
 
 import streamlit as st
 
-from txviz.app import explain_view, serving, ui
+from txviz.app import explain_view, serving, ui, widgets
 from txviz.generation import figures
 from txviz.generation.batching import Waiting
 from txviz.generation.loop import (
     MAX_NEW_TOKENS,
     GenerationRequest,
     check_model,
+    generate,
     has_chat_template,
     prepare,
     sequence_tokens,
 )
 from txviz.generation.sampling import MAX_TEMPERATURE, SamplingSettings
+from txviz.interventions import steering
 
 FIGURE_INTERVAL_S = 0.5  # live figures redraw at most this often; the text every step
 
@@ -59,6 +61,39 @@ with right:
 if temperature == 0 and (top_k or top_p < 1):
     st.caption("Temperature 0 is greedy: top-k and top-p change nothing until it is above 0.")
 
+steer = st.toggle(
+    "Steer",
+    key="gen_steer",
+    help="Also generate with a steering vector added, and show that text beside the unsteered one.",
+)
+if steer:
+    with st.container(border=True):
+        st.caption(
+            "Activation addition (Turner et al. 2023) along a contrastive direction (Rimsky et al. 2024): "
+            "the mean residual stream of the first prompt set minus that of the second, at each prompt's "
+            "last token, added with this strength after the layer at every position. Same sampling "
+            "settings and seed as the unsteered run: the steering is the only difference."
+        )
+        towards_col, away_col = st.columns(2)
+        towards = steering.prompt_lines(
+            towards_col.text_area(
+                "Steer towards (one prompt per line)",
+                steering.POSITIVE,
+                key="gen_steer_towards",
+                max_chars=4000,
+            )
+        )
+        away = steering.prompt_lines(
+            away_col.text_area(
+                "Away from (one prompt per line)", steering.NEGATIVE, key="gen_steer_away", max_chars=4000
+            )
+        )
+        layer_col, strength_col = st.columns(2)
+        steer_layer = widgets.index_picker(
+            "Add after layer", loaded.n_layers, "gen_steer_layer", loaded.n_layers // 3, where=layer_col
+        )
+        strength = strength_col.slider("Strength", -10.0, 10.0, 4.0, 0.5, key="gen_steer_strength")
+
 engine = serving.engine(loaded)
 sampling = SamplingSettings(float(temperature), int(top_k), float(top_p), int(seed))
 request = GenerationRequest(prompt_text, int(max_new), sampling, chat)
@@ -69,6 +104,11 @@ try:
     prompt, problem = prepare(loaded, request), ""
 except ui.UserError as error:  # GenerationError, WrongModelKind
     prompt, problem = None, str(error)
+if steer and not problem:
+    try:
+        steering.check_sets(towards, away)
+    except ui.UserError as error:
+        problem = str(error)
 
 go_col, stop_col = st.columns([1, 5])
 start = go_col.button("Generate", type="primary", key="gen_go")
@@ -79,12 +119,42 @@ run = st.session_state.get("generation")
 if run and not run["done"] and not start:  # a click (Stop or another widget) ended the loop
     run["done"], run["stopped"] = True, True
 
-text_slot, stats_slot, live_slot = st.empty(), st.empty(), st.empty()
+beside = steer or bool(run and run.get("steered"))  # the steered text beside the unsteered one
+if beside:
+    plain_col, steered_col = st.columns(2)
+    plain_col.caption("Unsteered")
+    text_slot, steered_slot = plain_col.empty(), steered_col.empty()
+else:
+    text_slot = st.empty()
+stats_slot, live_slot = st.empty(), st.empty()
 
 
 def show_text(prompt, steps) -> None:
     """The prompt and what was generated, as plain text (never rendered as markdown or HTML)."""
     text_slot.code(prompt.text + (steps[-1].text if steps else ""), language=None, wrap_lines=True)
+
+
+def show_steered(prompt, steered) -> None:
+    """The steered run beside the unsteered one (a hint until there is one)."""
+    if not steered:
+        steered_slot.caption("Steered: press Generate to see the steered text here.")
+        return
+    with steered_slot.container():
+        st.caption(steered["label"])
+        steps = steered["steps"]
+        st.code(prompt.text + (steps[-1].text if steps else ""), language=None, wrap_lines=True)
+
+
+@ui.cached(max_entries=8, spinner="Finding the steering direction: one forward per prompt...")
+def steering_direction(loaded, towards, away, layer):
+    return steering.direction(loaded, towards, away, layer)
+
+
+def generate_steered(request, prompt, found, strength, steered) -> None:
+    """The steered run, streamed beside the unsteered one (steps kept even if a click interrupts)."""
+    for step in generate(loaded, steering.steered_request(request, found, strength), prompt):
+        steered["steps"].append(step)
+        show_steered(prompt, steered)
 
 
 def show_stats(steps, device: str, note: str = "") -> None:
@@ -110,8 +180,15 @@ def show_live(step, tokens) -> None:
             ui.show_figure(figure, key=f"live_heads_{step.index}")
 
 
-if start and prompt is not None:
-    run = {"prompt": prompt, "steps": [], "model": name, "device": loaded.device}
+if beside:
+    show_steered(run["prompt"] if run else None, run.get("steered") if run else None)
+
+if start and not problem:
+    found = None
+    if steer:
+        with ui.user_errors():
+            found = steering_direction(loaded, tuple(towards), tuple(away), steer_layer)
+    run = {"prompt": prompt, "steps": [], "model": name, "device": loaded.device, "steered": None}
     run["done"] = run["stopped"] = False
     st.session_state["generation"] = run
     for key in ("gen_step", "gen_layer", "gen_head"):  # the new run may be shorter or smaller
@@ -131,8 +208,19 @@ if start and prompt is not None:
             if time.perf_counter() - drawn > FIGURE_INTERVAL_S:
                 show_live(step, sequence_tokens(prompt, run["steps"]))
                 drawn = time.perf_counter()
-    run["done"] = True
     live_slot.empty()
+    if found is not None:
+        # The shared engine batches every session's rows through one forward, so it cannot add one
+        # session's vector: the steered run goes through the lone generation loop instead, in this
+        # session's turn of the heavy-job queue (taking turns with other sessions' heavy passes).
+        label = f"Steered: + {strength:g} x direction (norm {found.norm:.2f}) after layer {steer_layer}"
+        run["steered"] = {"label": label, "steps": []}
+        show_stats(
+            run["steps"], loaded.device, "Generating the steered run with the same settings and seed..."
+        )
+        with ui.user_errors():
+            serving.heavy(generate_steered, request, prompt, found, strength, run["steered"])
+    run["done"] = True
 
 if not run or not run["steps"]:
     if prompt is None:
@@ -148,6 +236,17 @@ prompt, steps = run["prompt"], run["steps"]
 ended = "stopped" if run["stopped"] else "ended: end of sequence" if steps[-1].finished else "done"
 show_text(prompt, steps)
 show_stats(steps, run["device"], f"{run['model']}, {ended}. {len(prompt)} prompt tokens.")
+if beside:
+    show_steered(prompt, run.get("steered"))
+if run.get("steered") and run["steered"]["steps"] and not run["stopped"]:
+    parts = steering.first_difference(
+        [s.token_id for s in steps], [s.token_id for s in run["steered"]["steps"]]
+    )
+    st.caption(
+        "The steered run made the same tokens as the unsteered one."
+        if parts is None
+        else f"The steered run parts from the unsteered one at new token {parts}."
+    )
 tokens = sequence_tokens(prompt, steps)
 explain_view.step_scores_strip(steps, st.session_state.get("gen_step", len(steps) - 1))
 

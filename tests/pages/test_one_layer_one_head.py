@@ -13,7 +13,7 @@ from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
 from txviz.app.ui import OTHER_MODEL
-from txviz.models.registry import ASSET_MODELS, minilm_folder
+from txviz.models.registry import ASSET_MODELS, minilm_folder, smollm2_folder
 
 ONLY_ONE = ("Layer 0 (the only one)", "Head 0 (the only one)")
 
@@ -118,3 +118,32 @@ def one_head_bart(tmp_path_factory):
 @pytest.mark.parametrize("view", ["Decoding step by step", "Cross-attention arithmetic"])
 def test_encoder_decoder(one_head_bart, view):
     assert_runs(run("9_Encoder_Decoder.py", "model", one_head_bart, view=view, max_steps=3))
+
+
+@pytest.fixture(scope="module")
+def one_head_llama(tmp_path_factory):
+    """A one-layer, one-head Llama with SmolLM2's tokenizer, random weights."""
+    folder = tmp_path_factory.mktemp("llama-1x1")
+    tokenizer = tf.AutoTokenizer.from_pretrained(smollm2_folder())
+    torch.manual_seed(0)
+    config = tf.LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        num_key_value_heads=1,
+        intermediate_size=32,
+        max_position_embeddings=128,
+    )
+    tf.LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def test_live_generation_steers_after_the_only_layer(one_head_llama):
+    at = run("8_Live_Generation.py", "gen_model", one_head_llama, gen_steer=True, gen_max=3, gen_chat=False)
+    assert_runs(at, ("Add after layer 0 (the only one)",))
+    at.button(key="gen_go").click().run()
+    assert_runs(at, ("Add after layer 0 (the only one)",))
+    steered = at.session_state["generation"]["steered"]
+    assert steered["label"].endswith("after layer 0") and len(steered["steps"]) == 3

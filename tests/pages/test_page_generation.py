@@ -102,3 +102,32 @@ def test_an_encoder_model_gets_a_clear_message(minilm):
 
 
 # Browser: tokens appear in a real page, and two sessions at once keep their own.
+
+
+def test_steering_shows_the_steered_text_beside_the_unsteered_one(smollm2):
+    at = fresh()
+    assert not any(t.key == "gen_steer_towards" for t in at.text_area)  # off by default: page unchanged
+    at.toggle(key="gen_steer").set_value(True).run()
+    assert_clean(at)
+    at.slider(key="gen_steer_strength").set_value(0.0)
+    generate_tokens(at, "I think the movie was", n=4)
+    assert_clean(at)
+    run = at.session_state["generation"]
+    plain, steered = ([s.token_id for s in steps] for steps in (run["steps"], run["steered"]["steps"]))
+    assert plain == steered and len(plain) == 4  # greedy, strength 0: the very same tokens
+    assert at.code[0].value == at.code[1].value
+    assert any("same tokens as the unsteered" in c.value for c in at.caption)
+    at.slider(key="gen_steer_strength").set_value(8.0)
+    at.button(key="gen_go").click().run()
+    assert_clean(at)
+    run = at.session_state["generation"]
+    assert [s.token_id for s in run["steps"]] == plain  # the unsteered run is as before
+    assert [s.token_id for s in run["steered"]["steps"]] != plain
+    assert at.code[0].value != at.code[1].value
+    assert any(c.value.startswith("Steered: + 8 x direction") for c in at.caption)
+    # an empty prompt set: a clear message, and Generate starts nothing
+    at.text_area(key="gen_steer_away").input(" \n ").run()
+    at.button(key="gen_go").click().run()
+    assert not at.exception, at.exception
+    assert "second set of prompts is empty" in errors(at)
+    assert at.session_state["generation"] is run

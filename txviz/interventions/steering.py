@@ -8,7 +8,7 @@ that layer at every position, through the same per-call interventions as ablatio
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -20,6 +20,9 @@ from txviz.interventions.runs import forward, prompt_ids, repeated
 from txviz.models import LoadedModel
 
 MAX_PROMPTS = 32  # per side: each is one forward
+# Shipped prompt sets (one per line): a sentiment direction, the classic activation-addition example.
+POSITIVE = "I love this, it is wonderful\nWhat a great and happy day\nThis is lovely and kind"
+NEGATIVE = "I hate this, it is awful\nWhat a terrible and sad day\nThis is nasty and cruel"
 
 
 def prompt_lines(text: str) -> list[str]:
@@ -50,20 +53,38 @@ def last_stream(loaded: LoadedModel, text: str, layer: int) -> torch.Tensor:
     return result.stage_output("resid", layer)[0, -1].float().cpu()
 
 
-def direction(loaded: LoadedModel, positive: Sequence[str], negative: Sequence[str], layer: int) -> Direction:
-    """The steering direction of two prompt sets at ``layer``."""
-    if not 0 <= layer < loaded.n_layers:
-        raise UserError(f"{loaded.name} has layers 0 to {loaded.n_layers - 1}; there is no layer {layer}.")
+def check_sets(positive: Sequence[str], negative: Sequence[str]) -> None:
+    """Raise a UserError unless both prompt sets hold 1 to MAX_PROMPTS prompts (no model needed)."""
     for side, prompts in (("first", positive), ("second", negative)):
         if not prompts:
             raise UserError(f"The {side} set of prompts is empty: write at least one prompt, one per line.")
         if len(prompts) > MAX_PROMPTS:
             raise UserError(f"The {side} set has {len(prompts)} prompts; use at most {MAX_PROMPTS}.")
+
+
+def direction(loaded: LoadedModel, positive: Sequence[str], negative: Sequence[str], layer: int) -> Direction:
+    """The steering direction of two prompt sets at ``layer``."""
+    if not 0 <= layer < loaded.n_layers:
+        raise UserError(f"{loaded.name} has layers 0 to {loaded.n_layers - 1}; there is no layer {layer}.")
+    check_sets(positive, negative)
     means = [
         torch.stack([last_stream(loaded, t, layer) for t in prompts]).mean(0)
         for prompts in (positive, negative)
     ]
     return Direction(layer, means[0] - means[1], len(positive), len(negative))
+
+
+def steered_request(request: GenerationRequest, found: Direction, strength: float) -> GenerationRequest:
+    """The same request (prompt, sampling, seed) with the direction added: steering is the only change."""
+    return replace(request, interventions=(*request.interventions, found.steer(strength)))
+
+
+def first_difference(plain: Sequence[int], steered: Sequence[int]) -> int | None:
+    """The first new token where two runs differ (a shorter run differs where it ends); None if equal."""
+    for index, (a, b) in enumerate(zip(plain, steered, strict=False)):
+        if a != b:
+            return index
+    return None if len(plain) == len(steered) else min(len(plain), len(steered))
 
 
 def continuation(
