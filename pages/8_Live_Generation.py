@@ -80,12 +80,15 @@ if steer:
                 "Steer towards (one prompt per line)",
                 steering.POSITIVE,
                 key="gen_steer_towards",
-                max_chars=4000,
+                max_chars=ui.max_text_chars(4000),
             )
         )
         away = steering.prompt_lines(
             away_col.text_area(
-                "Away from (one prompt per line)", steering.NEGATIVE, key="gen_steer_away", max_chars=4000
+                "Away from (one prompt per line)",
+                steering.NEGATIVE,
+                key="gen_steer_away",
+                max_chars=ui.max_text_chars(4000),
             )
         )
         layer_col, strength_col = st.columns(2)
