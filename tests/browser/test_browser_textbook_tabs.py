@@ -22,7 +22,6 @@ TABS = [
     ("pages/9_Encoder_Decoder.py", "All positions at once"),
     ("pages/5_Masking_Patterns.py", "Using the encoder"),
     ("pages/11_Transformer_Block.py", "Mixture of experts"),
-    ("pages/14_Why_Attention.py", "Path length"),
 ]
 
 
