@@ -68,7 +68,11 @@ def head_grid(
         picked = pd.DataFrame({"layer": [pick[0]], "head": [pick[1]]})
         outline = alt.Chart(picked).mark_rect(fill=None, stroke="#d62728", strokeWidth=3)
         layers_of.append(outline.encode(x="head:O", y="layer:O"))
-    return alt.layer(*layers_of).properties(title=title, height=max(160, min(900, CELL_PIXELS * layers)))
+    return alt.layer(*layers_of).properties(
+        # a row height, not a total: a fixed total height is ignored for these ordinal rows in the page
+        title=title,
+        height=alt.Step(max(8, min(CELL_PIXELS, 900 // max(layers, 1)))),
+    )
 
 
 def picked_head(selection: Mapping[str, Any] | None) -> tuple[int, int] | None:
