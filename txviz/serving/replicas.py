@@ -58,6 +58,18 @@ def healthy(url: str) -> bool:
         return False
 
 
+def serves_all(url: str, names: set[str]) -> bool:
+    """Cookie-less requests through the balancer reach every replica (each answer names its replica)."""
+    seen = set()
+    for _ in range(2 * len(names)):
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                seen.add(response.headers.get("X-Txviz-Replica"))
+        except OSError:
+            return False
+    return names <= seen
+
+
 def wait_until(check, timeout_s: float, what: str) -> None:
     deadline = time.monotonic() + timeout_s
     while not check():
@@ -130,6 +142,10 @@ def cluster(n: int, port: int | None = None, log_folder: Path | None = None) -> 
         processes.append(balancer)
         url = f"http://127.0.0.1:{port}"
         wait_until(lambda: healthy(url), 30, "the balancer start")
+        # on a busy machine a replica can miss its first health checks: wait until both are in
+        wait_until(
+            lambda: serves_all(url, set(replicas)), START_TIMEOUT_S, "every replica behind the balancer"
+        )
         yield Cluster(url, replicas, balancer, folder)
     finally:
         for process in reversed(processes):
