@@ -80,18 +80,7 @@ def explorer_link(result: runs.HeadScores, detector: str, layer: int, head: int)
         },
     )
     if loaded.kind == "decoder":  # ablation reads next-token logits: decoders only
-        st.page_link(
-            navigation.feature_page(paths.PAGES / "18_Interventions.py"),
-            label=f"Test this head: ablate layer {layer}, head {head} on this text",
-            icon=":material/content_cut:",
-            query_params={
-                k: json.dumps(v)
-                for k, v in dict(
-                    model=name, text=text, target="head", iv_layer=layer, iv_head=head,
-                    metric="log_probability", answer="",
-                ).items()
-            },
-        )  # fmt: skip
+        widgets.ablate_head_link(name, text, layer, head, "this text")
     st.caption("On the text that gave it its highest score:")
     st.text(text[:300] + ("..." if len(text) > 300 else ""))
 

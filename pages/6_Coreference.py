@@ -1,11 +1,8 @@
 """Coreference: where does a pronoun look, and does that follow what it means?"""
 
-import json
-
 import streamlit as st
 
-from txviz.app import navigation, ui, widgets
-from txviz.core import paths
+from txviz.app import ui, widgets
 from txviz.coref import figures as figs
 from txviz.coref import translation
 from txviz.coref.answers import (
@@ -205,18 +202,7 @@ ui.show_figure(
 for line in head_readings(traced.attention, (layer, head)):
     st.markdown(line)
 if loaded.is_causal:  # ablation reads next-token logits: decoders only
-    st.page_link(
-        navigation.feature_page(paths.PAGES / "18_Interventions.py"),
-        label=f"Test this head: ablate layer {layer}, head {head} on sentence A",
-        icon=":material/content_cut:",
-        query_params={
-            k: json.dumps(v)
-            for k, v in dict(
-                model=name, text=pair.sentence_a, target="head", iv_layer=layer, iv_head=head,
-                metric="log_probability", answer="",
-            ).items()
-        },
-    )  # fmt: skip
+    widgets.ablate_head_link(name, pair.sentence_a, layer, head, "sentence A")
 
 st.subheader("Which heads track coreference?")
 low, high = cv.coin_flip_band

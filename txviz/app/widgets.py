@@ -3,12 +3,14 @@ figures side by side, and a progress bar around a slow call."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import navigation, ui
+from txviz.core import paths
 from txviz.figures import grids
 from txviz.heads import corpus
 
@@ -121,3 +123,19 @@ def corpus_input(
     else:
         texts = corpus.default_corpus()
     return texts
+
+
+def ablate_head_link(name: str, text: str, layer: int, head: int, on: str) -> None:
+    """A link that opens Interventions with this head ablated on ``text`` (its metric reads next-token logits)."""
+    st.page_link(
+        navigation.feature_page(paths.PAGES / "18_Interventions.py"),
+        label=f"Test this head: ablate layer {layer}, head {head} on {on}",
+        icon=":material/content_cut:",
+        query_params={
+            k: json.dumps(v)
+            for k, v in dict(
+                model=name, text=text, target="head", iv_layer=layer, iv_head=head,
+                metric="log_probability", answer="",
+            ).items()
+        },
+    )  # fmt: skip

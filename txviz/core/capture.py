@@ -237,38 +237,30 @@ def txviz_attention(
     maths = any(kwargs.get(k) is not None for k in ("softcap", "s_aux", "sinks", "position_bias"))
     window = kwargs.get("sliding_window") is not None and attention_mask is None
     reduction = settings.reduction
-    if (
+    reduced = (
         reduction is not None
         and recorder is not None
         and reduction.applies(recorder.module_names.get(id(module)))
-    ):
-        if maths or window:  # the block-by-block fold writes out plain masked softmax only
-            raise UnsupportedAttention(
-                f"{type(module).__name__} uses soft-capping, attention sinks, a position bias or a sliding "
-                "window without a mask, which the long-document view does not apply yet: open this model "
-                "in the Attention Explorer instead."
-            )
-        output, weights, record, causal = _reduced(
-            module,
-            query,
-            key,
-            value,
-            attention_mask,
-            dropout,
-            scaling,
-            is_causal,
-            settings,
-            knockouts,
-            **kwargs,
+    )
+    if reduced and (maths or window):  # the block-by-block fold writes out plain masked softmax only
+        raise UnsupportedAttention(
+            f"{type(module).__name__} uses soft-capping, attention sinks, a position bias or a sliding "
+            "window without a mask, which the long-document view does not apply yet: open this model "
+            "in the Attention Explorer instead."
         )
-    elif settings.fast_path and not (knockouts or maths or window or kwargs.get("output_attentions")):
+    if (
+        not reduced
+        and settings.fast_path
+        and not (knockouts or maths or window or kwargs.get("output_attentions"))
+    ):
         output, weights = sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout, scaling, is_causal, **kwargs
         )
         record = {}
         causal = bool(is_causal if is_causal is not None else getattr(module, "is_causal", False))
     else:
-        output, weights, record, causal = _explicit(
+        compute = _reduced if reduced else _explicit
+        output, weights, record, causal = compute(
             module,
             query,
             key,
