@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS, page_url, screenshot, wait_for_app
+from conftest import ARTIFACTS, page_url, screenshot, wait_for_app
 
 from txviz.bench.load import TICKS_HAVE
 from txviz.serving.replicas import cluster
@@ -77,13 +77,12 @@ class Session:
         wait_for_app(self.page, WAIT_MS)
 
 
-def test_sessions_stick_work_through_the_proxy_and_outlive_the_other_replica(tmp_path):
-    from playwright.sync_api import sync_playwright
-
-    with cluster(2, log_folder=ARTIFACTS / "replicas") as running, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+def test_sessions_stick_work_through_the_proxy_and_outlive_the_other_replica(tmp_path, _browser):
+    # the session's one browser: a second sync Playwright in the same process is refused
+    sessions: list[Session] = []
+    with cluster(2, log_folder=ARTIFACTS / "replicas") as running:
         try:
-            sessions = [Session(browser, running.url, i) for i in range(SESSIONS)]
+            sessions += [Session(_browser, running.url, i) for i in range(SESSIONS)]
             for session in sessions:
                 session.open("pages/8_Live_Generation.py")
             by_replica = {}
@@ -111,4 +110,5 @@ def test_sessions_stick_work_through_the_proxy_and_outlive_the_other_replica(tmp
                 assert session.open("pages/8_Live_Generation.py") == "replica2" == session.replica
             screenshot(survivor.page, "replicas-survivor")
         finally:
-            browser.close()
+            for session in sessions:
+                session.context.close()
