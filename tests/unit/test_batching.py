@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 import pytest
+import torch
 from test_generation import tiny  # noqa: F401 - the shared tiny Llama fixture
 
 from txviz.generation.batching import GenerationEngine, Waiting
@@ -121,3 +122,29 @@ def test_a_session_runs_one_job_at_a_time_and_a_closed_stream_frees_its_row(tiny
 def test_bad_requests_fail_before_queueing(tiny, engines):  # noqa: F811
     with pytest.raises(GenerationError):
         engines().submit(GenerationRequest("   ", 4))
+
+
+def test_sessions_arriving_together_share_one_prefill(tiny, engines):  # noqa: F811
+    engine = engines(8)
+    requests = [greedy(p, 3) for p in PROMPTS]
+    together = batched(engine, requests)
+    assert all(len(steps) == 3 for steps in together)
+    assert engine.largest_batch == 8
+    assert engine.prefills_run < len(PROMPTS)  # the gather window let them join in one go or few
+
+
+def test_a_left_padded_prefill_holds_each_prompts_own_keys_and_values(tiny):  # noqa: F811
+    from txviz.generation.loop import prefill, prefill_batch, prepare
+
+    prompts = [prepare(tiny, greedy(p)) for p in PROMPTS[:4]]
+    cache, valid = prefill_batch(tiny, prompts)
+    assert valid.sum(1).tolist() == [len(p) - 1 for p in prompts]
+    for b, prompt in enumerate(prompts):
+        alone = prefill(tiny, prompt)
+        for mine, own in zip(cache.layers, alone.layers, strict=True):
+            if own.keys is None or own.keys.numel() == 0:
+                continue
+            real = mine.keys[b][:, valid[b]]
+            assert torch.isfinite(mine.keys).all() and torch.isfinite(mine.values).all()
+            torch.testing.assert_close(real, own.keys[0], atol=1e-5, rtol=1e-4)
+            torch.testing.assert_close(mine.values[b][:, valid[b]], own.values[0], atol=1e-5, rtol=1e-4)

@@ -287,10 +287,8 @@ def _explicit(
     module, query, key, value, attention_mask, dropout, scaling, is_causal, settings, knockouts, **kwargs
 ):
     """Attention computed step by step: scores, masks, the normaliser, weights, output, records."""
-    groups = getattr(module, "num_key_value_groups", 1)
-    key, value = repeat_kv(key, groups), repeat_kv(value, groups)
     scale = query.shape[-1] ** -0.5 if scaling is None else scaling
-    scores = torch.matmul(query, key.transpose(2, 3)).float() * scale  # (B, H, Q, K)
+    scores = _grouped(query, key.transpose(2, 3)).float() * scale  # (B, H, Q, K)
     if kwargs.get("softcap") is not None:
         scores = kwargs["softcap"] * torch.tanh(scores / kwargs["softcap"])
     if kwargs.get("position_bias") is not None:
@@ -337,15 +335,30 @@ def _explicit(
         weights = (settings.normalize or softmax)(scores)  # (B, H, Q, K)
     if module.training and dropout > 0:
         weights = torch.nn.functional.dropout(weights, p=dropout)
-    output = torch.matmul(weights.to(value.dtype), value).transpose(1, 2).contiguous()
+    output = _grouped(weights.to(value.dtype), value).transpose(1, 2).contiguous()
     rows = slice(-1, None) if settings.newest_query_only else slice(None)
+    groups = query.shape[1] // key.shape[1]
     record = {
         "weights": _keep(weights[..., rows, :], "weights", settings),
         "scores": _keep(scores[..., rows, :], "scores", settings),
         "queries": _keep(query[..., rows, :], "queries", settings),
-        "keys": _keep(key, "keys", settings),
+        "keys": _keep(repeat_kv(key, groups), "keys", settings) if "keys" in settings.record else None,
     }
     return output, weights.to(query.dtype), record, causal
+
+
+def _grouped(per_head: torch.Tensor, shared: torch.Tensor) -> torch.Tensor:
+    """per_head (B, H, Q, X) @ shared (B, H_kv, X, Y) -> (B, H, Q, Y), each KV head serving its group.
+
+    Query heads h*G .. h*G + G-1 share KV head h (as repeat_kv lays them out); folding the group
+    into the rows reads each key and value once instead of copying them G times per layer and step.
+    """
+    b, h, q, x = per_head.shape
+    kv = shared.shape[1]
+    if kv == h:
+        return torch.matmul(per_head, shared)
+    folded = torch.matmul(per_head.reshape(b, kv, (h // kv) * q, x), shared)  # (B, H_kv, G*Q, Y)
+    return folded.reshape(b, h, q, shared.shape[-1])
 
 
 def _reduced(

@@ -2,9 +2,9 @@
 
 Decoding a small model on a CPU is memory-bound: one step reads every weight once whatever the
 batch size, so eight sequences decoded together cost far less than eight decoded in turn. The
-engine keeps one batched KV cache, left-padded so every row's newest token lines up on the right;
-a sequence joins between steps (its prompt is prefilled alone, then its cache rows are padded in)
-and leaves when it ends or its session goes away. Each sequence keeps its own sampling settings,
+engine keeps one batched KV cache, left-padded so every row's newest token lines up on the right.
+Sequences join between steps (those arriving together are prefilled in one left-padded batch, then
+their cache rows are padded in) and leave when they end or their session goes away. Each sequence keeps its own sampling settings,
 its own seeded generator and its own attention rows, with the padding columns cut off again.
 
 transformers' own continuous batching switches the model to a paged attention implementation,
@@ -34,7 +34,7 @@ from txviz.generation.loop import (
     GenerationStep,
     Prompt,
     make_step,
-    prefill,
+    prefill_batch,
     prepare,
     stop_ids,
 )
@@ -43,6 +43,9 @@ from txviz.models import LoadedModel
 
 DEFAULT_MAX_BATCH = 8  # rows decoded together; later requests wait their turn in order
 POLL_S = 0.25  # how often a waiting consumer hears its place in the queue
+# An idle engine waits this long for company before its first prefill: a class pressing "Generate"
+# together then shares one prefill and starts on the same step instead of in a staggered line.
+GATHER_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ class _Sequence:
     prompt: Prompt
     owner: str
     number: int  # arrival order: the queue is first come, first served
-    out: queue.Queue = field(default_factory=queue.Queue)  # GenerationStep | Exception | None (the end)
+    out: queue.Queue = field(default_factory=queue.Queue)  # _RawStep | Exception | None (the end)
     cancelled: threading.Event = field(default_factory=threading.Event)
     generated: list[int] = field(default_factory=list)
     generator: torch.Generator | None = None
@@ -98,7 +101,7 @@ class Ticket:
                     return
                 if isinstance(item, Exception):
                     raise item
-                yield item
+                yield item.finish(self._engine.loaded, sequence)
         finally:
             self.cancel()  # a closed tab or a new run stops the generator: free the row
 
@@ -124,6 +127,7 @@ class GenerationEngine:
         self._thread: threading.Thread | None = None
         self._closing = False
         self.steps_run = 0  # batched forwards so far (tests and the benchmark read it)
+        self.prefills_run = 0  # prefill forwards so far: sequences arriving together share one
         self.largest_batch = 0
 
     @property
@@ -201,11 +205,12 @@ class GenerationEngine:
                         self._thread = None  # idle: the next submit starts a new thread
                         return
                     self._drop_finished()
+                if not self._active and len(self._waiting) < self.max_batch:
+                    self._changed.wait(timeout=GATHER_S)
                 joining = []
                 while self._waiting and len(self._active) + len(joining) < self.max_batch:
                     joining.append(self._waiting.pop(0))
-            for sequence in joining:
-                self._join(sequence)
+            self._join([s for s in joining if not _finished_early(s)])
             if self._active:
                 try:
                     self._step()
@@ -214,24 +219,26 @@ class GenerationEngine:
                         sequence.out.put(error)
                         sequence.cancelled.set()
 
-    def _join(self, sequence: _Sequence) -> None:
-        """Prefill a new sequence alone, then pad its cache rows into the batch."""
-        if sequence.cancelled.is_set():
-            sequence.out.put(None)
+    def _join(self, sequences: list[_Sequence]) -> None:
+        """Prefill new sequences in one left-padded batch, then pad their cache rows into the batch."""
+        if not sequences:
             return
         try:
-            sequence.start = time.perf_counter()
-            sequence.generator = make_generator(sequence.request.sampling.seed)
-            sequence.stops = stop_ids(self.loaded, sequence.request)
-            own = prefill(self.loaded, sequence.prompt)
-            sequence.length = len(sequence.prompt) - 1
-            sequence.next_input = sequence.prompt.ids[-1]
+            for sequence in sequences:
+                sequence.start = time.perf_counter()
+                sequence.generator = make_generator(sequence.request.sampling.seed)
+                sequence.stops = stop_ids(self.loaded, sequence.request)
+                sequence.length = len(sequence.prompt) - 1
+                sequence.next_input = sequence.prompt.ids[-1]
+            own, own_valid = prefill_batch(self.loaded, [s.prompt for s in sequences])
+            self.prefills_run += 1
             with self._changed:
-                self._cache, self._valid = _merge(self._cache, self._valid, own, sequence.length)
-                self._active.append(sequence)
+                self._cache, self._valid = _merge(self._cache, self._valid, own, own_valid)
+                self._active.extend(sequences)
                 self.largest_batch = max(self.largest_batch, len(self._active))
-        except Exception as error:  # this session hears why; the others go on
-            sequence.out.put(error)
+        except Exception as error:  # these sessions hear why; the others go on
+            for sequence in sequences:
+                sequence.out.put(error)
 
     def _drop_finished(self) -> None:
         """Rows whose sequence ended or was cancelled leave the batch (called under the lock)."""
@@ -271,40 +278,80 @@ class GenerationEngine:
         )
         self._valid = valid
         self.steps_run += 1
-        rows_of = _attention_rows(output, valid) if record else [None] * len(rows)
+        stacked = _stacked_rows(output) if record else None
         kv_per_token = _kv_bytes_per_token(self._cache)
         for b, sequence in enumerate(rows):
-            self._emit(loaded, sequence, output.logits[b, -1], rows_of[b], kv_per_token)
+            attention = _Rows(stacked, b, valid[b]) if sequence.request.record_attention else None
+            self._emit(sequence, output.logits[b, -1], attention, kv_per_token)
 
     def _emit(
         self,
-        loaded: LoadedModel,
         sequence: _Sequence,
         logits: torch.Tensor,
-        attention: np.ndarray | None,
+        attention: _Rows | None,
         kv_per_token: tuple[int, ...],
     ) -> None:
-        """Sample one row's token with its own settings and hand the step to its session."""
+        """Sample one row's token with its own settings and hand the raw step to its session."""
         request = sequence.request
         choice = choose(logits, request.sampling, sequence.generator)
         sequence.length += 1
         sequence.generated.append(choice.token_id)
-        index = len(sequence.generated) - 1
-        step = make_step(
-            loaded,
-            request,
-            sequence.prompt,
-            sequence.generated,
-            choice,
-            attention if request.record_attention else None,
-            kv=_row_kv(kv_per_token, sequence.length),
-            elapsed_s=time.perf_counter() - sequence.start,
-            finished=choice.token_id in sequence.stops,
+        finished = choice.token_id in sequence.stops
+        sequence.out.put(
+            _RawStep(
+                tuple(sequence.generated),
+                choice,
+                attention,
+                _row_kv(kv_per_token, sequence.length),
+                time.perf_counter() - sequence.start,
+                finished,
+            )
         )
-        sequence.out.put(step)
         sequence.next_input = choice.token_id
-        if step.finished or index + 1 >= request.max_new_tokens:
+        if finished or len(sequence.generated) >= request.max_new_tokens:
             sequence.cancelled.set()  # done: the row leaves before the next step
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """One row's newest attention inside a step's stacked rows, cut out when its session reads it."""
+
+    stacked: torch.Tensor  # (B, L, H, K) for the whole batch
+    row: int
+    valid: torch.Tensor  # (K,) bool: this row's real keys
+
+    def array(self) -> np.ndarray:
+        return self.stacked[self.row][:, :, self.valid].numpy().astype(ROW_DTYPE)
+
+
+@dataclass(frozen=True)
+class _RawStep:
+    """What the decode loop hands a session; the session's own thread writes the GenerationStep.
+
+    Text decoding, candidates and attention rows are per-session work: done in the reader's thread
+    they overlap the engine's next batched forward instead of delaying every row.
+    """
+
+    generated: tuple[int, ...]
+    choice: object
+    attention: _Rows | None
+    kv: tuple[tuple[int, ...], tuple[int, ...]]
+    elapsed_s: float
+    finished: bool
+
+    def finish(self, loaded: LoadedModel, sequence: _Sequence) -> GenerationStep:
+        attention = self.attention.array() if self.attention is not None else None
+        return make_step(
+            loaded,
+            sequence.request,
+            sequence.prompt,
+            list(self.generated),
+            self.choice,
+            attention,
+            kv=self.kv,
+            elapsed_s=self.elapsed_s,
+            finished=self.finished,
+        )
 
 
 def _pad_left(tensor: torch.Tensor, length: int) -> torch.Tensor:
@@ -322,11 +369,11 @@ def _kv(layer) -> tuple[torch.Tensor, torch.Tensor] | None:
     return None if keys is None or keys.numel() == 0 else (keys, layer.values)
 
 
-def _merge(batch, valid: torch.Tensor | None, own, length: int):
-    """The batched cache with one more row (own, `length` real tokens) padded in on the left."""
+def _merge(batch, valid: torch.Tensor | None, own, own_valid: torch.Tensor):
+    """The batched cache with own's rows (real tokens where own_valid) padded in on the left."""
     if batch is None:
-        return own, torch.ones(1, length, dtype=torch.bool)
-    width = max(valid.shape[1], length)
+        return own, own_valid
+    width = max(valid.shape[1], own_valid.shape[1])
     rows = valid.shape[0]
     for mine, theirs in zip(batch.layers, own.layers, strict=True):
         a, b = _kv(mine), _kv(theirs)
@@ -335,16 +382,25 @@ def _merge(batch, valid: torch.Tensor | None, own, length: int):
         like = (a or b)[0]
         empty = like.new_zeros((1, like.shape[1], 0, like.shape[3]))
         a = a or (empty.expand(rows, -1, -1, -1), empty.expand(rows, -1, -1, -1))
-        b = b or (empty, empty)
+        b = b or (empty.expand(len(own_valid), -1, -1, -1), empty.expand(len(own_valid), -1, -1, -1))
         mine.keys = torch.cat([_pad_left(a[0], width), _pad_left(b[0], width)], dim=0)
         mine.values = torch.cat([_pad_left(a[1], width), _pad_left(b[1], width)], dim=0)
         mine.is_initialized = True
         mine.dtype, mine.device = like.dtype, like.device
-    old = torch.cat([torch.zeros(rows, width - valid.shape[1], dtype=torch.bool), valid], dim=1)
-    new = torch.cat(
-        [torch.zeros(1, width - length, dtype=torch.bool), torch.ones(1, length, dtype=torch.bool)], 1
-    )
-    return batch, torch.cat([old, new], dim=0)
+    return batch, torch.cat([_pad_mask_left(valid, width), _pad_mask_left(own_valid, width)], dim=0)
+
+
+def _pad_mask_left(valid: torch.Tensor, width: int) -> torch.Tensor:
+    """A validity mask widened to `width` columns with invalid ones on the left."""
+    return torch.cat([torch.zeros(len(valid), width - valid.shape[1], dtype=torch.bool), valid], dim=1)
+
+
+def _finished_early(sequence: _Sequence) -> bool:
+    """A sequence cancelled while it waited ends here, before its prefill."""
+    if sequence.cancelled.is_set():
+        sequence.out.put(None)
+        return True
+    return False
 
 
 def _trim_padding(cache, engine: GenerationEngine) -> None:
@@ -369,8 +425,7 @@ def _row_kv(per_token: tuple[int, ...], length: int) -> tuple[tuple[int, ...], t
     return (length,) * len(per_token), tuple(length * size for size in per_token)
 
 
-def _attention_rows(recorder: Run, valid: torch.Tensor) -> list[np.ndarray]:
-    """Each row's newest attention [layer, head, key], padding columns cut off."""
+def _stacked_rows(recorder: Run) -> torch.Tensor:
+    """Every row's newest attention (B, L, H, K), padding columns still in."""
     per_layer = [records[-1].weights[:, :, -1, :] for records in recorder.attention.values()]  # (B, H, K)
-    stacked = torch.stack(per_layer, dim=1)  # (B, L, H, K)
-    return [stacked[b][:, :, valid[b]].numpy().astype(ROW_DTYPE) for b in range(stacked.shape[0])]
+    return torch.stack(per_layer, dim=1)

@@ -190,6 +190,35 @@ def prefill(loaded: LoadedModel, prompt: Prompt, interventions: tuple = ()):
     return cache
 
 
+def prefill_batch(loaded: LoadedModel, prompts: list[Prompt]):
+    """(cache, valid): prompts prefilled together, left-padded; valid (B, T) marks real tokens."""
+    if len(prompts) == 1:
+        return prefill(loaded, prompts[0]), torch.ones(1, len(prompts[0]) - 1, dtype=torch.bool)
+    from transformers import DynamicCache
+
+    model = loaded.model
+    cache = DynamicCache(config=model.config)
+    bodies = [p.ids[:-1] for p in prompts]  # the last token of each is fed by the first step
+    width = max(len(b) for b in bodies)
+    valid = torch.tensor([[False] * (width - len(b)) + [True] * len(b) for b in bodies], dtype=torch.bool)
+    if width == 0:
+        return cache, valid
+    ids = torch.tensor([[0] * (width - len(b)) + list(b) for b in bodies], device=loaded.device)
+    # Each row counts its positions from its first real token, as it would alone.
+    positions = (valid.long().cumsum(-1) - 1).clamp(min=0)
+    head_only_last = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
+    run_step(
+        model,
+        CaptureSettings(),
+        input_ids=ids,
+        attention_mask=valid.to(device=loaded.device, dtype=torch.long),
+        position_ids=positions.to(loaded.device),
+        past_key_values=cache,
+        **head_only_last,
+    )
+    return cache, valid
+
+
 def make_step(
     loaded: LoadedModel,
     request: GenerationRequest,
