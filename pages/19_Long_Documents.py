@@ -18,9 +18,9 @@ ui.setup_page(
 )
 
 
-@ui.cached(max_entries=4, spinner="Reading the document, one layer and one block of queries at a time...")
-def _overview(loaded, text: str, max_tokens: int) -> longdoc.Overview:
-    return longdoc.overview(loaded, text, max_tokens)
+@ui.cached(max_entries=4, spinner="Reading the document: every layer's summaries, and this layer's maps block by block...")
+def _overview(loaded, text: str, max_tokens: int, layer: int) -> longdoc.Overview:
+    return longdoc.overview(loaded, text, max_tokens, layer)
 
 
 @ui.cached(max_entries=16, spinner="Computing this layer's exact rows...")
@@ -81,8 +81,18 @@ with left:
 with right:
     text = ui.text_input("Document", SAMPLE, height=220)
 
+c1, c2, c3 = st.columns(3)
+layer = c1.slider(
+    "Layer",
+    0,
+    loaded.n_layers - 1,
+    ui.link_value("layer", loaded.n_layers - 1, range(loaded.n_layers)),
+    key="layer",
+    help="Summaries cover every layer; the maps are this layer's (another layer takes one more pass).",
+)
+head = c2.slider("Head", 0, loaded.n_heads - 1, ui.link_value("head", 0, range(loaded.n_heads)), key="head")
 with ui.user_errors():
-    view = _overview(loaded, text, max_tokens)
+    view = _overview(loaded, text, max_tokens, layer)
 if view.notice:
     st.warning(view.notice)
 n = view.n_tokens
@@ -91,19 +101,10 @@ st.session_state["_longdoc_spans"] = view.spans
 cells = view.n_layers * view.n_heads * n * n
 st.caption(
     f"{n:,} tokens, {view.n_layers} layers x {view.n_heads} heads: {cells / 1e6:,.0f} million weights "
-    f"({cells * 4 / 1e9:.2f} GB as float32) reduced to {view.tile} x {view.tile}-token tiles, "
-    f"{view.spans.n} sentences and {len(view.spans.paragraph_labels)} paragraphs."
+    f"({cells * 4 / 1e9:.2f} GB as float32) reduced to per-head summaries, and layer {layer}'s to "
+    f"{view.tile} x {view.tile}-token tiles, {view.spans.n} sentences and "
+    f"{len(view.spans.paragraph_labels)} paragraphs."
 )
-
-c1, c2, c3 = st.columns(3)
-layer = c1.slider(
-    "Layer",
-    0,
-    view.n_layers - 1,
-    ui.link_value("layer", view.n_layers - 1, range(view.n_layers)),
-    key="layer",
-)
-head = c2.slider("Head", 0, view.n_heads - 1, ui.link_value("head", 0, range(view.n_heads)), key="head")
 heads_mean = c3.toggle("Mean over heads", ui.link_value("heads_mean", True), key="heads_mean")
 chosen_head = None if heads_mean else head
 d1, d2, d3 = st.columns(3)

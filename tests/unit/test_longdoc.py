@@ -14,7 +14,7 @@ from transformers import PreTrainedTokenizerFast
 
 from txviz.core.errors import UserError
 from txviz.core.tracing import trace_text
-from txviz.longdoc import drill, overview, spans
+from txviz.longdoc import drill, overview, spans, views
 from txviz.models import LoadedModel
 
 WORDS = [
@@ -81,12 +81,13 @@ def exact(loaded: LoadedModel, text: str = TEXT) -> np.ndarray:
 
 
 @pytest.mark.parametrize("model", ["tiny", "tiny_bert"])
-@pytest.mark.parametrize("chunk", [5, 64])
-def test_pooled_tiles_are_the_mean_and_max_of_the_exact_maps(request, model, chunk, monkeypatch):
+@pytest.mark.parametrize(("chunk", "layer"), [(5, None), (64, 0)])
+def test_pooled_tiles_are_the_mean_and_max_of_the_exact_maps(request, model, chunk, layer, monkeypatch):
     loaded = request.getfixturevalue(model)
     monkeypatch.setattr(overview, "TILES", 13)  # ragged tiles at both edges
-    view = overview.overview(loaded, TEXT, chunk=chunk)
-    weights = exact(loaded)
+    view = overview.overview(loaded, TEXT, layer=layer, chunk=chunk)
+    assert view.layer == (loaded.n_layers - 1 if layer is None else layer)
+    weights = exact(loaded)[view.layer]
     n, t = weights.shape[-1], view.tile
     assert n > 100 and n % t != 0
     for i, rows in enumerate(range(0, n, t)):
@@ -110,23 +111,31 @@ def test_head_summaries_equal_their_definitions(request, model):
     local = (w * (distance <= overview.LOCAL_WINDOW)).sum(-1).mean(-1)
     np.testing.assert_allclose(view.local, local, atol=1e-5)
     seen_by = np.tril(np.ones((n, n))).sum(0) if view.causal else np.full(n, n)
-    np.testing.assert_allclose(view.received, w.sum(-2) / seen_by, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(view.received, w[view.layer].sum(-2) / seen_by, rtol=1e-5, atol=1e-7)
     assert view.causal == (model == "tiny")
 
 
 def test_sentence_and_paragraph_maps_equal_their_definitions(tiny):
-    view = overview.overview(tiny, TEXT, chunk=16)
-    w = exact(tiny)
+    view = overview.overview(tiny, TEXT, layer=1, chunk=16)
+    w = exact(tiny)[1]
     of = view.spans.of_token
     n_s = view.spans.n
     member = np.eye(n_s)[of]  # (T, S)
-    expected = np.einsum("qs,lhqk,kt->lhst", member / member.sum(0), w, member)
+    expected = np.einsum("qs,hqk,kt->hst", member / member.sum(0), w, member)
     np.testing.assert_allclose(view.sentences, expected, atol=1e-6)
     assert n_s == 30  # every sentence of the document, none split or merged
     paragraphs = np.eye(len(view.spans.paragraph_labels))[view.spans.paragraph_of][of]  # (T, P)
-    by_paragraph = np.einsum("qp,lhqk,kr->lhpr", paragraphs / paragraphs.sum(0), w, paragraphs)
+    by_paragraph = np.einsum("qp,hqk,kr->hpr", paragraphs / paragraphs.sum(0), w, paragraphs)
     np.testing.assert_allclose(spans.to_paragraphs(view.sentences, view.spans), by_paragraph, atol=1e-6)
     assert len(view.spans.paragraph_labels) == 8
+
+
+def test_a_layer_outside_the_model_is_refused_and_views_keep_to_their_layer(tiny):
+    with pytest.raises(UserError, match="no layer 9"):
+        overview.overview(tiny, TEXT, layer=9)
+    view = overview.overview(tiny, TEXT, layer=0)
+    with pytest.raises(ValueError, match="layer 0"):
+        views.pooled(view, 1, None)
 
 
 def test_sentences_follow_the_text():
@@ -208,9 +217,14 @@ def test_the_overview_never_holds_one_layers_maps(tiny):
     assert view.n_tokens == n > 1500
     block = heads * 32 * n  # one block of queries
     kept = sum(a.size for a in (view.pooled_mean, view.pooled_max, view.sentences, view.received))
-    assert probe.largest <= max(block, view.pooled_mean.size) < layer_maps / 8
-    # alive at once: the fixed-size summaries (and their stacked copy) and a few blocks' temporaries
-    assert probe.peak <= 2 * kept + 8 * block < layer_maps / 2
+    one_hot = n * view.spans.n  # each key's sentence, for one product per block
+    band = heads * (n + 64) * (64 + overview.LOCAL_WINDOW)  # local weight: block x (block + window) tiles
+    assert probe.largest <= max(block, view.pooled_mean.size, one_hot, band) < layer_maps / 8
+    with LargestTensors(floor=n) as plain:  # the model's own forward, nothing recorded
+        tiny.model(**overview.model_inputs(tiny, tiny.tokenizer(text)["input_ids"]))
+    # alive at once beyond the plain forward: the fixed-size maps (and their stacked copy), a few
+    # blocks' temporaries and the band of local weights
+    assert probe.peak - plain.peak <= 2 * kept + 8 * block + band < layer_maps / 2
     with LargestTensors(floor=n) as full:  # the probe sees whole maps where they exist
         trace_text(tiny, text, max_tokens=None)
     assert full.largest >= layer_maps and full.peak >= tiny.n_layers * layer_maps

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -21,7 +21,7 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from txviz.core import interventions, stages
+from txviz.core import interventions, rowstats, stages
 from txviz.core.attention import Normalizer, causal_mask, softmax
 from txviz.core.errors import UserError
 from txviz.core.interventions import Intervention, Plan
@@ -108,6 +108,7 @@ class CaptureSettings:
     stages: frozenset[Stage] = frozenset()  # block stages to record, any of STAGES
     interventions: Sequence[Intervention] = ()  # txviz.core.interventions, applied in order
     reduction: Reduction | None = None  # fold attention block by block instead of keeping it
+    row_stats: rowstats.RowStatistics | None = None  # each row's entropy, distance, sink and local weight
 
     def __post_init__(self) -> None:
         for given, known, verb in (
@@ -141,6 +142,7 @@ class AttentionRecord:
     heads: torch.Tensor | None = None  # (B, H, Q, D): each head's output before the output projection
     is_causal: bool = False
     reduced: Any = None  # the Reduction's last state, when the call was reduced
+    row_stats: rowstats.RowStats | None = None  # when CaptureSettings.row_stats asked for them
 
 
 @dataclass
@@ -242,22 +244,29 @@ def txviz_attention(
         and recorder is not None
         and reduction.applies(recorder.module_names.get(id(module)))
     )
-    if reduced and (maths or window):  # the block-by-block fold writes out plain masked softmax only
+    folded = reduced or (settings.row_stats is not None and recorder is not None)
+    if folded and (maths or window):  # the block-by-block fold writes out plain masked softmax only
         raise UnsupportedAttention(
             f"{type(module).__name__} uses soft-capping, attention sinks, a position bias or a sliding "
             "window without a mask, which the long-document view does not apply yet: open this model "
             "in the Attention Explorer instead."
         )
-    if (
+    fast = (
         not reduced
         and settings.fast_path
         and not (knockouts or maths or window or kwargs.get("output_attentions"))
-    ):
+    )
+    causal = bool(is_causal if is_causal is not None else getattr(module, "is_causal", False))
+    if fast and folded and rowstats.fusable(query, key, attention_mask, causal) and not module.training:
+        # one kernel call gives the output and the row statistics (txviz.core.rowstats)
+        stats, output = rowstats.fused(settings.row_stats, query, key, _scale(query, scaling), value)
+        output, weights = output.to(query.dtype).transpose(1, 2).contiguous(), None
+        record = {"row_stats": _cpu(stats)}
+    elif fast:
         output, weights = sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout, scaling, is_causal, **kwargs
         )
         record = {}
-        causal = bool(is_causal if is_causal is not None else getattr(module, "is_causal", False))
     else:
         compute = _reduced if reduced else _explicit
         output, weights, record, causal = compute(
@@ -275,7 +284,11 @@ def txviz_attention(
         )
     if head_edits:
         output = interventions.edit_heads(output, head_edits)  # (B, Q, H, D), before the output projection
-    if recorder is not None and (settings.record or "reduced" in record):
+    if folded and settings.row_stats is not None and "row_stats" not in record:
+        record["row_stats"] = _row_stats(
+            module, query, key, value, attention_mask, scaling, causal, settings, knockouts, **kwargs
+        )
+    if recorder is not None and (settings.record or "reduced" in record or "row_stats" in record):
         rows = slice(-1, None) if settings.newest_query_only else slice(None)
         if "heads" in settings.record:
             record["heads"] = _keep(output.transpose(1, 2)[..., rows, :], "heads", settings)
@@ -345,6 +358,29 @@ def _explicit(
         "keys": _keep(repeat_kv(key, groups), "keys", settings) if "keys" in settings.record else None,
     }
     return output, weights.to(query.dtype), record, causal
+
+
+def _row_stats(module, query, key, value, attention_mask, scaling, causal, settings, knockouts, **kwargs):
+    """The call's row statistics: fused where the kernel computes this attention, else from blocks."""
+    spec = settings.row_stats
+    plain = settings.normalize is None and settings.extra_mask is None and not knockouts
+    if plain and rowstats.fusable(query, key, attention_mask, causal):
+        return _cpu(rowstats.fused(spec, query.detach(), key.detach(), _scale(query, scaling))[0])
+    fold = rowstats.Fold(spec)
+    blocks = Reduction(fold, chunk=spec.chunk, rows=(0, key.shape[-2]))
+    _, _, record, _ = _reduced(
+        module, query, key, value, attention_mask, 0.0, scaling, causal,
+        replace(settings, reduction=blocks), knockouts, **kwargs,
+    )  # fmt: skip
+    return _cpu(fold.finish(record["reduced"]))
+
+
+def _scale(query: torch.Tensor, scaling: float | None) -> float:
+    return query.shape[-1] ** -0.5 if scaling is None else scaling
+
+
+def _cpu(stats: rowstats.RowStats) -> rowstats.RowStats:
+    return rowstats.RowStats(*(x.detach().float().cpu() for x in vars(stats).values()))
 
 
 def _grouped(per_head: torch.Tensor, shared: torch.Tensor) -> torch.Tensor:

@@ -131,8 +131,8 @@ def span_figure(
     return figure
 
 
-def sinks_figure(received: np.ndarray, tokens: Sequence[str], top: int = 5) -> go.Figure:
-    """Mean weight each key gets from the queries that can see it (all layers and heads): sinks
+def sinks_figure(received: np.ndarray, tokens: Sequence[str], which: str = "", top: int = 5) -> go.Figure:
+    """Mean weight each key gets from the queries that can see it (``which`` head or heads): sinks
     stand out as spikes; the largest are named."""
     positions = np.arange(len(received))
     figure = go.Figure(
@@ -152,7 +152,7 @@ def sinks_figure(received: np.ndarray, tokens: Sequence[str], top: int = 5) -> g
             text=plain(tokens[position]),
         )
     figure.update_layout(
-        title="Where the sinks are: attention each token receives",
+        title="Where the sinks are: attention each token receives" + (f", {which}" if which else ""),
         xaxis=dict(title="key position"),
         yaxis=dict(title="mean weight from the queries that see it", type="log"),
         height=360,

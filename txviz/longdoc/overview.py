@@ -1,9 +1,11 @@
-"""The whole-document overview: every layer's attention folded, query block by query block, into
-pooled maps, per-head summaries, sentence maps and the attention each token receives.
+"""The whole-document overview: per-head summaries of every layer, and one chosen layer's attention
+folded, query block by query block, into pooled maps, sentence maps and what each token receives.
 
-Nothing here holds a layer's full maps: the fold sees one block of queries at a time (see
-txviz.core.capture.Reduction), so memory grows with one block and the fixed-size summaries, and
-time with the attention itself.
+Nothing here holds a layer's full maps. Every layer's summaries are row statistics from the fused
+attention kernel (txviz.core.rowstats), which never writes a row out; only the chosen layer is
+folded from explicit blocks of weights (txviz.core.capture.Reduction), one block of queries at a
+time. So memory grows with one block and the fixed-size summaries, and time stays near a plain
+forward's: another layer's maps cost another pass.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import numpy as np
 import torch
 
 from txviz.core.capture import Block, CaptureSettings, Reduction
-from txviz.core.errors import require_kind
+from txviz.core.errors import UserError, require_kind
+from txviz.core.layouts import cached_layout
+from txviz.core.rowstats import RowStatistics
 from txviz.core.running import run
 from txviz.core.tokens import readable_tokens
 from txviz.core.tracing import TEXT_KINDS, encode
@@ -40,13 +44,10 @@ def tile_size(n_tokens: int, tiles: int | None = None) -> int:
 
 @dataclass(frozen=True)
 class Fold:
-    """Folds one layer's query blocks into its summaries (the Reduction's reduce function).
+    """Folds the chosen layer's query blocks into its maps (the Reduction's reduce function).
 
-    Each block is read a handful of times, never copied: one matrix product sums rows into tiles
-    and sentences and columns into what each key receives; one sums each row against positions
-    (distance); one max across rows then keys gives the pooled maxima; the
-    entropy comes from the scores (H = logsumexp(s) - sum p s, logsumexp(s) = max s - log max p),
-    so no logarithm of the whole block is taken.
+    Each block is read twice, never copied: one matrix product sums rows into tiles and sentences
+    and columns into what each key receives; one max across rows then keys gives the pooled maxima.
     """
 
     n_tokens: int
@@ -54,8 +55,6 @@ class Fold:
     sentence_of: torch.Tensor  # long (T,)
     n_sentences: int
     key_sentences: torch.Tensor  # float (T, S): one-hot sentence of each key, for one product
-    sink: int = SINK_TOKENS
-    window: int = LOCAL_WINDOW
 
     def start(self, heads: int) -> dict[str, torch.Tensor]:
         side = -(-self.n_tokens // self.tile)
@@ -63,16 +62,14 @@ class Fold:
         return {
             "pooled_sum": zeros(side, side),
             "pooled_max": zeros(side, side),
-            **{name: zeros() for name in SUMMARIES},
             "received": zeros(self.n_tokens),
             "sentences": zeros(self.n_sentences, self.n_sentences),
         }
 
     def __call__(self, state, block: Block) -> dict[str, torch.Tensor]:
-        w, s, first = block.weights[0], block.scores[0], block.first  # (H, C, K'), queries first..
+        w, first = block.weights[0], block.first  # (H, C, K'), queries first..
         heads, rows, width = w.shape
         state = state or self.start(heads)
-        query = torch.arange(first, first + rows, dtype=w.dtype)
         t = self.tile
         # rows summed into tiles and sentences, and columns (one product reads the block once)
         of_row = self.sentence_of[first : first + rows]
@@ -92,21 +89,11 @@ class Fold:
             heads, n_sent, -1
         )
         state["received"][:, :width] += summed[:, -1]
-        # each row against positions: sum_k w |q - k| = q sum_k w - sum_k w k + 2 sum_{k > q} w (k - q)
-        moments = w @ torch.stack([torch.ones(width), torch.arange(width, dtype=w.dtype)], dim=1)
-        after = (torch.arange(first, width, dtype=w.dtype)[None, :] - query[:, None]).clamp_(min=0)
-        state["distance"] += (query * moments[..., 0] - moments[..., 1]).sum(-1)
-        state["distance"] += 2 * (w[..., first:] * after).sum(dim=(-1, -2))
         # tile maxima: rows first (a reduction across rows runs along the contiguous keys), then keys
         pad = n_tiles * t - rows
         padded = torch.nn.functional.pad(w, (0, 0, 0, pad)) if pad else w  # only a last, ragged block
         tile_rows = padded.view(heads, n_tiles, t, width).amax(2)  # (H, tiles, K')
         state["pooled_max"][:, top : top + n_tiles, : -(-width // t)] = self._columns(tile_rows, "amax")
-        state["entropy"] += self._entropy(w, s, w.amax(-1), first).sum(-1)
-        state["sink"] += w[..., : self.sink].sum(dim=(-1, -2))
-        near_low, near_high = max(0, first - self.window), min(width, first + rows + self.window)
-        near = (torch.arange(near_low, near_high)[None, :] - query[:, None]).abs() <= self.window
-        state["local"] += (w[..., near_low:near_high] * near).sum(dim=(-1, -2))
         return state
 
     def _columns(self, x: torch.Tensor, how: str) -> torch.Tensor:
@@ -118,17 +105,6 @@ class Fold:
             out = torch.cat([out, getattr(x[..., whole:], how)(-1, keepdim=True)], dim=-1)
         return out
 
-    @staticmethod
-    def _entropy(w: torch.Tensor, s: torch.Tensor, largest: torch.Tensor, first: int) -> torch.Tensor:
-        """Each row's entropy -sum p log p = logsumexp(s) - sum p s, with logsumexp(s) = max s - log max p."""
-        lse = s.amax(-1) - largest.log()
-        # masked scores are -inf with weight 0: only the diagonal square of a causal block has them
-        dot = torch.linalg.vecdot(w[..., :first], s[..., :first])
-        if not torch.isfinite(dot).all():  # a mask before the diagonal (padding, an extra mask)
-            dot = (w[..., :first] * s[..., :first]).nan_to_num_(0.0, 0.0, 0.0).sum(-1)
-        dot += (w[..., first:] * s[..., first:]).nan_to_num_(0.0, 0.0, 0.0).sum(-1)
-        return lse - dot
-
 
 @dataclass(frozen=True, eq=False)
 class Overview:
@@ -139,14 +115,15 @@ class Overview:
     offsets: tuple[tuple[int, int], ...]  # characters of each token in the text
     layer_names: tuple[str, ...]
     tile: int  # tokens per tile side of the pooled maps
-    pooled_mean: np.ndarray  # [layer, head, tiles, tiles] mean weight in each tile
-    pooled_max: np.ndarray  # [layer, head, tiles, tiles] largest weight in each tile
     sink: np.ndarray  # [layer, head] mean over queries of the weight on the first SINK_TOKENS keys
     distance: np.ndarray  # [layer, head] mean over queries of the expected |query - key|
     entropy: np.ndarray  # [layer, head] mean over queries of the row's entropy (nats)
     local: np.ndarray  # [layer, head] mean over queries of the weight within LOCAL_WINDOW
-    received: np.ndarray  # [layer, head, T] mean weight a key gets from the queries that see it
-    sentences: np.ndarray  # [layer, head, S, S] mean over a sentence's queries of the weight on each sentence
+    layer: int  # the layer whose maps follow
+    pooled_mean: np.ndarray  # [head, tiles, tiles] mean weight in each tile
+    pooled_max: np.ndarray  # [head, tiles, tiles] largest weight in each tile
+    received: np.ndarray  # [head, T] mean weight a key gets from the queries that see it
+    sentences: np.ndarray  # [head, S, S] mean over a sentence's queries of the weight on each sentence
     spans: Spans
     causal: bool
     notice: str = ""
@@ -188,23 +165,34 @@ def block_rows(n_tokens: int, heads: int, tile: int, floats: int = BLOCK_FLOATS)
     return tile * max(1, floats // (heads * n_tokens * tile))
 
 
-def overview(loaded: LoadedModel, text: str, max_tokens: int = 4096, chunk: int | None = None) -> Overview:
-    """Every layer and head of ``text`` in one pass, each layer's attention reduced as it is computed."""
+def overview(
+    loaded: LoadedModel, text: str, max_tokens: int = 4096, layer: int | None = None, chunk: int | None = None
+) -> Overview:
+    """Every layer's head summaries and ``layer``'s maps (the last unless given) in one pass."""
     require_kind(loaded, TEXT_KINDS, "read a long document")
     encoded = encode(loaded, text, input_limit(loaded, max_tokens))
     n = len(encoded.ids)
+    layout = cached_layout(loaded.model)
+    layer = loaded.n_layers - 1 if layer is None else layer
+    if not 0 <= layer < loaded.n_layers:
+        raise UserError(f"{loaded.name} has layers 0 to {loaded.n_layers - 1}; there is no layer {layer}.")
+    mapped = layout.attention_name(layout.last_stack, layer)
     found = spans(text, encoded.offsets)
     tile = tile_size(n)
     of_token = torch.from_numpy(found.of_token)
     fold = Fold(n, tile, of_token, found.n, torch.nn.functional.one_hot(of_token, found.n).float())
     # blocks start on tile edges
     block = tile * max(1, chunk // tile) if chunk else block_rows(n, loaded.n_heads, tile)
-    settings = CaptureSettings(reduction=Reduction(fold, chunk=block))
+    settings = CaptureSettings(
+        reduction=Reduction(fold, chunk=block, modules=frozenset({mapped})),
+        row_stats=RowStatistics(SINK_TOKENS, LOCAL_WINDOW, chunk=block),
+    )
     result = run(loaded.model, settings, **model_inputs(loaded, encoded.ids))
     names = tuple(result.attention)
-    states = [result.attention[name][-1].reduced for name in names]
-    stack = lambda key: torch.stack([s[key] for s in states]).numpy()  # noqa: E731
-    causal = result.attention[names[0]][-1].is_causal
+    stats = [result.attention[name][-1].row_stats for name in names]
+    summary = lambda key: torch.stack([getattr(s, key)[0] for s in stats]).mean(-1).numpy()  # noqa: E731
+    maps = result.attention[mapped][-1].reduced
+    causal = result.attention[mapped][-1].is_causal
     side = -(-n // tile)
     cells = np.minimum(tile, n - tile * np.arange(side)).astype(np.float32)
     seen_by = (n - np.arange(n)) if causal else np.full(n, n)  # queries that can see each key
@@ -215,11 +203,12 @@ def overview(loaded: LoadedModel, text: str, max_tokens: int = 4096, chunk: int 
         offsets=tuple(encoded.offsets),
         layer_names=names,
         tile=tile,
-        pooled_mean=stack("pooled_sum") / (cells[:, None] * cells[None, :]),
-        pooled_max=stack("pooled_max"),
-        **{name: stack(name) / n for name in SUMMARIES},
-        received=(stack("received") / seen_by).astype(np.float32),
-        sentences=stack("sentences") / sizes[:, None],
+        **{name: summary(name) for name in SUMMARIES},
+        layer=layer,
+        pooled_mean=maps["pooled_sum"].numpy() / (cells[:, None] * cells[None, :]),
+        pooled_max=maps["pooled_max"].numpy(),
+        received=(maps["received"].numpy() / seen_by).astype(np.float32),
+        sentences=maps["sentences"].numpy() / sizes[:, None],
         spans=found,
         causal=causal,
         notice=encoded.notice,

@@ -23,19 +23,26 @@ def _heads(values: np.ndarray, head: int | None, how: str = "mean") -> np.ndarra
     return values.max(axis=0) if how == "max" else values.mean(axis=0)
 
 
+def _mapped(view: Overview, layer: int) -> None:
+    """Maps are held for one layer: another layer needs its own overview pass."""
+    if layer != view.layer:
+        raise ValueError(f"This overview holds layer {view.layer}'s maps, not layer {layer}'s.")
+
+
 def pooled(view: Overview, layer: int, head: int | None, stat: str = "mean") -> np.ndarray:
     """The pooled map of one head (or every head's mean, or max) of a layer."""
     if stat not in TILE_STATS:
         raise UserError(f"Tiles show the {' or '.join(TILE_STATS)} weight, not {stat!r}.")
-    maps = view.pooled_mean if stat == "mean" else view.pooled_max
-    return _heads(maps[layer], head, stat)
+    _mapped(view, layer)
+    return _heads(view.pooled_mean if stat == "mean" else view.pooled_max, head, stat)
 
 
 def span_map(view: Overview, layer: int, head: int | None, level: str) -> tuple[np.ndarray, tuple[str, ...]]:
     """Attention between sentences or paragraphs of one head (or the heads' mean) of a layer."""
     if level not in LEVELS:
         raise UserError(f"Aggregate to {' or '.join(LEVELS)}, not {level!r}.")
-    matrix = _heads(view.sentences[layer], head)
+    _mapped(view, layer)
+    matrix = _heads(view.sentences, head)
     if level == "sentences":
         return matrix, view.spans.labels
     return to_paragraphs(matrix, view.spans), view.spans.paragraph_labels
@@ -68,7 +75,7 @@ def first_view(
         "spans": figures.span_figure(
             matrix, labels, f"{level.capitalize()}, {head_label(layer, head)}", log_scale, presenting
         ),
-        "sinks": figures.sinks_figure(view.received.mean(axis=(0, 1)), view.tokens),
+        "sinks": figures.sinks_figure(_heads(view.received, head), view.tokens, head_label(layer, head)),
     }
 
 

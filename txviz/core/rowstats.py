@@ -1,0 +1,140 @@
+"""Per-query statistics of attention rows - entropy, distance, sink and local weight - without the rows.
+
+A long document's every layer cannot keep its maps (SmolLM2 at 4,096 tokens: 9 GB in float16), and
+folding each block of explicit weights costs several times the attention itself on a CPU. Four row
+statistics come almost free from the fused attention kernel instead, which never writes a row out:
+
+- log-partition lse_q = log sum_k exp(s_qk) is the kernel's own by-product;
+- with [key, position] as both keys and values (the queries padded by one zero, so the position
+  never enters a score), its output is E_q[key] and E_q[position]; then entropy = lse_q - scale q . E_q[key]
+  (H = -sum p log p = lse - sum p s) and, causally, distance = q - E_q[position];
+- the weight on the first ``sink`` keys and within ``window`` positions comes from those few
+  scores alone, exp(s_qk - lse_q), a band of window + 1 keys per query.
+
+The fused route takes plain causal softmax attention over the whole sequence (no mask tensor, no
+normaliser or edits) on a CPU; any other call is folded block by block from explicit weights by
+``Fold`` (capture's reduced path), with the same definitions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from transformers.integrations.sdpa_attention import repeat_kv
+
+NAMES = ("entropy", "distance", "sink", "local")
+
+
+@dataclass(frozen=True)
+class RowStatistics:
+    """Ask each attention call for its rows' statistics (CaptureSettings.row_stats)."""
+
+    sink: int = 4  # keys at the start whose weight is the "sink" weight (Xiao et al. 2023)
+    window: int = 32  # "local": keys within this many positions of the query
+    chunk: int = 256  # queries per block where the rows must be written out
+
+
+@dataclass(frozen=True)
+class RowStats:
+    """One call's statistics, each (B, H, Q) float32 on the CPU."""
+
+    entropy: torch.Tensor  # nats, -sum_k w log w
+    distance: torch.Tensor  # sum_k w |q - k|
+    sink: torch.Tensor  # sum of w over the first `sink` keys
+    local: torch.Tensor  # sum of w over keys with |q - k| <= window
+
+
+def fusable(query: torch.Tensor, key: torch.Tensor, attention_mask, causal: bool) -> bool:
+    """True when the fused kernel computes exactly this call's attention."""
+    same_length = query.shape[-2] == key.shape[-2]  # the kernel's causal mask is top-left aligned
+    return causal and attention_mask is None and same_length and query.device.type == "cpu"
+
+
+def fused(
+    spec: RowStatistics,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    scale: float,
+    value: torch.Tensor | None = None,
+) -> tuple[RowStats, torch.Tensor | None]:
+    """The statistics of causal softmax(q k^T scale) from the fused CPU kernel and two narrow bands,
+    and, given the values, the attention output (B, H, T, D_v) from the same kernel call."""
+    query = query.float()
+    _, h, n, d = query.shape
+    # One tensor serves as keys and values: [key, value, position]. The queries are zero past their
+    # own dimensions, so only q . key enters a score, and the output holds E_q[key], the attention
+    # output and E_q[position]. (The output equals SDPA's bit for bit: the zeros add nothing.)
+    parts = [key.float()] + ([value.float()] if value is not None else [])
+    width = sum(p.shape[-1] for p in parts)
+    keyed = torch.nn.functional.pad(torch.cat(parts, dim=-1), (0, 1))
+    keyed[..., width] = torch.arange(n, dtype=torch.float32)
+    keyed = repeat_kv(keyed, h // key.shape[1])  # (B, H, T, width + 1)
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        torch.nn.functional.pad(query, (0, width + 1 - d)), keyed, keyed, 0.0, True, scale=scale
+    )
+    key, positions = keyed[..., :d], keyed[0, 0, :, width]
+    entropy = lse - scale * torch.einsum("...d,...d->...", query, out[..., :d])
+    distance = positions - out[..., width]
+    sink = _first_keys(query, key, lse, scale, spec.sink)
+    local = _near_keys(query, key, lse, scale, spec.window)
+    output = out[..., d:width] if value is not None else None
+    return RowStats(entropy, distance, sink, local), output
+
+
+def _first_keys(query, key, lse, scale: float, count: int) -> torch.Tensor:
+    """Each query's summed weight on keys 0..count-1 (those it sees)."""
+    scores = torch.matmul(query, key[..., :count, :].transpose(-1, -2)) * scale  # (B, H, T, count)
+    seen = torch.arange(query.shape[-2])[:, None] >= torch.arange(scores.shape[-1])[None, :]
+    return (torch.exp(scores - lse[..., None]) * seen).sum(-1)
+
+
+def _near_keys(query, key, lse, scale: float, window: int, block: int = 32) -> torch.Tensor:
+    """Each query's summed weight on keys q - window..q, from one small product per block of queries.
+
+    Block i's queries see keys i*block - window .. (i+1)*block - 1: a (block, block + window) score
+    tile of which a band of window + 1 diagonals counts (more products than the band, but one
+    matrix product instead of a pass over the queries per diagonal).
+    """
+    n = query.shape[-2]
+    blocks = -(-n // block)
+    extra = blocks * block - n
+    q = torch.nn.functional.pad(query, (0, 0, 0, extra)) if extra else query  # (B, H, nb * block, D)
+    k = torch.nn.functional.pad(key, (0, 0, window, extra))  # window zero keys in front
+    tiles = torch.matmul(q.unflatten(-2, (blocks, block)), k.unfold(-2, block + window, block))
+    # (B, H, nb, block, block + window): query r of a block against keys r - window .. r + block - 1
+    row = torch.arange(block)[:, None]
+    column = torch.arange(block + window)[None, :]
+    apart = row + window - column  # query - key
+    start = torch.arange(blocks)[:, None, None] * block
+    inside = (apart >= 0) & (apart <= window) & (start + column - window >= 0)  # (nb, block, block + window)
+    lse_tiles = torch.nn.functional.pad(lse, (0, extra)).unflatten(-1, (blocks, block))[..., None]
+    weights = tiles.mul_(scale).sub_(lse_tiles).exp_().mul_(inside)
+    return weights.sum(-1).flatten(-2)[..., :n]
+
+
+@dataclass(frozen=True)
+class Fold:
+    """The same statistics from explicit blocks of weights (a capture Reduction's reduce function)."""
+
+    spec: RowStatistics
+
+    def __call__(self, state, block) -> list[torch.Tensor]:
+        w, first = block.weights.float(), block.first  # (B, H, C, K')
+        rows, width = w.shape[-2:]
+        query = torch.arange(first, first + rows)[:, None]
+        apart = (query - torch.arange(width)[None, :]).abs()  # (C, K')
+        logs = torch.where(w > 0, w.log(), torch.zeros((), dtype=w.dtype))
+        found = torch.stack(
+            [
+                -(w * logs).sum(-1),
+                (w * apart).sum(-1),
+                w[..., : self.spec.sink].sum(-1),
+                (w * (apart <= self.spec.window)).sum(-1),
+            ]
+        )  # (4, B, H, C)
+        return [*(state or []), found]
+
+    @staticmethod
+    def finish(state: list[torch.Tensor]) -> RowStats:
+        return RowStats(*torch.cat(state, dim=-1).unbind(0))
