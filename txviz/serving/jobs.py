@@ -62,7 +62,8 @@ class JobQueue:
     def ahead(self, owner: str) -> int | None:
         """How many requests are ahead of this owner's waiting one; None when it has none waiting."""
         with self._changed:
-            for place, ticket in enumerate(self._waiting):
+            live = [t for t in self._waiting if not _gone(t)]
+            for place, ticket in enumerate(live):
                 if ticket.owner == owner:
                     return place
             return None
