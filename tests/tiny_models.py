@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 import transformers as tf
+from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
 from txviz.core.capture import use_capture
 
@@ -99,3 +100,16 @@ def tiny_model(family: str, vocab_size: int = VOCAB, seed: int = 0, capture: boo
     torch.manual_seed(seed)
     model = model_class(tiny_config(family, vocab_size, **overrides)).eval()
     return use_capture(model) if capture else model
+
+
+def word_tokenizer(words: list[str]) -> tf.PreTrainedTokenizerFast:
+    """One id per word (ids 4 onwards), [CLS] ... [SEP] around every text, [PAD] 0 and [UNK] 1."""
+    vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", *words])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    return tf.PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]"
+    )

@@ -205,3 +205,46 @@ def test_a_heavy_pass_waits_its_turn_behind_running_ones():
     assert not at.exception
     assert len(ended) == queue.max_jobs and at.session_state["ran_at"] >= min(ended)  # the first slot freed
     assert queue.load() == (0, 0)
+
+
+def _trace_pass() -> None:
+    import time
+
+    import streamlit as st
+    from tiny_models import tiny_model, word_tokenizer
+
+    from txviz.app import serving
+    from txviz.core.loaded import LoadedModel
+
+    tok = word_tokenizer(["the", "cat", "sat"])
+    loaded = LoadedModel("tiny", "decoder", tiny_model("llama", len(tok)), tok, None, "cpu")
+    trace = serving.trace(loaded, "the cat sat", ("weights",))
+    st.session_state["ran_at"], st.session_state["shape"] = time.monotonic(), trace.weights.shape
+
+
+def test_a_trace_waits_its_turn_in_the_same_queue_and_gets_its_own_trace():
+    import threading
+    import time
+
+    from txviz.app import serving
+
+    queue, ended = serving.jobs(), []
+
+    def hold_a_slot():
+        with queue.turn("someone else"):
+            time.sleep(1.0)
+            ended.append(time.monotonic())
+
+    holders = [threading.Thread(target=hold_a_slot) for _ in range(queue.max_jobs)]
+    for thread in holders:
+        thread.start()
+    deadline = time.monotonic() + 10
+    while queue.load()[0] < queue.max_jobs and time.monotonic() < deadline:
+        time.sleep(0.01)
+    at = AppTest.from_function(_trace_pass, default_timeout=30).run()
+    for thread in holders:
+        thread.join(10)
+    assert not at.exception
+    assert at.session_state["ran_at"] >= min(ended)  # it ran only once a place was free
+    assert at.session_state["shape"] == (2, 4, 5, 5)  # 2 layers, 4 heads, [CLS] the cat sat [SEP]
+    assert queue.load() == (0, 0)

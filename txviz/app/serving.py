@@ -15,8 +15,10 @@ import streamlit as st
 from txviz.core import config as server_config
 from txviz.core.config import ServerConfig, load_config
 from txviz.core.errors import UserError
+from txviz.core.trace import AttentionTrace
 from txviz.generation.batching import GenerationEngine
 from txviz.models import LoadedModel
+from txviz.serving import batches
 from txviz.serving.jobs import JobCancelled, JobQueue, waiting_message
 
 T = TypeVar("T")
@@ -73,19 +75,17 @@ def jobs() -> JobQueue:
     return _queue(config().max_jobs)
 
 
+@st.cache_resource(show_spinner=False)
+def _batcher(max_jobs: int) -> batches.Batcher:
+    return batches.Batcher(_queue(max_jobs))
+
+
 def heavy(job: Callable[..., T], *args, **kwargs) -> T:
     """job(*args, **kwargs) in this session's turn, telling the session its place while it waits.
 
     The place is redrawn at every poll: that is also where Streamlit stops a session that left or
     reran, which takes it out of the queue.
     """
-    shown = []
-
-    def tell(ahead: int) -> None:
-        if not shown:
-            shown.append(st.empty())
-        shown[0].info(f"Busy server: {waiting_message(ahead)}", icon="⏳")
-
     if getattr(_inside_job, "held", False):
         # one heavy result computed inside another runs in the outer one's place: asking for a
         # second place would deadlock once every place is held that way
@@ -98,8 +98,35 @@ def heavy(job: Callable[..., T], *args, **kwargs) -> T:
         finally:
             _inside_job.held = False
 
+    return _in_turn(lambda tell: jobs().run(held, owner=session_id(), on_wait=tell))
+
+
+def trace(loaded: LoadedModel, text: str, record: tuple[str, ...]) -> AttentionTrace:
+    """The attention trace of ``text``, in this session's turn, in one pass with other sessions'
+    traces of texts of similar length on the same model."""
+    if getattr(_inside_job, "held", False):
+        from txviz.core.tracing import trace_text
+
+        return trace_text(loaded, text, record=record)
+    cfg = config()
+    return _in_turn(
+        lambda tell: batches.trace(
+            _batcher(cfg.max_jobs), loaded, text, record, session_id(), tell, max_rows=cfg.max_batch
+        )
+    )
+
+
+def _in_turn(enter: Callable[[Callable[[int], None]], T]) -> T:
+    """enter(tell): a place in the queue, the session told its place while it waits."""
+    shown = []
+
+    def tell(ahead: int) -> None:
+        if not shown:
+            shown.append(st.empty())
+        shown[0].info(f"Busy server: {waiting_message(ahead)}", icon="⏳")
+
     try:
-        return jobs().run(held, owner=session_id(), on_wait=tell)
+        return enter(tell)
     except JobCancelled:
         st.stop()  # this session asked for something newer, which runs instead
     finally:

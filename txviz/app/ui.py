@@ -343,7 +343,10 @@ def export_menu(figure, key: str, trace=None) -> None:
 
 
 def cached(
-    max_entries: int = 8, spinner: str | bool = "Running the model...", progress: str | None = None
+    max_entries: int = 8,
+    spinner: str | bool = "Running the model...",
+    progress: str | None = None,
+    queued: bool = True,
 ) -> Callable[[Callable[..., T]], Callable[..., T]]:
     """Decorator for a heavy result of ``func(loaded, *args)`` shared by every session.
 
@@ -352,7 +355,8 @@ def cached(
     read-only because every session gets the same object. The key is the model's name, device and
     precision plus the other arguments (hashed as cache_data would); the model itself is not held, so an
     evicted model is freed. With ``progress`` (a label), a progress bar replaces the spinner and
-    ``func`` gets its update function as ``progress=``.
+    ``func`` gets its update function as ``progress=``. ``queued=False``: ``func`` takes its place
+    in the heavy-pass queue itself (a trace batched with other sessions').
     """
 
     def decorate(func: Callable[..., T]) -> Callable[..., T]:
@@ -366,7 +370,8 @@ def cached(
                 finally:
                     bar.empty()
 
-            return lock_arrays(serving.heavy(compute))  # in turn with other sessions (max_jobs)
+            # in turn with other sessions (max_jobs)
+            return lock_arrays(serving.heavy(compute) if queued else compute())
 
         store = _named_store(shared, func, max_entries, False if progress else spinner)
 
@@ -435,11 +440,9 @@ def clear_cached() -> None:
         store.clear()
 
 
-@cached(max_entries=8)
+@cached(max_entries=8, queued=False)
 def _cached_trace(loaded: LoadedModel, text: str, record: tuple[str, ...]):
-    from txviz.core.tracing import trace_text
-
-    return trace_text(loaded, text, record=record)
+    return serving.trace(loaded, text, record)  # queued, in one pass with other sessions' texts
 
 
 def cached_trace(name: str, text: str, record: tuple[str, ...] = ("weights",)):

@@ -61,15 +61,20 @@ class Run:
     model: torch.nn.Module | None = field(default=None, repr=False)  # for layer lookups
 
     def stack(
-        self, item: str = "weights", call: int = -1, names: list[str] | None = None, keys: int | None = None
+        self,
+        item: str = "weights",
+        call: int = -1,
+        names: list[str] | None = None,
+        keys: int | None = None,
+        row: int = 0,
     ) -> np.ndarray:
-        """One numpy array [layer, head, ...] of batch item 0 from the given call of each attention module.
+        """One numpy array [layer, head, ...] of batch item ``row`` from the given call of each attention module.
 
         ``keys``: left-pad the key axis with zeros to this many keys; a sliding-window layer's cache
         holds only the last keys, so its rows are shorter than a full layer's.
         """
         names = list(self.attention) if names is None else names
-        arrays = [getattr(self.attention[n][call], item)[0].numpy() for n in names]
+        arrays = [getattr(self.attention[n][call], item)[row].numpy() for n in names]
         if keys is not None:
             arrays = [np.pad(a, [(0, 0)] * (a.ndim - 1) + [(keys - a.shape[-1], 0)]) for a in arrays]
         return np.stack(arrays)

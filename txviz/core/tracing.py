@@ -133,31 +133,80 @@ def trace_run(
     budget_mb: float | None = None,
 ) -> tuple[AttentionTrace, Run]:
     """``trace_text`` and, from the same single pass, the model's logits or last hidden state."""
-    require_kind(loaded, TEXT_KINDS, "trace the attention of a text")
-    budget = config.active().trace_memory_mb if budget_mb is None else budget_mb
-    encoded = fit_budget(loaded, text, encode(loaded, text, max_tokens), record, budget)
-    settings = CaptureSettings(
-        record=frozenset(record) | {"weights"}, normalize=normalize, extra_mask=extra_mask
-    )
+    encoded = prepare(loaded, text, max_tokens=max_tokens, record=record, budget_mb=budget_mb)
+    settings = _settings(record, normalize, extra_mask)
     input_ids = torch.tensor([encoded.ids], device=loaded.device)
     result = run(loaded.model, settings, outputs, input_ids=input_ids)
-    rec = result
-    names = list(rec.attention)
+    return _trace_of(loaded, encoded, result, record, row=0), result
+
+
+def prepare(
+    loaded: LoadedModel,
+    text: str,
+    *,
+    max_tokens: int | None = EXPLORER_MAX_TOKENS,
+    record: tuple[str, ...] = ("weights",),
+    budget_mb: float | None = None,
+) -> Encoded:
+    """The ids ``trace_text`` would run: cut to the model's limit and the memory budget, or refused."""
+    require_kind(loaded, TEXT_KINDS, "trace the attention of a text")
+    budget = config.active().trace_memory_mb if budget_mb is None else budget_mb
+    return fit_budget(loaded, text, encode(loaded, text, max_tokens), record, budget)
+
+
+def traces(
+    loaded: LoadedModel, texts: list[Encoded], *, record: tuple[str, ...] = ("weights",)
+) -> list[AttentionTrace]:
+    """The trace of each prepared text, all from one right-padded forward: each as ``trace_text`` gives it alone.
+
+    Padding on the right leaves every real token's positions as they are alone, and the attention
+    mask keeps padded keys at exactly zero weight (causal rows never reach them), so cutting the
+    padded rows and columns off leaves each text's own records.
+    """
+    if len(texts) == 1:
+        input_ids = torch.tensor([texts[0].ids], device=loaded.device)
+        return [
+            _trace_of(loaded, texts[0], run(loaded.model, _settings(record), input_ids=input_ids), record)
+        ]
+    longest = max(len(t.ids) for t in texts)
+    pad = loaded.tokenizer.pad_token_id or 0  # any real id: the mask hides it
+    ids = torch.tensor([t.ids + [pad] * (longest - len(t.ids)) for t in texts], device=loaded.device)
+    mask = torch.tensor(
+        [[1] * len(t.ids) + [0] * (longest - len(t.ids)) for t in texts], device=loaded.device
+    )
+    result = run(loaded.model, _settings(record), input_ids=ids, attention_mask=mask)
+    return [_trace_of(loaded, t, result, record, row=i) for i, t in enumerate(texts)]
+
+
+def _settings(record: tuple[str, ...], normalize=None, extra_mask=None) -> CaptureSettings:
+    return CaptureSettings(record=frozenset(record) | {"weights"}, normalize=normalize, extra_mask=extra_mask)
+
+
+def _trace_of(
+    loaded: LoadedModel, encoded: Encoded, result: Run, record: tuple[str, ...], row: int = 0
+) -> AttentionTrace:
+    """Batch item ``row`` of a pass as an AttentionTrace, cut to its own tokens (a copy when it was padded)."""
+    n = len(encoded.ids)
+
+    def own(item: str) -> np.ndarray:
+        array = result.stack(item, row=row)
+        array = array[..., :n, :n] if item in ("weights", "scores") else array[..., :n, :]
+        return np.ascontiguousarray(array, dtype=np.float32)  # no copy unless padding was cut off
+
     tokens, raw = readable_tokens(loaded.tokenizer, encoded.ids)
-    optional = {item: rec.stack(item) if item in record else None for item in ("scores", "queries", "keys")}
-    trace = AttentionTrace(
+    optional = {item: own(item) if item in record else None for item in ("scores", "queries", "keys")}
+    return AttentionTrace(
         query_tokens=tokens,
         key_tokens=tokens,
-        weights=rec.stack("weights").astype(np.float32, copy=False),
+        weights=own("weights"),
         model_name=loaded.name,
         kind="causal" if loaded.is_causal else "self",
-        layer_names=tuple(names),
+        layer_names=tuple(result.attention),
         special=special_flags(loaded.tokenizer, encoded.ids),
         notice=encoded.notice,
         raw_tokens=raw,
         **optional,
     )
-    return trace, result
 
 
 def words_of(loaded: LoadedModel, text: str, max_tokens: int | None = EXPLORER_MAX_TOKENS) -> list[int]:

@@ -6,7 +6,8 @@ caller's own thread instead of handing the work to a pool of threads, so the pas
 the session's thread with its ContextVar (the capture settings) as it is. A waiting caller hears its
 place at every poll; whatever it raises there (Streamlit stops a script when its session leaves or
 reruns) takes it out of the queue. A session has one place at a time: a new request cancels its
-older one still waiting.
+older one still waiting. A request that a batch takes along (txviz.serving.batches) leaves the
+queue with JobTaken: its result comes from the batch's pass.
 """
 
 from __future__ import annotations
@@ -24,11 +25,16 @@ class JobCancelled(Exception):
     """A waiting request was cancelled: its session left or asked for something newer."""
 
 
+class JobTaken(Exception):
+    """A waiting request was taken along by a batch that runs in another request's place."""
+
+
 @dataclass(eq=False)
 class _Ticket:
     owner: str
     number: int
     cancelled: threading.Event = field(default_factory=threading.Event)
+    taken: threading.Event | None = None  # set by a batch that runs this request with its own
 
 
 def waiting_message(ahead: int) -> str:
@@ -56,7 +62,8 @@ class JobQueue:
     def ahead(self, owner: str) -> int | None:
         """How many requests are ahead of this owner's waiting one; None when it has none waiting."""
         with self._changed:
-            for place, ticket in enumerate(self._waiting):
+            live = [t for t in self._waiting if not _gone(t)]
+            for place, ticket in enumerate(live):
                 if ticket.owner == owner:
                     return place
             return None
@@ -69,16 +76,26 @@ class JobQueue:
                     ticket.cancelled.set()
             self._changed.notify_all()
 
+    def wake(self) -> None:
+        """Wake every waiting caller to look again (a batch took some of them along)."""
+        with self._changed:
+            self._changed.notify_all()
+
     @contextmanager
     def turn(
-        self, owner: str = "", on_wait: Callable[[int], None] | None = None, poll_s: float = POLL_S
+        self,
+        owner: str = "",
+        on_wait: Callable[[int], None] | None = None,
+        poll_s: float = POLL_S,
+        taken: threading.Event | None = None,
     ) -> Iterator[None]:
         """Wait for a free slot in arrival order, hold it for the block, then hand it on.
 
         ``on_wait(ahead)`` is called at every poll while waiting; raises JobCancelled when the
-        request is cancelled before its turn.
+        request is cancelled before its turn, JobTaken when ``taken`` is set before it (call
+        ``wake`` after setting it).
         """
-        ticket = self._enqueue(owner)
+        ticket = self._enqueue(owner, taken)
         try:
             self._wait(ticket, on_wait, poll_s)
         except BaseException:
@@ -94,8 +111,8 @@ class JobQueue:
         with self.turn(owner, on_wait, poll_s):
             return job()
 
-    def _enqueue(self, owner: str) -> _Ticket:
-        ticket = _Ticket(owner, next(self._numbers))
+    def _enqueue(self, owner: str, taken: threading.Event | None = None) -> _Ticket:
+        ticket = _Ticket(owner, next(self._numbers), taken=taken)
         with self._changed:
             if owner:  # one place per session: its older request is no longer wanted
                 for other in self._waiting:
@@ -108,7 +125,9 @@ class JobQueue:
     def _wait(self, ticket: _Ticket, on_wait, poll_s: float) -> None:
         while True:
             with self._changed:
-                self._waiting = [t for t in self._waiting if not t.cancelled.is_set() or t is ticket]
+                self._waiting = [t for t in self._waiting if t is ticket or not _gone(t)]
+                if ticket.taken is not None and ticket.taken.is_set():
+                    raise JobTaken("A batch took this request along.")
                 if ticket.cancelled.is_set():
                     raise JobCancelled("This request was replaced by a newer one or its session left.")
                 ahead = self._waiting.index(ticket)
@@ -130,3 +149,8 @@ class JobQueue:
             if ticket in self._waiting:
                 self._waiting.remove(ticket)
             self._changed.notify_all()
+
+
+def _gone(ticket: _Ticket) -> bool:
+    """Cancelled, or taken along by a batch: no longer waiting for a turn of its own."""
+    return ticket.cancelled.is_set() or (ticket.taken is not None and ticket.taken.is_set())
