@@ -25,13 +25,15 @@ def _peak_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
 
 
-def one_length(n_tokens: int, repeats: int) -> dict:
+def one_length(n_tokens: int, repeats: int, threads: int) -> dict:
     """Timings and memory at one length, in this process."""
     from txviz import models
     from txviz.bench.capture import text_of
     from txviz.longdoc import drill, overview, views
 
     torch.set_grad_enabled(False)
+    if threads:
+        torch.set_num_threads(threads)
     loaded = models.load(MODEL, "cpu")
     text = text_of(loaded, n_tokens)
     ids = loaded.tokenizer(text)["input_ids"]
@@ -78,14 +80,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m txviz bench long", description=__doc__)
     parser.add_argument("--lengths", type=int, nargs="+", default=list(LENGTHS))
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (1: steady on a shared machine; 0 keeps torch's default)",
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child process: one length
     args = parser.parse_args(argv)
     if args.one:
-        print(json.dumps(one_length(args.one, args.repeats)), flush=True)
+        print(json.dumps(one_length(args.one, args.repeats, args.threads)), flush=True)
         return 0
     print(f"## long documents: {MODEL}, first view vs a plain SDPA forward (medians of {args.repeats})\n")
     print(
-        f"{os.cpu_count()} CPUs, torch threads {torch.get_num_threads()}; load average before: {os.getloadavg()}\n"
+        f"{os.cpu_count()} CPUs, torch threads {args.threads or torch.get_num_threads()}; "
+        f"load average before: {os.getloadavg()}\n"
     )
     print(
         "| tokens | plain SDPA | first view | ratio (goal <= 1.5 at 4,096) | CPU-time ratio | peak RSS plain | "
@@ -95,7 +104,19 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     for n in args.lengths:
         child = subprocess.run(
-            [sys.executable, "-m", "txviz", "bench", "long", "--one", str(n), "--repeats", str(args.repeats)],
+            [
+                sys.executable,
+                "-m",
+                "txviz",
+                "bench",
+                "long",
+                "--one",
+                str(n),
+                "--repeats",
+                str(args.repeats),
+                "--threads",
+                str(args.threads),
+            ],  # fmt: skip
             capture_output=True,
             text=True,
         )

@@ -251,18 +251,24 @@ def txviz_attention(
             "window without a mask, which the long-document view does not apply yet: open this model "
             "in the Attention Explorer instead."
         )
-    fast = (
-        not reduced
-        and settings.fast_path
-        and not (knockouts or maths or window or kwargs.get("output_attentions"))
-    )
+    plain = settings.fast_path and not (knockouts or maths or window or kwargs.get("output_attentions"))
     causal = bool(is_causal if is_causal is not None else getattr(module, "is_causal", False))
-    if fast and folded and rowstats.fusable(query, key, attention_mask, causal) and not module.training:
+    merged = (
+        plain
+        and settings.row_stats is not None
+        and recorder is not None
+        and rowstats.fusable(query, key, attention_mask, causal)
+        and not module.training
+    )
+    if merged:
         # one kernel call gives the output and the row statistics (txviz.core.rowstats)
         stats, output = rowstats.fused(settings.row_stats, query, key, _scale(query, scaling), value)
         output, weights = output.to(query.dtype).transpose(1, 2).contiguous(), None
         record = {"row_stats": _cpu(stats)}
-    elif fast:
+        if reduced:  # this layer's blocks are folded too; the output is the kernel's
+            args = (module, query, key, value, attention_mask, 0.0, scaling, causal, settings, knockouts)
+            record["reduced"] = _reduced(*args, with_output=False, **kwargs)[2]["reduced"]
+    elif plain and not reduced:
         output, weights = sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout, scaling, is_causal, **kwargs
         )
@@ -398,9 +404,11 @@ def _grouped(per_head: torch.Tensor, shared: torch.Tensor) -> torch.Tensor:
 
 
 def _reduced(
-    module, query, key, value, attention_mask, dropout, scaling, is_causal, settings, knockouts, **kwargs
-):
-    """Attention one block of queries at a time, each block's weights folded by the Reduction."""
+    module, query, key, value, attention_mask, dropout, scaling, is_causal, settings, knockouts,
+    with_output: bool = True, **kwargs,
+):  # fmt: skip
+    """Attention one block of queries at a time, each block's weights folded by the Reduction
+    (and the output computed, unless the caller has it already)."""
     reduction = settings.reduction
     causal = bool(is_causal if is_causal is not None else getattr(module, "is_causal", False))
     groups = getattr(module, "num_key_value_groups", 1)
@@ -409,10 +417,13 @@ def _reduced(
     offset = n_key - n_query  # queries are the last n_query positions
     start, stop = reduction.rows or (0, n_key)
     start, stop = max(start, offset), min(stop, n_key)
-    if reduction.rows is None:
+    blockwise = with_output and reduction.rows is None
+    if blockwise:
         output = torch.empty_like(query)  # (B, H, Q, D), filled block by block
-    else:  # only some rows' weights are asked for: the output comes from SDPA, whole
+    elif with_output:  # only some rows' weights are asked for: the output comes from SDPA, whole
         output = sdpa_attention_forward(module, query, key, value, attention_mask, 0.0, scaling, is_causal)[0]
+    else:
+        output = None
     key, value = repeat_kv(key, groups), repeat_kv(value, groups)
     state = None
     for first in range(start, stop, reduction.chunk):
@@ -442,10 +453,10 @@ def _reduced(
         else:
             weights = (settings.normalize or softmax)(scores)
         state = reduction.reduce(state, Block(first, weights, scores))
-        if reduction.rows is None:
+        if blockwise:
             output[:, :, rows] = torch.matmul(weights.to(value.dtype), value[:, :, :width])
         del scores, weights
-    if reduction.rows is None:
+    if blockwise:
         output = output.transpose(1, 2).contiguous()
     return output, None, {"reduced": state}, causal
 

@@ -65,13 +65,17 @@ def fused(
     # One tensor serves as keys and values: [key, value, position]. The queries are zero past their
     # own dimensions, so only q . key enters a score, and the output holds E_q[key], the attention
     # output and E_q[position]. (The output equals SDPA's bit for bit: the zeros add nothing.)
-    parts = [key.float()] + ([value.float()] if value is not None else [])
-    width = sum(p.shape[-1] for p in parts)
-    keyed = torch.nn.functional.pad(torch.cat(parts, dim=-1), (0, 1))
+    width = d + (value.shape[-1] if value is not None else 0)
+    keyed = key.new_empty((*key.shape[:-1], width + 1), dtype=torch.float32)  # filled in place: one pass
+    keyed[..., :d] = key
+    if value is not None:
+        keyed[..., d:width] = value
     keyed[..., width] = torch.arange(n, dtype=torch.float32)
     keyed = repeat_kv(keyed, h // key.shape[1])  # (B, H, T, width + 1)
+    padded = query.new_zeros((*query.shape[:-1], width + 1))
+    padded[..., :d] = query
     out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-        torch.nn.functional.pad(query, (0, width + 1 - d)), keyed, keyed, 0.0, True, scale=scale
+        padded, keyed, keyed, 0.0, True, scale=scale
     )
     key, positions = keyed[..., :d], keyed[0, 0, :, width]
     entropy = lse - scale * torch.einsum("...d,...d->...", query, out[..., :d])
