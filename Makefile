@@ -8,13 +8,18 @@ STAMP := $(VENV)/.installed
 # the pinned version from PyTorch's CPU index first (from PyPI alone it is the multi-GB CUDA build).
 TORCH_INDEX ?=
 
-.PHONY: run test install browser haproxy serve-replicas lint bench screenshots clean
+.PHONY: run test test-gpu install browser haproxy serve-replicas lint bench screenshots clean
 
 run: $(STAMP)
 	$(VENV)/bin/streamlit run app.py --server.port 8501
 
 test: $(STAMP) browser haproxy
 	$(VENV)/bin/pytest -q -p no:cacheprovider
+
+# The GPU tier alone: every page and the model tests with the model on a CUDA GPU (tests/gpu and the
+# other `cuda` tests); each test skips, saying why, where torch finds no GPU. Needs a CUDA build of torch.
+test-gpu: $(STAMP)
+	$(VENV)/bin/pytest -q -p no:cacheprovider -m cuda -rs
 
 install: $(STAMP)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gpu_devices import device, fake_gpu  # noqa: F401  (the GPU tier's fixtures: tests/gpu)
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"

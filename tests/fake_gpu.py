@@ -52,21 +52,33 @@ class OnGpu(torch.Tensor):
             return CUDA
         if func is torch.Tensor.cpu:
             return plain(args[0]).clone()
-        check_one_device(args, kwargs)
+        if func is not torch.Tensor.__getitem__:  # CUDA tensors take CPU index tensors
+            check_one_device(args, kwargs)
         return super().__torch_function__(func, types, args, kwargs)
 
 
 class OnGpuModule:
     """A CPU module seen as if it were on cuda:0: what is read from it or returned is on the GPU."""
 
-    def __init__(self, module: torch.nn.Module):
+    def __init__(self, module: torch.nn.Module, wrappers: dict[int, OnGpuModule] | None = None):
         object.__setattr__(self, "_module", module)
+        object.__setattr__(self, "_wrappers", {} if wrappers is None else wrappers)
+
+    @property
+    def __class__(self):  # isinstance(wrapped, torch.nn.ModuleList) etc. hold, as for the module itself
+        return type(self._module)
+
+    def _leaf(self, value: Any) -> Any:
+        """A module as its one wrapper (so `is` and `id` agree however it was reached); a tensor on the GPU."""
+        if isinstance(value, torch.nn.Module):
+            if id(value) not in self._wrappers:
+                self._wrappers[id(value)] = OnGpuModule(value, self._wrappers)
+            return self._wrappers[id(value)]
+        return as_gpu(value)
 
     def _wrap(self, value: Any) -> Any:
-        if isinstance(value, torch.nn.Module):
-            return OnGpuModule(value)
-        if isinstance(value, (torch.Tensor, torch.device)):
-            return as_gpu(value)
+        if isinstance(value, (torch.nn.Module, torch.Tensor, torch.device)):
+            return self._leaf(value)
         if callable(value) and hasattr(value, "__self__"):  # a method: its results are wrapped too
             return lambda *a, **k: self._wrap_tree(
                 value(*pytree.tree_map(plain, a), **pytree.tree_map(plain, k))
@@ -75,12 +87,12 @@ class OnGpuModule:
 
     def _wrap_tree(self, value: Any) -> Any:
         if isinstance(value, (torch.nn.Module, torch.Tensor, torch.device)):
-            return self._wrap(value)
+            return self._leaf(value)
         if hasattr(value, "to_tuple") and hasattr(value, "items"):  # a transformers ModelOutput
             for key, item in value.items():
                 value[key] = pytree.tree_map(as_gpu, item)
             return value
-        return pytree.tree_map(as_gpu, value) if isinstance(value, (tuple, list, dict)) else value
+        return pytree.tree_map(self._leaf, value) if isinstance(value, (tuple, list, dict)) else value
 
     def __getattr__(self, name: str) -> Any:
         if name == "device":
@@ -94,15 +106,20 @@ class OnGpuModule:
         return self._wrap_tree(self._module(*pytree.tree_map(plain, args), **pytree.tree_map(plain, kwargs)))
 
     def __iter__(self):
-        return (self._wrap(m) for m in self._module)
+        return (self._leaf(m) for m in self._module)
 
     def __getitem__(self, index):
         return self._wrap(self._module[index])
 
+    def __len__(self) -> int:
+        return len(self._module)
+
 
 def on_gpu(model: torch.nn.Module) -> Any:
     """The model as if it had been moved to cuda:0."""
-    return OnGpuModule(model)
+    root = OnGpuModule(model)
+    root._wrappers[id(model)] = root
+    return root
 
 
 @pytest.fixture
@@ -113,15 +130,19 @@ def fake_gpu(monkeypatch):
     def to(self, *args, **kwargs):
         target = kwargs.get("device", args[0] if args else None)
         if isinstance(target, (str, torch.device)) and torch.device(target).type in ("cuda", "cpu"):
-            rest = [a for a in args if a is not target]
-            moved = original(plain(self), *rest, **{k: v for k, v in kwargs.items() if k != "device"})
+            # the data stays on the CPU: the same call with the CPU as its device
+            cpu = [torch.device("cpu") if a is target else a for a in args]
+            moved = original(
+                plain(self), *cpu, **{k: "cpu" if k == "device" else v for k, v in kwargs.items()}
+            )
             return as_gpu(moved) if torch.device(target).type == "cuda" else plain(moved)
         return original(self, *args, **kwargs)
 
     def made_on(factory):
         def make(*args, device=None, **kwargs):
             if device is not None and torch.device(device).type == "cuda":
-                return as_gpu(factory(*args, **kwargs))
+                grad = kwargs.pop("requires_grad", False)  # a leaf of its own, as a GPU tensor would be
+                return as_gpu(factory(*args, **kwargs)).requires_grad_(grad)
             return factory(*args, device=device, **kwargs)
 
         return make

@@ -12,7 +12,7 @@ import torch
 
 from txviz.block.recording import BlockRun, run_text
 from txviz.core.errors import UserError
-from txviz.core.layouts import layout_of
+from txviz.core.layouts import cached_layout
 from txviz.core.tokens import readable_tokens
 from txviz.models import LoadedModel
 
@@ -35,7 +35,7 @@ class Lens:
 
 def check_lens(loaded: LoadedModel) -> None:
     """A clear NoLensError unless the model has an output head to read its stream with."""
-    if loaded.kind == "encoder" or layout_of(loaded.model).lm_head is None:
+    if loaded.kind == "encoder" or cached_layout(loaded.model).lm_head is None:
         raise NoLensError(
             f"{loaded.name} is an {loaded.kind} without a language-model head: it outputs token embeddings, "
             "not next-token scores, so there is nothing to read its stream with. Choose a decoder such as "

@@ -103,7 +103,8 @@ def multi_head_attention(
     k, v = k.repeat_interleave(groups, dim=0), v.repeat_interleave(groups, dim=0)  # GQA: shared K, V
     scores = q @ k.transpose(-1, -2) * a.scaling  # (H, T, S)
     if a.causal:
-        scores = scores.masked_fill(torch.ones(t, s, dtype=torch.bool).triu(1 + s - t), float("-inf"))
+        future = torch.ones(t, s, dtype=torch.bool, device=scores.device).triu(1 + s - t)
+        scores = scores.masked_fill(future, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
     steps.add(
         f"A{label}", "A = softmax(Q Kᵀ / √d" + (" + causal mask" if a.causal else "") + ")", weights,

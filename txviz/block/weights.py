@@ -62,21 +62,27 @@ class BlockWeights:
     norm_cross: Norm | None = None
 
 
+def _float(tensor: torch.Tensor) -> torch.Tensor:
+    # The code runs on the recorded stream, which is float32 in every precision: weights of a
+    # bfloat16 or float16 model are read as float32 (one block's copy; float32 ones are not copied).
+    return tensor.detach().float()
+
+
 def _linear(module) -> Linear:
-    return Linear(module.weight.detach(), None if module.bias is None else module.bias.detach())
+    return Linear(_float(module.weight), None if module.bias is None else _float(module.bias))
 
 
 def _conv1d(weight: torch.Tensor, bias: torch.Tensor) -> Linear:
     """GPT-2's Conv1D stores W as (in, out) and computes x W + b."""
-    return Linear(weight.detach().T, bias.detach())
+    return Linear(_float(weight).T, _float(bias))
 
 
 def _norm(module) -> Norm:
     if hasattr(module, "variance_epsilon"):  # Llama's RMSNorm
-        return Norm("rms", module.weight.detach(), None, float(module.variance_epsilon))
+        return Norm("rms", _float(module.weight), None, float(module.variance_epsilon))
     if isinstance(module, torch.nn.LayerNorm):
-        bias = None if module.bias is None else module.bias.detach()
-        return Norm("layer", module.weight.detach(), bias, float(module.eps))
+        bias = None if module.bias is None else _float(module.bias)
+        return Norm("layer", _float(module.weight), bias, float(module.eps))
     raise UnknownLayoutError(f"txviz cannot write out a {type(module).__name__} as code.")
 
 

@@ -82,7 +82,7 @@ def attribute_embeddings(
     batch = batch or max(1, BATCH_TOKENS // embeds.shape[1])
     if method == "gradient":
         with torch.enable_grad():
-            return gradient_x_input(forward, embeds)[0].sum(dim=-1).detach().cpu().numpy()
+            return gradient_x_input(forward, embeds)[0].sum(dim=-1).detach().float().cpu().numpy()
     if method == "ig":
         from captum.attr import IntegratedGradients
 
@@ -90,7 +90,7 @@ def attribute_embeddings(
             attributions = IntegratedGradients(forward).attribute(
                 embeds, baselines=reference, n_steps=steps, internal_batch_size=min(batch, steps)
             )
-        return attributions[0].sum(dim=-1).detach().cpu().numpy()
+        return attributions[0].sum(dim=-1).detach().float().cpu().numpy()
     if method == "ablation":
         from captum.attr import FeatureAblation
 
@@ -100,7 +100,7 @@ def attribute_embeddings(
             attributions = FeatureAblation(forward).attribute(
                 embeds, baselines=reference, feature_mask=mask, perturbations_per_eval=batch
             )
-        return attributions[0, :, 0].cpu().numpy()  # a feature's value repeats over its elements
+        return attributions[0, :, 0].float().cpu().numpy()  # a feature's value repeats over its elements
     raise ValueError(f"Unknown method {method!r}; choose from {sorted(METHODS)}.")
 
 

@@ -105,7 +105,7 @@ def reference_embeddings(embeds: torch.Tensor, fixed: np.ndarray) -> torch.Tenso
 
 def _per_token(attributions: torch.Tensor) -> np.ndarray:
     """Sum over the embedding dimension: each token's signed contribution."""
-    return attributions[0].sum(dim=-1).detach().cpu().numpy()
+    return attributions[0].sum(dim=-1).detach().float().cpu().numpy()
 
 
 def _compare(loaded, text, forward, ids, rows_of, target, skip_special, start, steps) -> TokenComparison:

@@ -95,7 +95,8 @@ def minilm_head(loaded, text: str, layer: int, head: int, max_tokens: int = 128)
     attention = loaded.model.encoder.layer[layer].attention.self
     hidden = result.hidden_states[layer][0]  # (n, D)
     d = trace.queries.shape[-1]
-    values = attention.value(hidden).float().cpu().numpy()[:, head * d : (head + 1) * d]
+    weight = attention.value.weight  # the stream is float32; the projection runs in the weights' precision
+    values = attention.value(hidden.to(weight.dtype)).float().cpu().numpy()[:, head * d : (head + 1) * d]
     return HeadQKV(
         tuple(trace.query_tokens),
         trace.queries[layer, head].astype(np.float64),

@@ -90,7 +90,7 @@ def refine(
     banned = _banned(loaded, start, ends)
     encoded = run(
         loaded.model, outputs=("hidden",), part="encoder", input_ids=source_ids, attention_mask=source_mask
-    ).hidden
+    ).hidden.to(loaded.model.dtype)  # outputs are float32; the decoder reads them in its weights' precision
     batch = source_ids.shape[0]
     canvas = torch.full((batch, length), placeholder(loaded), device=source_ids.device)
     probability = torch.zeros(batch, length, device=source_ids.device)
@@ -221,7 +221,7 @@ def greedy_batch(loaded: LoadedModel, source_ids, source_mask, limit: int = DATE
     banned = _banned(loaded, start, ends)
     encoded = run(
         loaded.model, outputs=("hidden",), part="encoder", input_ids=source_ids, attention_mask=source_mask
-    ).hidden
+    ).hidden.to(loaded.model.dtype)  # outputs are float32; the decoder reads them in its weights' precision
     prefix = torch.full((source_ids.shape[0], 1), start, device=source_ids.device)
     for _ in range(limit):
         out = run(
