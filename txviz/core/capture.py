@@ -262,12 +262,14 @@ def txviz_attention(
     )
     if merged:
         # one kernel call gives the output and the row statistics (txviz.core.rowstats)
-        stats, output = rowstats.fused(settings.row_stats, query, key, _scale(query, scaling), value)
+        stats, output, lse = rowstats.fused(settings.row_stats, query, key, _scale(query, scaling), value)
         output, weights = output.to(query.dtype).transpose(1, 2).contiguous(), None
         record = {"row_stats": _cpu(stats)}
-        if reduced:  # this layer's blocks are folded too; the output is the kernel's
+        if (
+            reduced
+        ):  # this layer's blocks are folded too; the output and each row's softmax sum are the kernel's
             args = (module, query, key, value, attention_mask, 0.0, scaling, causal, settings, knockouts)
-            record["reduced"] = _reduced(*args, with_output=False, **kwargs)[2]["reduced"]
+            record["reduced"] = _reduced(*args, with_output=False, log_partition=lse, **kwargs)[2]["reduced"]
     elif plain and not reduced:
         output, weights = sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout, scaling, is_causal, **kwargs
@@ -405,7 +407,7 @@ def _grouped(per_head: torch.Tensor, shared: torch.Tensor) -> torch.Tensor:
 
 def _reduced(
     module, query, key, value, attention_mask, dropout, scaling, is_causal, settings, knockouts,
-    with_output: bool = True, **kwargs,
+    with_output: bool = True, log_partition: torch.Tensor | None = None, **kwargs,
 ):  # fmt: skip
     """Attention one block of queries at a time, each block's weights folded by the Reduction
     (and the output computed, unless the caller has it already)."""
@@ -448,7 +450,9 @@ def _reduced(
         if knockouts:
             kept = interventions.knockout_mask(knockouts, scores.shape[1], n_query, n_key, scores.device)
             scores = scores.masked_fill_(~kept[:, rows, :width], float("-inf"))
-        if settings.normalize is None and causal and attention_mask is None:
+        if log_partition is not None:  # softmax with each row's log-sum-exp known: one subtraction, one exp
+            weights = torch.sub(scores, log_partition[..., rows, None]).exp_()
+        elif settings.normalize is None and causal and attention_mask is None:
             weights = torch.softmax(scores, dim=-1)  # every causal row sees its own key: no empty row
         else:
             weights = (settings.normalize or softmax)(scores)

@@ -57,9 +57,10 @@ def fused(
     key: torch.Tensor,
     scale: float,
     value: torch.Tensor | None = None,
-) -> tuple[RowStats, torch.Tensor | None]:
-    """The statistics of causal softmax(q k^T scale) from the fused CPU kernel and two narrow bands,
-    and, given the values, the attention output (B, H, T, D_v) from the same kernel call."""
+) -> tuple[RowStats, torch.Tensor | None, torch.Tensor]:
+    """The statistics of causal softmax(q k^T scale) from the fused CPU kernel and two narrow bands;
+    given the values, the attention output (B, H, T, D_v) from the same kernel call; and each row's
+    log-partition (B, H, T)."""
     query = query.float()
     _, h, n, d = query.shape
     # One tensor serves as keys and values: [key, value, position]. The queries are zero past their
@@ -78,12 +79,13 @@ def fused(
         padded, keyed, keyed, 0.0, True, scale=scale
     )
     key, positions = keyed[..., :d], keyed[0, 0, :, width]
-    entropy = lse - scale * torch.einsum("...d,...d->...", query, out[..., :d])
+    expected_score = torch.matmul(query.unsqueeze(-2), out[..., :d].unsqueeze(-1))[..., 0, 0]  # q . E[key]
+    entropy = lse - scale * expected_score
     distance = positions - out[..., width]
     sink = _first_keys(query, key, lse, scale, spec.sink)
     local = _near_keys(query, key, lse, scale, spec.window)
     output = out[..., d:width] if value is not None else None
-    return RowStats(entropy, distance, sink, local), output
+    return RowStats(entropy, distance, sink, local), output, lse
 
 
 def _first_keys(query, key, lse, scale: float, count: int) -> torch.Tensor:
@@ -105,16 +107,19 @@ def _near_keys(query, key, lse, scale: float, window: int, block: int = 32) -> t
     extra = blocks * block - n
     q = torch.nn.functional.pad(query, (0, 0, 0, extra)) if extra else query  # (B, H, nb * block, D)
     k = torch.nn.functional.pad(key, (0, 0, window, extra))  # window zero keys in front
-    tiles = torch.matmul(q.unflatten(-2, (blocks, block)), k.unfold(-2, block + window, block))
-    # (B, H, nb, block, block + window): query r of a block against keys r - window .. r + block - 1
+    lse_tiles = torch.nn.functional.pad(lse, (0, extra)).reshape(-1, block, 1)
+    batch = lse_tiles.shape[0]  # B x H x nb blocks
+    keys = k.unfold(-2, block + window, block).reshape(batch, k.shape[-1], block + window)
+    # scale q k^T - lse in one product: (B*H*nb, block, block + window), query r of a block against
+    # keys r - window .. r + block - 1
+    tiles = torch.baddbmm(-lse_tiles, q.reshape(batch, block, -1), keys, alpha=scale)
     row = torch.arange(block)[:, None]
     column = torch.arange(block + window)[None, :]
     apart = row + window - column  # query - key
     start = torch.arange(blocks)[:, None, None] * block
     inside = (apart >= 0) & (apart <= window) & (start + column - window >= 0)  # (nb, block, block + window)
-    lse_tiles = torch.nn.functional.pad(lse, (0, extra)).unflatten(-1, (blocks, block))[..., None]
-    weights = tiles.mul_(scale).sub_(lse_tiles).exp_().mul_(inside)
-    return weights.sum(-1).flatten(-2)[..., :n]
+    weights = tiles.exp_().view(-1, blocks, block, block + window).mul_(inside)
+    return weights.sum(-1).reshape(lse.shape[:-1] + (blocks * block,))[..., :n]
 
 
 @dataclass(frozen=True)
