@@ -169,23 +169,10 @@ def test_max_jobs_bounds_heavy_passes_running_at_once(monkeypatch):
         load_config({"TXVIZ_MAX_JOBS": "0"})
 
 
-def _heavy_pass() -> None:
-    import time
-
-    import streamlit as st
-
-    from txviz.app import serving
-
-    st.session_state["ran_at"] = serving.heavy(time.monotonic)
-
-
-def test_a_heavy_pass_waits_its_turn_behind_running_ones():
+def _hold_every_slot(queue, ended: list) -> list:
+    """Threads that each hold a place of the queue for a second (their end times go to ``ended``)."""
     import threading
     import time
-
-    from txviz.app import serving
-
-    queue, ended = serving.jobs(), []
 
     def hold_a_slot():
         with queue.turn("someone else"):
@@ -198,6 +185,25 @@ def test_a_heavy_pass_waits_its_turn_behind_running_ones():
     deadline = time.monotonic() + 10
     while queue.load()[0] < queue.max_jobs and time.monotonic() < deadline:
         time.sleep(0.01)
+    return holders
+
+
+def _heavy_pass() -> None:
+    import time
+
+    import streamlit as st
+
+    from txviz.app import serving
+
+    st.session_state["ran_at"] = serving.heavy(time.monotonic)
+
+
+def test_a_heavy_pass_waits_its_turn_behind_running_ones():
+
+    from txviz.app import serving
+
+    queue, ended = serving.jobs(), []
+    holders = _hold_every_slot(queue, ended)
     assert queue.load() == (queue.max_jobs, 0)
     at = AppTest.from_function(_heavy_pass, default_timeout=30).run()
     for thread in holders:
@@ -223,24 +229,11 @@ def _trace_pass() -> None:
 
 
 def test_a_trace_waits_its_turn_in_the_same_queue_and_gets_its_own_trace():
-    import threading
-    import time
 
     from txviz.app import serving
 
     queue, ended = serving.jobs(), []
-
-    def hold_a_slot():
-        with queue.turn("someone else"):
-            time.sleep(1.0)
-            ended.append(time.monotonic())
-
-    holders = [threading.Thread(target=hold_a_slot) for _ in range(queue.max_jobs)]
-    for thread in holders:
-        thread.start()
-    deadline = time.monotonic() + 10
-    while queue.load()[0] < queue.max_jobs and time.monotonic() < deadline:
-        time.sleep(0.01)
+    holders = _hold_every_slot(queue, ended)
     at = AppTest.from_function(_trace_pass, default_timeout=30).run()
     for thread in holders:
         thread.join(10)

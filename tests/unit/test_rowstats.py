@@ -16,7 +16,9 @@ SPEC = rowstats.RowStatistics(sink=3, window=5, chunk=7)
 
 def exact_weights(model, ids) -> np.ndarray:
     out = run(model, CaptureSettings(record=frozenset({"weights"})), input_ids=ids)
-    return np.stack([calls[-1].weights[0].double().numpy() for calls in out.attention.values()])  # [L, H, T, T]
+    return np.stack(
+        [calls[-1].weights[0].double().numpy() for calls in out.attention.values()]
+    )  # [L, H, T, T]
 
 
 def definitions(w: np.ndarray, spec: rowstats.RowStatistics) -> dict[str, np.ndarray]:
@@ -31,6 +33,11 @@ def definitions(w: np.ndarray, spec: rowstats.RowStatistics) -> dict[str, np.nda
     }
 
 
+def assert_agree(got: dict, expected: dict) -> None:
+    for name in rowstats.NAMES:
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-4, atol=2e-5, err_msg=name)
+
+
 def stats_of(model, ids, settings) -> dict[str, np.ndarray]:
     out = run(model, settings, input_ids=ids)
     calls = [calls[-1].row_stats for calls in out.attention.values()]
@@ -43,27 +50,21 @@ def test_row_statistics_equal_their_definitions(family):
     model = use_capture(tiny_model(family, 64, max_position_embeddings=128))
     ids = torch.randint(0, 64, (1, 40))
     expected = definitions(exact_weights(model, ids), SPEC)
-    got = stats_of(model, ids, CaptureSettings(row_stats=SPEC))
-    for name in rowstats.NAMES:
-        np.testing.assert_allclose(got[name], expected[name], rtol=1e-4, atol=2e-5, err_msg=name)
+    assert_agree(stats_of(model, ids, CaptureSettings(row_stats=SPEC)), expected)
 
 
-def test_the_fused_route_and_the_blocks_agree_and_the_fused_one_is_taken():
+def test_the_fused_route_and_the_blocks_agree_and_the_fused_one_is_taken(monkeypatch):
     torch.manual_seed(1)
     model = use_capture(tiny_model("llama", 64, max_position_embeddings=256))
     ids = torch.randint(0, 64, (1, 150))
-    calls = []
-    real = rowstats.fused
-    try:
-        rowstats.fused = lambda *a: calls.append(1) or real(*a)
-        fused = stats_of(model, ids, CaptureSettings(row_stats=SPEC))
-    finally:
-        rowstats.fused = real
+    calls, real = [], rowstats.fused
+    monkeypatch.setattr(rowstats, "fused", lambda *a: calls.append(1) or real(*a))
+    fused = stats_of(model, ids, CaptureSettings(row_stats=SPEC))
     assert len(calls) == model.config.num_hidden_layers  # every layer took the fused kernel
     # an extra mask that allows everything sends every call through the explicit blocks instead
     blocks = stats_of(model, ids, CaptureSettings(row_stats=SPEC, extra_mask=lambda q, k: k >= 0))
-    for name in rowstats.NAMES:
-        np.testing.assert_allclose(fused[name], blocks[name], rtol=1e-4, atol=2e-5, err_msg=name)
+    assert len(calls) == model.config.num_hidden_layers
+    assert_agree(fused, blocks)
 
 
 def test_row_statistics_leave_the_output_unchanged():
