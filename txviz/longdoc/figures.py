@@ -60,6 +60,20 @@ def summaries_figure(summaries: dict[str, np.ndarray], presenting: bool = False)
     return figure
 
 
+def _weights_heatmap(weights: np.ndarray, x, y, hover: str, log_scale: bool, presenting: bool) -> go.Heatmap:
+    """Attention weights as a heatmap on a log10 scale floored at LOG_FLOOR, or on a linear one."""
+    return go.Heatmap(
+        z=scale_values(weights, log_scale, 0.0).astype(np.float32),
+        x=x,
+        y=y,
+        colorscale=scale("sequential", presenting),
+        zmin=np.log10(LOG_FLOOR) if log_scale else 0.0,
+        zmax=0.0 if log_scale else float(max(weights.max(), 1e-9)),
+        colorbar=dict(title="weight (log10)" if log_scale else "weight"),
+        hovertemplate=hover,
+    )
+
+
 def pooled_figure(
     pooled: np.ndarray,  # (tiles, tiles)
     tile: int,
@@ -68,21 +82,9 @@ def pooled_figure(
     presenting: bool = False,
 ) -> go.Figure:
     """A pooled map on token-position axes: drag a box on it to read that region's exact rows."""
-    z = scale_values(pooled, log_scale, 0.0)
     starts = np.arange(pooled.shape[0]) * tile
-    figure = go.Figure(
-        go.Heatmap(
-            z=z.astype(np.float32),
-            x=starts,
-            y=starts,
-            colorscale=scale("sequential", presenting),
-            zmin=np.log10(LOG_FLOOR) if log_scale else 0.0,
-            zmax=0.0 if log_scale else float(max(pooled.max(), 1e-9)),
-            colorbar=dict(title="weight (log10)" if log_scale else "weight"),
-            hovertemplate=f"queries from %{{y}}, keys from %{{x}} ({tile} x {tile} tokens)"
-            "<br>%{z:.3f}<extra></extra>",
-        )
-    )
+    hover = f"queries from %{{y}}, keys from %{{x}} ({tile} x {tile} tokens)<br>%{{z:.3f}}<extra></extra>"
+    figure = go.Figure(_weights_heatmap(pooled, starts, starts, hover, log_scale, presenting))
     end = float(starts[-1] + tile) if len(starts) else 1.0
     figure.update_layout(
         title=dict(text=plain(title), y=0.98, yanchor="top"),
@@ -107,19 +109,8 @@ def span_figure(
     names = plain_all(labels)
     short = [name.split(" · ")[0] for name in names]
     step = max(1, len(names) // SPAN_TICKS)
-    z = scale_values(matrix, log_scale, 0.0)
-    figure = go.Figure(
-        go.Heatmap(
-            z=z.astype(np.float32),
-            x=names,
-            y=names,
-            colorscale=scale("sequential", presenting),
-            zmin=np.log10(LOG_FLOOR) if log_scale else 0.0,
-            zmax=0.0 if log_scale else float(max(matrix.max(), 1e-9)),
-            colorbar=dict(title="weight (log10)" if log_scale else "weight"),
-            hovertemplate="%{y}<br>→ %{x}<br>%{z:.3f}<extra></extra>",
-        )
-    )
+    hover = "%{y}<br>→ %{x}<br>%{z:.3f}<extra></extra>"
+    figure = go.Figure(_weights_heatmap(matrix, names, names, hover, log_scale, presenting))
     axis = dict(tickmode="array", tickvals=names[::step], ticktext=short[::step], showgrid=False)
     figure.update_layout(
         title=dict(text=plain(title), y=0.98, yanchor="top"),
