@@ -19,7 +19,10 @@ ui.setup_page(
 )
 
 
-@ui.cached(max_entries=4, spinner="Reading the document: every layer's summaries, and this layer's maps block by block...")
+@ui.cached(
+    max_entries=4,
+    spinner="Reading the document: every layer's summaries, and this layer's maps block by block...",
+)
 def _overview(loaded, text: str, max_tokens: int, layer: int) -> longdoc.Overview:
     return longdoc.overview(loaded, text, max_tokens, layer)
 

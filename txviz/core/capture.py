@@ -265,9 +265,8 @@ def txviz_attention(
         stats, output, lse = rowstats.fused(settings.row_stats, query, key, _scale(query, scaling), value)
         output, weights = output.to(query.dtype).transpose(1, 2).contiguous(), None
         record = {"row_stats": _cpu(stats)}
-        if (
-            reduced
-        ):  # this layer's blocks are folded too; the output and each row's softmax sum are the kernel's
+        if reduced:
+            # this layer's blocks are folded too; the output and each row's softmax sum are the kernel's
             args = (module, query, key, value, attention_mask, 0.0, scaling, causal, settings, knockouts)
             record["reduced"] = _reduced(*args, with_output=False, log_partition=lse, **kwargs)[2]["reduced"]
     elif plain and not reduced:
@@ -308,7 +307,7 @@ def _explicit(
     module, query, key, value, attention_mask, dropout, scaling, is_causal, settings, knockouts, **kwargs
 ):
     """Attention computed step by step: scores, masks, the normaliser, weights, output, records."""
-    scale = query.shape[-1] ** -0.5 if scaling is None else scaling
+    scale = _scale(query, scaling)
     scores = _grouped(query, key.transpose(2, 3)).float() * scale  # (B, H, Q, K)
     if kwargs.get("softcap") is not None:
         scores = kwargs["softcap"] * torch.tanh(scores / kwargs["softcap"])
@@ -414,7 +413,7 @@ def _reduced(
     reduction = settings.reduction
     causal = bool(is_causal if is_causal is not None else getattr(module, "is_causal", False))
     groups = getattr(module, "num_key_value_groups", 1)
-    scale = query.shape[-1] ** -0.5 if scaling is None else scaling
+    scale = _scale(query, scaling)
     n_query, n_key = query.shape[-2], key.shape[-2]
     offset = n_key - n_query  # queries are the last n_query positions
     start, stop = reduction.rows or (0, n_key)

@@ -4,8 +4,9 @@ Decoding a small model on a CPU is memory-bound: one step reads every weight onc
 batch size, so eight sequences decoded together cost far less than eight decoded in turn. The
 engine keeps one batched KV cache, left-padded so every row's newest token lines up on the right.
 Sequences join between steps (those arriving together are prefilled in one left-padded batch, then
-their cache rows are padded in) and leave when they end or their session goes away. Each sequence keeps its own sampling settings,
-its own seeded generator and its own attention rows, with the padding columns cut off again.
+their cache rows are padded in) and leave when they end or their session goes away. Each sequence
+keeps its own sampling settings, its own seeded generator and its own attention rows, with the
+padding columns cut off again.
 
 transformers' own continuous batching switches the model to a paged attention implementation,
 which would bypass txviz's capture function and change the shared model for every session; this
@@ -38,7 +39,7 @@ from txviz.generation.loop import (
     prepare,
     stop_ids,
 )
-from txviz.generation.sampling import choose, make_generator
+from txviz.generation.sampling import Choice, choose, make_generator
 from txviz.models import LoadedModel
 
 DEFAULT_MAX_BATCH = 8  # rows decoded together; later requests wait their turn in order
@@ -333,7 +334,7 @@ class _RawStep:
     """
 
     generated: tuple[int, ...]
-    choice: object
+    choice: Choice
     attention: _Rows | None
     kv: tuple[tuple[int, ...], tuple[int, ...]]
     elapsed_s: float
