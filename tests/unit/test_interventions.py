@@ -13,7 +13,7 @@ from transformers import PreTrainedTokenizerFast
 
 from txviz.core.capture import CaptureSettings
 from txviz.core.errors import UserError, WrongModelKind
-from txviz.core.interventions import Patch
+from txviz.core.interventions import Patch, Steer
 from txviz.core.running import run
 from txviz.interventions import ablation, metrics, patching, runs, steering
 from txviz.interventions.ablation import Component
@@ -198,6 +198,31 @@ def test_attribution_patching_is_exact_where_the_model_is_linear():
     np.testing.assert_allclose(result.estimate.residual[-1], result.residual[-1], atol=1e-4)
     assert not np.allclose(result.estimate.heads[0], result.heads[0], atol=1e-4)  # nonlinear before
     assert np.isfinite(result.heads_rho) and -1 <= result.heads_rho <= 1
+
+
+def test_steering_every_head_at_once_equals_steering_each_head(tiny):
+    ids = torch.tensor([tiny.tokenizer(CLEAN)["input_ids"]])
+    vector = torch.randn(ids.shape[1], tiny.n_heads, tiny.config.hidden_size // tiny.n_heads)
+    logits = lambda edits: runs.forward(tiny, ids, edits).logits  # noqa: E731
+    each = [Steer("head", 1, h, vector=vector[:, h]) for h in range(tiny.n_heads)]
+    torch.testing.assert_close(logits([Steer("heads", 1, vector=vector)]), logits(each))
+    assert not torch.allclose(logits([]), logits(each))
+
+
+def test_the_two_row_pass_gives_each_run_alone_and_the_corrupted_gradients(tiny, metric):
+    clean, corrupt = (tiny.tokenizer(t)["input_ids"] for t in (CLEAN, CORRUPT))
+    acts = patching.activations(tiny, clean, corrupt, metric)
+    assert acts.clean_value == pytest.approx(float(metric(last_logits(tiny, CLEAN))[0]), abs=1e-5)
+    assert acts.corrupt_value == pytest.approx(float(metric(last_logits(tiny, CORRUPT))[0]), abs=1e-5)
+    # The corrupted run alone, one zero vector per head: what the two-row pass must reproduce.
+    width = tiny.config.hidden_size // tiny.n_heads
+    vectors = [torch.zeros(len(corrupt), width, requires_grad=True) for _ in range(tiny.n_heads)]
+    steers = [Steer("head", 1, h, vector=v) for h, v in enumerate(vectors)]
+    alone = runs.forward(tiny, torch.tensor([corrupt]), steers, frozenset({"heads"}), grad=True)
+    grads = torch.autograd.grad(metric(alone.logits[:, -1])[0], vectors)
+    np.testing.assert_allclose(acts.head_grad[1], torch.stack(grads).numpy(), atol=1e-5)
+    np.testing.assert_allclose(acts.heads[1][1], alone.head_output(1)[0].detach().numpy(), atol=1e-5)
+    assert np.abs(acts.head_grad[1]).max() > 1e-4
 
 
 def test_clean_and_corrupted_must_have_the_same_length(tiny, metric):

@@ -5,7 +5,8 @@ An intervention is a frozen value carried by ``CaptureSettings.interventions`` i
 weight, and it adds no hook. Points:
 
 - ``"head"``: one head's output before the output projection, (B, T, D_head) of (B, T, H, D_head);
-  edited inside the attention function, so it works on the SDPA fast path too.
+  edited inside the attention function, so it works on the SDPA fast path too. ``"heads"``: every
+  head of the block at once, (B, T, H, D_head).
 - ``"attn"``, ``"cross"``, ``"ffn"``: what a block's self-attention, cross-attention or FFN adds to
   the residual stream (before the add), (B, T, D).
 - ``"resid"``: the residual stream after block ``layer``; ``"embed"``: the stream entering block 0.
@@ -27,7 +28,7 @@ import torch
 from txviz.core.errors import UserError
 from txviz.core.layouts import Layout
 
-Point = Literal["head", "attn", "cross", "ffn", "resid", "embed"]
+Point = Literal["head", "heads", "attn", "cross", "ffn", "resid", "embed"]
 POINTS = frozenset(get_args(Point))
 
 
@@ -45,7 +46,7 @@ class Where:
     positions: Sequence[int] | None = None  # None: every position
     rows: Sequence[int] | None = None  # batch rows changed; None: every row
     stack: str | None = None  # "encoder" or "decoder"; None: the stack that makes the output
-    cross: bool = False  # "head" of cross-attention (encoder-decoder models)
+    cross: bool = False  # "head" or "heads" of cross-attention (encoder-decoder models)
 
     def __post_init__(self) -> None:
         if self.point not in POINTS:
@@ -137,7 +138,7 @@ def _place(layout: Layout, interventions, heads: dict, streams: dict, knockouts:
             for layer in item.layers:
                 knockouts.setdefault(layout.attention_name(stack, layer, item.cross), []).append(item)
         elif isinstance(item, (Ablate, Patch, Steer)):
-            if item.point == "head":
+            if item.point in ("head", "heads"):
                 heads.setdefault(layout.attention_name(stack, item.layer, item.cross), []).append(item)
             else:
                 name = f"{stack}.embed" if item.point == "embed" else f"{stack}.{item.layer}.{item.point}"
@@ -175,7 +176,7 @@ def _chosen(indices: Sequence[int] | None, n: int, what: str, device) -> torch.T
 
 
 def edited(x: torch.Tensor, edit: Edit) -> torch.Tensor:
-    """``x`` (B, T, D) with one edit applied along its position axis; a new tensor."""
+    """``x`` (B, T, ...) with one edit applied along its position axis; a new tensor."""
     if isinstance(edit, Ablate):
         new = torch.zeros_like(x)
     elif isinstance(edit, Patch):
@@ -186,7 +187,8 @@ def edited(x: torch.Tensor, edit: Edit) -> torch.Tensor:
         return new
     rows = _chosen(edit.rows, x.shape[0], "rows", x.device)
     positions = _chosen(edit.positions, x.shape[1], "positions", x.device)
-    return torch.where((rows[:, None] & positions[None, :])[..., None], new, x)
+    chosen = rows[:, None] & positions[None, :]  # (B, T)
+    return torch.where(chosen.view(*chosen.shape, *(1,) * (x.dim() - 2)), new, x)
 
 
 def edit_stream(x: torch.Tensor, edits: Sequence[Edit]) -> torch.Tensor:
@@ -201,6 +203,9 @@ def edit_heads(output: torch.Tensor, edits: Sequence[Edit]) -> torch.Tensor:
     n_heads = output.shape[2]
     output = output.clone()
     for edit in edits:
+        if edit.head is None:  # point "heads"
+            output = edited(output, edit)
+            continue
         if not 0 <= edit.head < n_heads:
             raise InterventionError(
                 f"This attention has heads 0 to {n_heads - 1}; there is no head {edit.head}."

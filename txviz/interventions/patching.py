@@ -5,8 +5,8 @@ Exact: run the corrupted prompt with one activation taken from the clean run - t
 at one (layer, position), one head's output, one MLP's output - and read how much of the metric
 comes back: 0 is the corrupted value, 1 the clean one. Every cell is one batch row.
 
-Attribution: a forward of the clean prompt, one of the corrupted and one backward from the
-corrupted metric give every cell at once to first order, gradient x (clean - corrupted activation). The
+Attribution: one forward of the clean and the corrupted prompt side by side and one backward from
+the corrupted metric give every cell at once to first order, gradient x (clean - corrupted activation). The
 gradients come from zero steering vectors added at every point: d metric / d vector is
 d metric / d activation, and adding zero changes nothing.
 """
@@ -69,48 +69,47 @@ class Activations:
 
 
 def _recorded(result, n_layers: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(streams (L + 1, T, D), heads (L, H, T, D_head), MLPs (L, T, D)) of batch row 0 of a run."""
-    numpy = lambda t: t[0].detach().float().cpu().numpy()  # noqa: E731
-    streams = np.stack([numpy(result.stage_output(*stream_point(r))) for r in range(n_layers + 1)])
-    heads = np.stack([numpy(result.head_output(la)) for la in range(n_layers)])
-    mlp = np.stack([numpy(result.stage_output("ffn", la)) for la in range(n_layers)])
+    """(streams (L + 1, B, T, D), heads (L, B, H, T, D_head), MLPs (L, B, T, D)) of a run, every row."""
+    stack = lambda tensors: torch.stack(tensors).detach().float().cpu().numpy()  # noqa: E731
+    streams = stack([result.stage_output(*stream_point(r)) for r in range(n_layers + 1)])
+    heads = stack([result.head_output(la) for la in range(n_layers)])
+    mlp = stack([result.stage_output("ffn", la) for la in range(n_layers)])
     return streams, heads, mlp
 
 
 def activations(loaded: LoadedModel, clean: list[int], corrupt: list[int], metric: Metric) -> Activations:
-    """Every point of the clean run (no gradients) and of the corrupted run, with one backward there.
+    """Every point of the clean and the corrupted run, and one backward from the corrupted metric.
 
-    Two passes of one row each rather than one of two rows: the backward then runs over the
-    corrupted row alone (on a CPU, half the backward's work for a row of no use).
+    One pass of two rows (clean, corrupted) rather than two of one: rows never mix, so the gradient
+    is the corrupted row's alone, and on a CPU a two-row pass with its backward costs about a
+    quarter less than a one-row pass plus a one-row pass with its backward (measured at 32 tokens).
+    One zero vector per layer covers all its heads: per-head vectors made the pass 10% slower.
     """
     n_layers, n_heads, n = loaded.n_layers, loaded.n_heads, len(clean)
     width = loaded.config.hidden_size
     head_width = getattr(loaded.config, "head_dim", None) or width // n_heads
     zeros = lambda *shape: torch.zeros(*shape, device=loaded.device, requires_grad=True)  # noqa: E731
     stream_vectors = [zeros(n, width) for _ in range(n_layers + 1)]
-    head_vectors = [zeros(n, head_width) for _ in range(n_layers * n_heads)]
+    head_vectors = [zeros(n, n_heads, head_width) for _ in range(n_layers)]
     mlp_vectors = [zeros(n, width) for _ in range(n_layers)]
     steers = [Steer(*stream_point(r), vector=v) for r, v in enumerate(stream_vectors)]
     steers += [Steer("ffn", la, vector=v) for la, v in enumerate(mlp_vectors)]
-    steers += [Steer("head", i // n_heads, i % n_heads, vector=v) for i, v in enumerate(head_vectors)]
+    steers += [Steer("heads", la, vector=v) for la, v in enumerate(head_vectors)]
     record, stages = frozenset({"heads"}), frozenset({"embed", "resid", "ffn"})
-    clean_run = forward(loaded, torch.tensor([clean]), record=record, stages=stages)
-    corrupt_run = forward(loaded, torch.tensor([corrupt]), steers, record=record, stages=stages, grad=True)
-    value = metric(corrupt_run.logits[:, -1])[0]
-    grads = torch.autograd.grad(value, stream_vectors + mlp_vectors + head_vectors)
-    numpy = lambda t: t.detach().float().cpu().numpy()  # noqa: E731
-    clean_acts, corrupt_acts = _recorded(clean_run, n_layers), _recorded(corrupt_run, n_layers)
+    both = forward(loaded, torch.tensor([clean, corrupt]), steers, record=record, stages=stages, grad=True)
+    values = metric(both.logits[:, -1])
+    grads = torch.autograd.grad(values[1], stream_vectors + mlp_vectors + head_vectors)
+    stack = lambda tensors: torch.stack(tensors).float().cpu().numpy()  # noqa: E731
+    streams, heads, mlp = _recorded(both, n_layers)  # row 0 clean, row 1 corrupted
     return Activations(
-        clean_value=float(metric(clean_run.logits[:, -1])[0]),
-        corrupt_value=float(value.detach()),
-        streams=(clean_acts[0], corrupt_acts[0]),
-        heads=(clean_acts[1], corrupt_acts[1]),
-        mlp=(clean_acts[2], corrupt_acts[2]),
-        stream_grad=np.stack([numpy(g) for g in grads[: n_layers + 1]]),
-        head_grad=np.stack([numpy(g) for g in grads[2 * n_layers + 1 :]]).reshape(
-            n_layers, n_heads, n, head_width
-        ),
-        mlp_grad=np.stack([numpy(g) for g in grads[n_layers + 1 : 2 * n_layers + 1]]),
+        clean_value=float(values[0].detach()),
+        corrupt_value=float(values[1].detach()),
+        streams=(streams[:, 0], streams[:, 1]),
+        heads=(heads[:, 0], heads[:, 1]),
+        mlp=(mlp[:, 0], mlp[:, 1]),
+        stream_grad=stack(grads[: n_layers + 1]),
+        head_grad=stack(grads[2 * n_layers + 1 :]).transpose(0, 2, 1, 3),
+        mlp_grad=stack(grads[n_layers + 1 : 2 * n_layers + 1]),
     )
 
 
