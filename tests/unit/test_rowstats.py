@@ -74,3 +74,22 @@ def test_row_statistics_leave_the_output_unchanged():
     plain = run(model, outputs=("logits",), input_ids=ids).logits
     with_stats = run(model, CaptureSettings(row_stats=SPEC), ("logits",), input_ids=ids).logits
     torch.testing.assert_close(with_stats, plain, rtol=0, atol=0)
+
+
+def test_a_kernel_that_refuses_grouped_heads_gets_one_key_copy_per_head(monkeypatch):
+    torch.manual_seed(3)
+    model = use_capture(tiny_model("llama", 64, max_position_embeddings=128))
+    ids = torch.randint(0, 64, (1, 40))
+    assert model.config.num_key_value_heads < model.config.num_attention_heads
+    real, shapes = rowstats._KERNEL, []
+
+    def ungrouped(query, key, *args, **kwargs):
+        shapes.append(key.shape[1])
+        if key.shape[1] != query.shape[1]:
+            raise RuntimeError("number of heads in key and value must equal the query's")
+        return real(query, key, *args, **kwargs)
+
+    monkeypatch.setattr(rowstats, "_KERNEL", ungrouped)
+    expected = definitions(exact_weights(model, ids), SPEC)
+    assert_agree(stats_of(model, ids, CaptureSettings(row_stats=SPEC)), expected)
+    assert shapes[:2] == [model.config.num_key_value_heads, model.config.num_attention_heads]

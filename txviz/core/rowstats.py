@@ -24,6 +24,7 @@ import torch
 from transformers.integrations.sdpa_attention import repeat_kv
 
 NAMES = ("entropy", "distance", "sink", "local")
+_KERNEL = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
 
 
 @dataclass(frozen=True)
@@ -72,25 +73,38 @@ def fused(
     if value is not None:
         keyed[..., d:width] = value
     keyed[..., width] = torch.arange(n, dtype=torch.float32)
-    keyed = repeat_kv(keyed, h // key.shape[1])  # (B, H, T, width + 1)
-    padded = query.new_zeros((*query.shape[:-1], width + 1))
+    padded = query.new_empty((*query.shape[:-1], width + 1))
     padded[..., :d] = query
-    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-        padded, keyed, keyed, 0.0, True, scale=scale
-    )
-    key, positions = keyed[..., :d], keyed[0, 0, :, width]
+    padded[..., d:] = 0
+    out, lse = _flash(padded, keyed, scale)
     expected_score = torch.matmul(query.unsqueeze(-2), out[..., :d].unsqueeze(-1))[..., 0, 0]  # q . E[key]
     entropy = lse - scale * expected_score
-    distance = positions - out[..., width]
-    sink = _first_keys(query, key, lse, scale, spec.sink)
-    local = _near_keys(query, key, lse, scale, spec.window)
+    distance = torch.arange(n, dtype=torch.float32) - out[..., width]
+    sink = _first_keys(query, key.float(), lse, scale, spec.sink)
+    local = _near_keys(query, key.float(), lse, scale, spec.window)
     output = out[..., d:width] if value is not None else None
     return RowStats(entropy, distance, sink, local), output, lse
 
 
+def _flash(query: torch.Tensor, keyed: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The CPU flash kernel's causal output and log-partition, ``keyed`` as keys and values.
+
+    The kernel serves each group of query heads from its shared KV head itself (torch 2.13), which
+    spares a copy of the keys per query head; an older kernel that refuses gets the copies.
+    """
+    groups = query.shape[1] // keyed.shape[1]
+    if groups > 1:
+        try:
+            return _KERNEL(query, keyed, keyed, 0.0, True, scale=scale)[:2]
+        except RuntimeError:
+            keyed = repeat_kv(keyed, groups)
+    return _KERNEL(query, keyed, keyed, 0.0, True, scale=scale)[:2]
+
+
 def _first_keys(query, key, lse, scale: float, count: int) -> torch.Tensor:
-    """Each query's summed weight on keys 0..count-1 (those it sees)."""
-    scores = torch.matmul(query, key[..., :count, :].transpose(-1, -2)) * scale  # (B, H, T, count)
+    """Each query's summed weight on keys 0..count-1 (those it sees); ``key`` may hold one head per group."""
+    first = repeat_kv(key[..., :count, :], query.shape[1] // key.shape[1])
+    scores = torch.matmul(query, first.transpose(-1, -2)) * scale  # (B, H, T, count)
     seen = torch.arange(query.shape[-2])[:, None] >= torch.arange(scores.shape[-1])[None, :]
     return (torch.exp(scores - lse[..., None]) * seen).sum(-1)
 
@@ -100,26 +114,29 @@ def _near_keys(query, key, lse, scale: float, window: int, block: int = 32) -> t
 
     Block i's queries see keys i*block - window .. (i+1)*block - 1: a (block, block + window) score
     tile of which a band of window + 1 diagonals counts (more products than the band, but one
-    matrix product instead of a pass over the queries per diagonal).
+    matrix product instead of a pass over the queries per diagonal). The query heads that share a KV
+    head (``key`` (B, H_kv, T, D)) stack their blocks' rows against one copy of its keys.
     """
-    n = query.shape[-2]
-    blocks = -(-n // block)
+    b, h, n, d = query.shape
+    kv = key.shape[1]
+    group, blocks = h // kv, -(-n // block)
     extra = blocks * block - n
+    tiles_of = lambda x: x.view(b, kv, group, blocks, block, -1).transpose(2, 3)  # noqa: E731
     q = torch.nn.functional.pad(query, (0, 0, 0, extra)) if extra else query  # (B, H, nb * block, D)
+    q = tiles_of(q).reshape(b * kv * blocks, group * block, d)
     k = torch.nn.functional.pad(key, (0, 0, window, extra))  # window zero keys in front
-    lse_tiles = torch.nn.functional.pad(lse, (0, extra)).reshape(-1, block, 1)
-    batch = lse_tiles.shape[0]  # B x H x nb blocks
-    keys = k.unfold(-2, block + window, block).reshape(batch, k.shape[-1], block + window)
-    # scale q k^T - lse in one product: (B*H*nb, block, block + window), query r of a block against
-    # keys r - window .. r + block - 1
-    tiles = torch.baddbmm(-lse_tiles, q.reshape(batch, block, -1), keys, alpha=scale)
+    keys = k.unfold(-2, block + window, block).reshape(b * kv * blocks, d, block + window)
+    lse_tiles = tiles_of(torch.nn.functional.pad(lse, (0, extra))).reshape(b * kv * blocks, group * block, 1)
+    # scale q k^T - lse in one product: query r of a block against keys r - window .. r + block - 1
+    tiles = torch.baddbmm(-lse_tiles, q, keys, alpha=scale)  # (B*H_kv*nb, group * block, block + window)
     row = torch.arange(block)[:, None]
     column = torch.arange(block + window)[None, :]
     apart = row + window - column  # query - key
     start = torch.arange(blocks)[:, None, None] * block
     inside = (apart >= 0) & (apart <= window) & (start + column - window >= 0)  # (nb, block, block + window)
-    weights = tiles.exp_().view(-1, blocks, block, block + window).mul_(inside)
-    return weights.sum(-1).reshape(lse.shape[:-1] + (blocks * block,))[..., :n]
+    weights = tiles.exp_().view(b * kv, blocks, group, block, block + window).mul_(inside[:, None])
+    summed = weights.sum(-1).view(b, kv, blocks, group, block).transpose(2, 3)  # (B, H_kv, group, nb, block)
+    return summed.reshape(b, h, blocks * block)[..., :n]
 
 
 @dataclass(frozen=True)
