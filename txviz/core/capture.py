@@ -74,7 +74,6 @@ class Block:
 
     first: int  # position of the block's first query
     weights: torch.Tensor  # (B, H, C, K'): queries first..first+C-1; a causal block has K' = first + C keys
-    scores: torch.Tensor  # (B, H, C, K') before normalising, -inf where masked
 
 
 @dataclass(frozen=True)
@@ -449,13 +448,15 @@ def _reduced(
         if knockouts:
             kept = interventions.knockout_mask(knockouts, scores.shape[1], n_query, n_key, scores.device)
             scores = scores.masked_fill_(~kept[:, rows, :width], float("-inf"))
-        if log_partition is not None:  # softmax with each row's log-sum-exp known: one subtraction, one exp
-            weights = torch.sub(scores, log_partition[..., rows, None]).exp_()
+        if log_partition is not None:
+            # softmax with each row's log-sum-exp known: one subtraction, one exp, both in place (a
+            # new tensor the size of a block costs more in page faults than the arithmetic)
+            weights = scores.sub_(log_partition[..., rows, None]).exp_()
         elif settings.normalize is None and causal and attention_mask is None:
             weights = torch.softmax(scores, dim=-1)  # every causal row sees its own key: no empty row
         else:
             weights = (settings.normalize or softmax)(scores)
-        state = reduction.reduce(state, Block(first, weights, scores))
+        state = reduction.reduce(state, Block(first, weights))
         if blockwise:
             output[:, :, rows] = torch.matmul(weights.to(value.dtype), value[:, :, :width])
         del scores, weights
