@@ -182,7 +182,8 @@ def edited(x: torch.Tensor, edit: Edit) -> torch.Tensor:
     elif isinstance(edit, Patch):
         new = _fit(edit.value, x, "patch value")
     else:
-        new = x + edit.strength * _fit(edit.vector, x, "steering vector")
+        vector = _fit(edit.vector, x, "steering vector")
+        new = x + (vector if edit.strength == 1 else edit.strength * vector)  # attribution adds many at 1
     if edit.positions is None and edit.rows is None:
         return new
     rows = _chosen(edit.rows, x.shape[0], "rows", x.device)
@@ -201,9 +202,10 @@ def edit_stream(x: torch.Tensor, edits: Sequence[Edit]) -> torch.Tensor:
 def edit_heads(output: torch.Tensor, edits: Sequence[Edit]) -> torch.Tensor:
     """The attention output (B, Q, H, D) before the output projection with head ``edits`` applied."""
     n_heads = output.shape[2]
-    output = output.clone()
+    if any(edit.head is not None for edit in edits):  # one head is written in place: not the caller's tensor
+        output = output.clone()
     for edit in edits:
-        if edit.head is None:  # point "heads"
+        if edit.head is None:  # point "heads": a new tensor
             output = edited(output, edit)
             continue
         if not 0 <= edit.head < n_heads:
