@@ -80,8 +80,9 @@ def fused(
     expected_score = torch.matmul(query.unsqueeze(-2), out[..., :d].unsqueeze(-1))[..., 0, 0]  # q . E[key]
     entropy = lse - scale * expected_score
     distance = torch.arange(n, dtype=torch.float32) - out[..., width]
-    sink = _first_keys(query, key.float(), lse, scale, spec.sink)
-    local = _near_keys(query, key.float(), lse, scale, spec.window)
+    key = key.float()
+    sink = _first_keys(query, key, lse, scale, spec.sink)
+    local = _near_keys(query, key, lse, scale, spec.window)
     output = out[..., d:width] if value is not None else None
     return RowStats(entropy, distance, sink, local), output, lse
 

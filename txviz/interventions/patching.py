@@ -68,12 +68,15 @@ class Activations:
     mlp_grad: np.ndarray  # (L, T, D)
 
 
+def _stacked(tensors: list[torch.Tensor]) -> np.ndarray:
+    return torch.stack(tensors).detach().float().cpu().numpy()
+
+
 def _recorded(result, n_layers: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(streams (L + 1, B, T, D), heads (L, B, H, T, D_head), MLPs (L, B, T, D)) of a run, every row."""
-    stack = lambda tensors: torch.stack(tensors).detach().float().cpu().numpy()  # noqa: E731
-    streams = stack([result.stage_output(*stream_point(r)) for r in range(n_layers + 1)])
-    heads = stack([result.head_output(la) for la in range(n_layers)])
-    mlp = stack([result.stage_output("ffn", la) for la in range(n_layers)])
+    streams = _stacked([result.stage_output(*stream_point(r)) for r in range(n_layers + 1)])
+    heads = _stacked([result.head_output(la) for la in range(n_layers)])
+    mlp = _stacked([result.stage_output("ffn", la) for la in range(n_layers)])
     return streams, heads, mlp
 
 
@@ -99,7 +102,6 @@ def activations(loaded: LoadedModel, clean: list[int], corrupt: list[int], metri
     both = forward(loaded, torch.tensor([clean, corrupt]), steers, record=record, stages=stages, grad=True)
     values = metric(both.logits[:, -1])
     grads = torch.autograd.grad(values[1], stream_vectors + mlp_vectors + head_vectors)
-    stack = lambda tensors: torch.stack(tensors).float().cpu().numpy()  # noqa: E731
     streams, heads, mlp = _recorded(both, n_layers)  # row 0 clean, row 1 corrupted
     return Activations(
         clean_value=float(values[0].detach()),
@@ -107,9 +109,9 @@ def activations(loaded: LoadedModel, clean: list[int], corrupt: list[int], metri
         streams=(streams[:, 0], streams[:, 1]),
         heads=(heads[:, 0], heads[:, 1]),
         mlp=(mlp[:, 0], mlp[:, 1]),
-        stream_grad=stack(grads[: n_layers + 1]),
-        head_grad=stack(grads[2 * n_layers + 1 :]).transpose(0, 2, 1, 3),
-        mlp_grad=stack(grads[n_layers + 1 : 2 * n_layers + 1]),
+        stream_grad=_stacked(grads[: n_layers + 1]),
+        head_grad=_stacked(grads[2 * n_layers + 1 :]).transpose(0, 2, 1, 3),  # (L, H, T, D_head)
+        mlp_grad=_stacked(grads[n_layers + 1 : 2 * n_layers + 1]),
     )
 
 
