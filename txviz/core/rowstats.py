@@ -5,8 +5,9 @@ folding each block of explicit weights costs several times the attention itself 
 statistics come almost free from the fused attention kernel instead, which never writes a row out:
 
 - log-partition lse_q = log sum_k exp(s_qk) is the kernel's own by-product;
-- with [key, position] as both keys and values (the queries padded by one zero, so the position
-  never enters a score), its output is E_q[key] and E_q[position]; then entropy = lse_q - scale q . E_q[key]
+- with [key, value, position] as both keys and values (the queries padded with zeros, so only
+  q . key enters a score), its output is E_q[key], the attention output and E_q[position]; then
+  entropy = lse_q - scale q . E_q[key]
   (H = -sum p log p = lse - sum p s) and, causally, distance = q - E_q[position];
 - the weight on the first ``sink`` keys and within ``window`` positions comes from those few
   scores alone, exp(s_qk - lse_q), a band of window + 1 keys per query.

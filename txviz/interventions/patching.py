@@ -85,8 +85,9 @@ def activations(loaded: LoadedModel, clean: list[int], corrupt: list[int], metri
 
     One pass of two rows (clean, corrupted) rather than two of one: rows never mix, so the gradient
     is the corrupted row's alone, and on a CPU a two-row pass with its backward costs about a
-    quarter less than a one-row pass plus a one-row pass with its backward (measured at 32 tokens).
-    One zero vector per layer covers all its heads: per-head vectors made the pass 10% slower.
+    seventh less than a one-row pass plus a one-row pass with its backward (SmolLM2, 32 tokens,
+    1 thread: 283 ms against 329 ms). One zero vector per layer covers all its heads: per-head
+    vectors cost 29 ms of a 326 ms pass.
     """
     n_layers, n_heads, n = loaded.n_layers, loaded.n_heads, len(clean)
     width = loaded.config.hidden_size
