@@ -78,7 +78,7 @@ def fused(
     padded[..., :d] = query
     padded[..., d:] = 0
     out, lse = _flash(padded, keyed, scale)
-    expected_score = torch.matmul(query.unsqueeze(-2), out[..., :d].unsqueeze(-1))[..., 0, 0]  # q . E[key]
+    expected_score = torch.linalg.vecdot(query, out[..., :d])  # q . E[key], read in place
     entropy = lse - scale * expected_score
     distance = torch.arange(n, dtype=torch.float32) - out[..., width]
     key = key.float()
@@ -116,29 +116,29 @@ def _near_keys(query, key, lse, scale: float, window: int, block: int = 32) -> t
 
     Block i's queries see keys i*block - window .. (i+1)*block - 1: a (block, block + window) score
     tile of which a band of window + 1 diagonals counts (more products than the band, but one
-    matrix product instead of a pass over the queries per diagonal). The query heads that share a KV
-    head (``key`` (B, H_kv, T, D)) stack their blocks' rows against one copy of its keys.
+    matrix product instead of a pass over the queries per diagonal). Each query head's blocks are
+    one batched product read where the queries lie (a head's rows are evenly strided even in the
+    projection's (B, T, H, D) layout), against a sliding view of its KV head's keys: no copies.
     """
     b, h, n, d = query.shape
-    kv = key.shape[1]
-    group, blocks = h // kv, -(-n // block)
+    group, blocks = h // key.shape[1], -(-n // block)
     extra = blocks * block - n
-    tiles_of = lambda x: x.view(b, kv, group, blocks, block, -1).transpose(2, 3)  # noqa: E731
-    q = torch.nn.functional.pad(query, (0, 0, 0, extra)) if extra else query  # (B, H, nb * block, D)
-    q = tiles_of(q).reshape(b * kv * blocks, group * block, d)
-    k = torch.nn.functional.pad(key, (0, 0, window, extra))  # window zero keys in front
-    keys = k.unfold(-2, block + window, block).reshape(b * kv * blocks, d, block + window)
-    lse_tiles = tiles_of(torch.nn.functional.pad(lse, (0, extra))).reshape(b * kv * blocks, group * block, 1)
-    # scale q k^T - lse in one product: query r of a block against keys r - window .. r + block - 1
-    tiles = torch.baddbmm(-lse_tiles, q, keys, alpha=scale)  # (B*H_kv*nb, group * block, block + window)
+    if extra:  # a ragged last block: zero queries, dropped at the end
+        query = torch.nn.functional.pad(query, (0, 0, 0, extra))
+        lse = torch.nn.functional.pad(lse, (0, extra))
+    # (B, H_kv, nb, D, block + window): block i's keys, window zero keys in front of the first
+    keys = torch.nn.functional.pad(key, (0, 0, window, extra)).unfold(-2, block + window, block)
     row = torch.arange(block)[:, None]
     column = torch.arange(block + window)[None, :]
     apart = row + window - column  # query - key
     start = torch.arange(blocks)[:, None, None] * block
     inside = (apart >= 0) & (apart <= window) & (start + column - window >= 0)  # (nb, block, block + window)
-    weights = tiles.exp_().view(b * kv, blocks, group, block, block + window).mul_(inside[:, None])
-    summed = weights.sum(-1).view(b, kv, blocks, group, block).transpose(2, 3)  # (B, H_kv, group, nb, block)
-    return summed.reshape(b, h, blocks * block)[..., :n]
+    summed = query.new_empty(b, h, blocks, block)
+    for head in range(h):
+        tiles = torch.matmul(query[:, head].unflatten(1, (blocks, block)), keys[:, head // group])
+        weights = tiles.mul_(scale).sub_(lse[:, head].view(b, blocks, block, 1)).exp_().mul_(inside)
+        torch.sum(weights, -1, out=summed[:, head])
+    return summed.view(b, h, -1)[..., :n]
 
 
 @dataclass(frozen=True)
