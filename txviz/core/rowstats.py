@@ -78,7 +78,7 @@ def fused(
     padded[..., :d] = query
     padded[..., d:] = 0
     out, lse = _flash(padded, keyed, scale)
-    expected_score = torch.linalg.vecdot(query, out[..., :d])  # q . E[key], read in place
+    expected_score = torch.linalg.vecdot(query, out[..., :d])  # q . E[key]
     entropy = lse - scale * expected_score
     distance = torch.arange(n, dtype=torch.float32) - out[..., width]
     key = key.float()
@@ -117,10 +117,10 @@ def _near_keys(query, key, lse, scale: float, window: int, block: int = 32) -> t
     Block i's queries see keys i*block - window .. (i+1)*block - 1: a (block, block + window) score
     tile of which a band of window + 1 diagonals counts (more products than the band, but one
     matrix product instead of a pass over the queries per diagonal). Each query head's blocks are
-    one batched product read where the queries lie (a head's rows are evenly strided even in the
-    projection's (B, T, H, D) layout), against a sliding view of its KV head's keys: no copies.
+    one batched product taken from views (a head's rows are evenly strided even in the projection's
+    (B, T, H, D) layout) against a sliding view of its KV head's keys, not regrouped into new tensors.
     """
-    b, h, n, d = query.shape
+    b, h, n, _ = query.shape
     group, blocks = h // key.shape[1], -(-n // block)
     extra = blocks * block - n
     if extra:  # a ragged last block: zero queries, dropped at the end
@@ -137,7 +137,7 @@ def _near_keys(query, key, lse, scale: float, window: int, block: int = 32) -> t
     for head in range(h):
         tiles = torch.matmul(query[:, head].unflatten(1, (blocks, block)), keys[:, head // group])
         weights = tiles.mul_(scale).sub_(lse[:, head].view(b, blocks, block, 1)).exp_().mul_(inside)
-        torch.sum(weights, -1, out=summed[:, head])
+        summed[:, head] = weights.sum(-1)
     return summed.view(b, h, -1)[..., :n]
 
 
