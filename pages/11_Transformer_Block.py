@@ -100,7 +100,7 @@ if one.open:
         st.code("\n".join(opened.lines), language=None)
         st.caption(FORM_NOTES[opened.form])
         a, b = st.columns(2)
-        a.metric("max |E − model's own layer output|", f"{opened.max_difference:.2e}")
+        a.metric(f"max |{opened.steps[-1].name} − model's own layer output|", f"{opened.max_difference:.2e}")
         b.metric("largest |value| of that output", f"{opened.scale:.3g}")
         n_heads = max(s.value.shape[0] for s in opened.steps if s.axes[0] == "head")
         head = widgets.index_picker("Head (for the per-head arrays)", n_heads, "block_head")

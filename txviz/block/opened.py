@@ -35,7 +35,7 @@ class OpenedBlock:
     stack: str
     layer: int
     form: str  # "post-LN" or "pre-norm"
-    lines: tuple[str, ...]  # the block's two lines of pseudo-code
+    lines: tuple[str, ...]  # the block's pseudo-code: two lines, three for a decoder's cross-attention
     steps: tuple[Step, ...]
     max_difference: float  # max |E - model's output of this layer|
     scale: float  # max |model's output|, to read the difference against
@@ -63,7 +63,7 @@ def open_block(loaded: LoadedModel, run: BlockRun, stack: str, layer: int) -> Op
         if weights.cross is not None:
             memory = torch.tensor(run.stack("encoder").hidden[-1], device=model.device)
         e, steps = postln.post_ln_block(x, weights, memory)
-        lines = postln.LINES
+        lines = postln.LINES if memory is None else postln.DECODER_LINES
     else:
         rotary = _rotary(model, layout, x.shape[0]) if weights.attention.rotary else None
         e, steps = prenorm.pre_norm_block(x, weights, rotary)

@@ -83,6 +83,7 @@ def multi_head_attention(
     steps: Steps,
     rotary: tuple[torch.Tensor, torch.Tensor] | None = None,  # (cos, sin) of shape (1, T, head_dim)
     label: str = "",
+    inputs: tuple[str, str] = ("X", "X"),  # how the listing names xq and xkv
 ) -> torch.Tensor:
     """MultiHeadAttn(Q=xq, K=xkv, V=xkv): every head, concatenated, projected by W_o."""
     t, s = xq.shape[0], xkv.shape[0]
@@ -93,12 +94,14 @@ def multi_head_attention(
         q, k = (r[0] for r in apply_rotary_pos_emb(q[None], k[None], *rotary))
     head_axes = ("head", "token", "feature")
     steps.add(
-        f"Q{label}", "Q = X W_qᵀ + b_q, split into heads" + (", rotated" if rotary else ""), q, head_axes
-    )
+        f"Q{label}", f"Q = {inputs[0]} W_qᵀ + b_q, split into heads" + (", rotated" if rotary else ""), q,
+        head_axes,
+    )  # fmt: skip
     steps.add(
-        f"K{label}", "K = X W_kᵀ + b_k, split into heads" + (", rotated" if rotary else ""), k, head_axes
-    )
-    steps.add(f"V{label}", "V = X W_vᵀ + b_v, split into heads", v, head_axes)
+        f"K{label}", f"K = {inputs[1]} W_kᵀ + b_k, split into heads" + (", rotated" if rotary else ""), k,
+        head_axes,
+    )  # fmt: skip
+    steps.add(f"V{label}", f"V = {inputs[1]} W_vᵀ + b_v, split into heads", v, head_axes)
     groups = a.n_heads // a.n_kv_heads
     k, v = k.repeat_interleave(groups, dim=0), v.repeat_interleave(groups, dim=0)  # GQA: shared K, V
     scores = q @ k.transpose(-1, -2) * a.scaling  # (H, T, S)
@@ -119,13 +122,13 @@ def multi_head_attention(
     return linear(concat, a.o)
 
 
-def feed_forward(x: torch.Tensor, f: FeedForward, steps: Steps) -> torch.Tensor:
+def feed_forward(x: torch.Tensor, f: FeedForward, steps: Steps, name: str = "Z") -> torch.Tensor:
     """FeedForward(x) = W_2 act(W_1 x + b_1) + b_2; gated: W_down (act(W_gate x) * W_up x)."""
     if f.gate is None:
         hidden = activation(f.activation, linear(x, f.up))
-        code = f"H = {f.activation}(Z W_1ᵀ + b_1)"
+        code = f"H = {f.activation}({name} W_1ᵀ + b_1)"
     else:
         hidden = activation(f.activation, linear(x, f.gate)) * linear(x, f.up)
-        code = f"H = {f.activation}(Z W_gateᵀ) * (Z W_upᵀ)"
+        code = f"H = {f.activation}({name} W_gateᵀ) * ({name} W_upᵀ)"
     steps.add("H", code, hidden, ("token", "hidden unit"))
     return linear(hidden, f.down)

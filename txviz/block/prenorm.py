@@ -33,12 +33,12 @@ def pre_norm_block(
     kind = "RMSNorm" if w.norm1.kind == "rms" else "LayerNorm"
     steps.add("X", "X = the block's input (the residual stream)", x, TOKENS)
     normed = steps.add("Norm(X)", f"N = {kind}(X)", normalize(x, w.norm1, steps, "X"), TOKENS)
-    attended = multi_head_attention(normed, normed, w.attention, steps, rotary=rotary)
+    attended = multi_head_attention(normed, normed, w.attention, steps, rotary=rotary, inputs=("N", "N"))
     steps.add("MHA(N)", "MHA(N) = heads W_oᵀ", attended, TOKENS)
     z = steps.add("Z", "Z = X + MHA(N)  (the residual connection)", x + attended, TOKENS)
     normed = steps.add("Norm(Z)", f"N₂ = {kind}(Z)", normalize(z, w.norm2, steps, "Z"), TOKENS)
     fed = steps.add(
-        "FFN(N₂)", "FeedForward(N₂) = H W_downᵀ", feed_forward(normed, w.feed_forward, steps), TOKENS
+        "FFN(N₂)", "FeedForward(N₂) = H W_downᵀ", feed_forward(normed, w.feed_forward, steps, "N₂"), TOKENS
     )
     e = steps.add("E", "E = Z + FeedForward(N₂)", z + fed, TOKENS)
     return e, steps
