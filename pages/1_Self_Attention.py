@@ -119,6 +119,8 @@ def two_heads_models():
 
 if heads_tab.open:
     with heads_tab:
+        if book:  # the preset's solved head belongs to the first tab
+            st.caption(prince.ELSEWHERE)
         divisors = [h for h in range(1, d_model + 1) if d_model % h == 0]
         n_heads = st.select_slider(
             "Heads H (D / H dimensions each)",
@@ -230,6 +232,8 @@ if real_tab.open:
 
 if shuffle_tab.open:
     with shuffle_tab:
+        if book:  # the preset's solved head belongs to the first tab
+            st.caption(prince.ELSEWHERE)
         st.markdown(
             "Shuffle the input tokens and every output is shuffled the same way: self-attention is "
             "permutation **equivariant** (not invariant: the outputs move, they do not stay put)."
@@ -287,6 +291,8 @@ if shuffle_tab.open:
 
 if additive_tab.open:
     with additive_tab:
+        if book:  # the preset's solved head belongs to the first tab
+            st.caption(prince.ELSEWHERE)
         st.markdown(
             "Bahdanau et al. (2015) scored a query against a key with a small feed-forward net instead "
             "of a dot product. Same Q, K and V as the first tab (from the seed), two ways to score them:"

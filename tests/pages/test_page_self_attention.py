@@ -118,3 +118,11 @@ def test_several_heads_tab_shows_the_two_heads_toy():
     assert table["held-out both"][1] > 0.99 > 0.3 > table["held-out both"][0]
     at.number_input(key="two_heads_example").set_value(17).run()
     assert not at.exception and not at.error
+
+
+@pytest.mark.parametrize("view", ["Several heads", "Additive (Bahdanau)"])
+def test_other_tabs_say_the_figure_12_1_preset_is_not_theirs(view):
+    assert not any("first tab only" in c.value for c in run_page(view).caption)
+    at = run_page(view, fig_12_1=True)
+    assert not at.exception and not at.error
+    assert any("Fig. 12.1 applies to the first tab only" in c.value for c in at.caption)

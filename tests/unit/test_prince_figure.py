@@ -27,3 +27,23 @@ def test_only_the_query_weights_are_changed():
     for name in ("omega_k", "beta_k", "omega_v", "beta_v"):
         np.testing.assert_array_equal(getattr(head, name), getattr(seeded, name))
     assert not np.allclose(head.omega_q, seeded.omega_q)
+
+
+def test_scaling_changes_the_query_weights_and_raw_scores_not_the_attention():
+    runs = {s: ta.self_attention_head(*prince.figure_12_1(s), s) for s in (True, False)}
+    heads = {s: prince.figure_12_1(s)[1] for s in (True, False)}
+    np.testing.assert_allclose(runs[True].weights, runs[False].weights, atol=1e-9)
+    assert not np.allclose(heads[True].omega_q, heads[False].omega_q)
+    assert not np.allclose(runs[True].scores, runs[False].scores)
+    # softmax's inputs differ by one constant per row, which softmax ignores
+    shift = runs[True].scaled_scores - runs[False].scaled_scores
+    np.testing.assert_allclose(shift, shift[:, :1].repeat(3, axis=1), atol=1e-9)
+
+
+def test_note_says_what_the_caption_and_the_toggle_do():
+    note = " ".join(prince.NOTE.split())
+    # Prince's caption: "c) The weighting for output sa3[x•] is different again."
+    assert "panel (c)" in note and "different again" in note
+    assert "does not draw" not in note
+    assert "Turning the scaling off re-solves Ω_q and β_q" in note
+    assert "attention weights stay the book's" in note and "raw scores Q Kᵀ" in note

@@ -16,13 +16,21 @@ from txviz.selfattention.toy import HeadWeights, ToyConfig, toy_heads, toy_input
 
 CONFIG = ToyConfig(n_tokens=3, d_model=4, n_heads=1, seed=0)
 # Rows are queries (outputs), columns keys (inputs): row n is a[x_1..x_3, x_n] in the book's notation.
-# The figure gives the first two outputs; the third is not drawn, so it attends evenly.
+# The caption gives numbers for the first two outputs only; for the third (panel c) it says "different
+# again", so here the third attends evenly, a choice of ours.
 TARGET = np.array([[0.1, 0.3, 0.6], [0.5, 0.2, 0.3], [1 / 3, 1 / 3, 1 / 3]])
 NOTE = (
     "Prince's Fig. 12.1: the inputs, keys and values are the seed-0 toy's; the query weights Ω_q, β_q "
     "are solved (numpy least squares) so that softmax(q·k/√d) gives the book's attention: 0.1, 0.3, 0.6 "
-    "for the first output and 0.5, 0.2, 0.3 for the second. The figure does not draw the third output, "
-    "which here attends evenly. Editing X or turning the scaling off changes the numbers."
+    "for the first output and 0.5, 0.2, 0.3 for the second. For the third output, panel (c), the caption "
+    "gives no numbers, only that its weighting is different again; here it attends evenly. Turning the "
+    "scaling off re-solves Ω_q and β_q, so the attention weights stay the book's: what changes is the "
+    "query weights and the raw scores Q Kᵀ (each row of the softmax's input shifts by a constant, which "
+    "softmax ignores). Editing X changes the weights."
+)
+ELSEWHERE = (
+    "Prince's Fig. 12.1 applies to the first tab only: this tab uses the seeded toy with the preset's "
+    "3 tokens, 4 dimensions and seed 0, not the solved query weights."
 )
 
 
