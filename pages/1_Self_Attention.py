@@ -148,13 +148,7 @@ if heads_tab.open:
         )
 
         st.subheader("Why several heads: one head cannot look at two things at once")
-        st.markdown(
-            "A toy task (UDL 12.6): eight random symbols, one marked *subject* and one *object*; the last "
-            "token must name both. Each head picks where to look from the roles and carries the symbols, "
-            "and a linear read-out gives the answers. One head returns the same mix a·v_subject + b·v_object "
-            "for every sequence, so a linear read-out names the symbol with the larger weight, not both; "
-            "two heads (the same number of weights, D/2 dimensions each) look at one each."
-        )
+        st.markdown(twoheads.task_text())
         heads_models, heads_runs = two_heads_models()
         st.dataframe(twoheads.score_rows(heads_runs), hide_index=True)
         held_out = heads_runs["config"]["held_out"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import torch
 from scipy.special import softmax
@@ -58,3 +60,14 @@ def test_a_short_run_two_heads_answer_both_one_head_cannot():
     assert two["both"] > 0.95
     assert one["both"] < 0.3  # chance for the weaker answer is 1/8
     assert max(one["subject"], one["object"]) > 0.9
+
+
+def test_task_text_counts_the_symbols_the_batches_hold():
+    config = th.TwoHeadsConfig(**json.loads((th.ASSETS_DIR / "runs.json").read_text())["config"])
+    assert config == th.TwoHeadsConfig()  # the page's text describes the shipped run
+    batch = th.make_batch(200, 0, config)
+    with_symbols = int((batch.roles != th.QUERY).sum(1)[0])  # the query token carries none
+    text = th.task_text(config)
+    assert f"{with_symbols} random symbols, each one of {config.symbols}" in text
+    assert f"({batch.symbols.shape[1]} tokens in all)" in text
+    assert "Vaswani et al. 2017, §3.2.2" in text and "UDL 12.6" not in text

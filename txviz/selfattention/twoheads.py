@@ -1,7 +1,7 @@
-"""Why several heads (UDL 12.6): a toy task one softmax head cannot do and two heads can.
+"""Why several heads (Vaswani et al. 2017, §3.2.2): a toy task one softmax head cannot do and two heads can.
 
-Each sequence holds L random symbols; one position is marked subject, another object, and a last
-query token must name both symbols. The heads decide where to look from the roles only (queries
+Each sequence holds L - 1 random symbols, each one of V; one position is marked subject, another
+object, and a last query token (the L-th, with no symbol of its own) must name both symbols. The heads decide where to look from the roles only (queries
 and keys read role embeddings) and carry the symbols only (values read symbol embeddings), and
 the answer is a linear read-out of the attention output. One head's output is then the same mix
 a * v_subject + b * v_object for every sequence: a linear read-out names the symbol with the
@@ -44,6 +44,22 @@ class TwoHeadsConfig:
     lr: float = 3e-3
     held_out: int = 4_000
     seed: int = 0
+
+
+def task_text(config: TwoHeadsConfig = TwoHeadsConfig()) -> str:
+    """The task in words, its counts taken from the config."""
+    return (
+        'Why heads at all: multi-head attention "allows the model to jointly attend to information from '
+        "different representation subspaces at different positions. With a single attention head, "
+        'averaging inhibits this" (Vaswani et al. 2017, §3.2.2). A toy task of ours shows it: '
+        f"{config.length - 1} random symbols, each one of {config.symbols}, one marked *subject* and "
+        "another *object*, then a query token with no symbol of its own "
+        f"({config.length} tokens in all) that must name both symbols. Each head picks where to look from "
+        "the roles and carries the symbols, and a linear read-out gives the answers. One head returns the "
+        "same mix a·v_subject + b·v_object for every sequence, so a linear read-out names the symbol with "
+        "the larger weight, not both; two heads (the same number of weights, D/2 dimensions each) look at "
+        "one each."
+    )
 
 
 @dataclass(frozen=True)
