@@ -13,11 +13,12 @@ N_SIZES = (16, 32, 64, 128, 256, 512, 1024)
 D_SIZES = (16, 32, 64, 128, 256, 512)
 COLUMNS = {
     "Complexity per layer": (
-        "A convolution applies a d x k d matrix at each of n positions: k n d² multiply-adds. A recurrent "
-        "layer multiplies the hidden state by a d x d matrix at each of n steps: n d². Self-attention "
-        "multiplies the n x d queries by the d x n keys and the n x n weights by the n x d values: n² d. "
-        "So self-attention is the cheaper layer while n < d (with the Q, K, V and output projections it "
-        "pays 8 n d² on top, as much as two RNN layers). The counted FLOPs grow with exactly these exponents."
+        "Counted in multiply-adds (the FLOPs on the charts are twice these). A convolution applies a "
+        "d x k d matrix at each of n positions: k n d². A recurrent layer multiplies the input and the "
+        "hidden state each by a d x d matrix at each of n steps: 2 n d². Self-attention multiplies the "
+        "n x d queries by the d x n keys and the n x n weights by the n x d values: 2 n² d. So "
+        "self-attention is the cheaper layer while n < d (its Q, K, V and output projections add 4 n d² "
+        "on top, as much as two recurrent layers). The counted FLOPs grow with exactly these exponents."
     ),
     "Sequential operations": (
         "The RNN cannot compute h_t before h_(t-1): n operations one after another, whatever the hardware. "
