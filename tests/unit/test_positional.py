@@ -304,3 +304,15 @@ def test_principal_components_of_points_that_do_not_vary():
     np.testing.assert_array_equal(coords, np.zeros((4, 2)))
     assert kept == 1.0
     assert qkspace.pca(np.ones((1, 4)))[0].shape == (1, 2)  # a single point
+
+
+@pytest.mark.parametrize("bits", [3, 5])
+def test_binary_table_cells_read_as_their_row_labels(bits):
+    from txviz.positional import figures as figs
+
+    labels = pe.binary_labels(2**bits, bits)
+    heatmap = figs.binary_table_figure(pe.binary_encoding(2**bits, bits), labels).to_dict()["data"][0]
+    cells = np.asarray(plotly_array(heatmap["z"])).reshape(2**bits, bits)
+    assert ["".join(str(int(b)) for b in row) for row in cells] == labels  # 6 = 110 reads 1 1 0
+    ticktext = figs.binary_table_figure(pe.binary_encoding(8, 3), pe.binary_labels()).to_dict()
+    assert ticktext["layout"]["xaxis"]["ticktext"] == ["bit 2 (4)", "bit 1 (2)", "bit 0 (1)"]

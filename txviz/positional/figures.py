@@ -70,24 +70,34 @@ def basis_curves(encoding: np.ndarray, columns: Sequence[int], title: str) -> go
 
 
 def binary_table_figure(table: np.ndarray, labels: Sequence[str], presenting: bool = False) -> go.Figure:
-    """Positions in binary, one bit per column, with the number written on each row."""
+    """Positions in binary, one bit per column, with the number written on each row.
+
+    The most significant bit is drawn on the left, so each row's cells read as its label does.
+    """
     n, d = table.shape
+    drawn = table[:, ::-1]  # columns d-1 .. 0 of the table, left to right
     figure = go.Figure(
         go.Heatmap(
-            z=table,
+            z=drawn,
             x=list(range(d)),
             y=list(range(n)),
             colorscale=scale("sequential", presenting),
             zmin=0,
             zmax=1,
             showscale=False,
-            text=table,
+            text=drawn,
             texttemplate="%{text}",
-            hovertemplate="position %{y}, bit %{x}: %{z}<extra></extra>",
+            customdata=np.broadcast_to(np.arange(d)[::-1], (n, d)),
+            hovertemplate="position %{y}, bit %{customdata}: %{z}<extra></extra>",
         )
     )
     figure.update_layout(title="Binary positions", height=80 + 32 * n, margin=MARGIN)
-    figure.update_xaxes(title="bit j (value 2^j)", tickmode="array", tickvals=list(range(d)))
+    figure.update_xaxes(
+        title="bit j (value 2^j), most significant on the left",
+        tickmode="array",
+        tickvals=list(range(d)),
+        ticktext=[f"bit {j} ({2**j})" for j in range(d - 1, -1, -1)],
+    )
     figure.update_yaxes(
         title="position",
         autorange="reversed",
