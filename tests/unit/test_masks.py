@@ -219,3 +219,11 @@ def test_figures_carry_the_mask_data():
     np.testing.assert_allclose(data(cost["data"][3]["y"]), [0.5, 1.0])  # n w through the last sparse one
     swin = figs.swin_figure(masks.swin_regions(4, 4, 2), masks.swin_regions(4, 4, 2, True), 2).to_dict()
     np.testing.assert_array_equal(data(swin["data"][3]["z"]), masks.swin_window_mask(4, 4, 2, True))
+
+
+@pytest.mark.parametrize(("n", "k"), [(16, 4), (64, 8), (60, 5)])
+def test_block_local_keeps_the_books_n_squared_over_k_pairs(n, k):
+    assert "N²/K" in masks.PATTERNS["block"].description
+    pattern = masks.PATTERNS["block"]
+    assert int(pattern.mask(n, n_blocks=k).sum()) == n * n // k  # K blocks of N/K: K (N/K)² = N²/K
+    assert int(pattern.mask(n + 1, n_blocks=k).sum()) > (n + 1) ** 2 / k  # uneven blocks keep a few more

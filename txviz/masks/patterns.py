@@ -369,7 +369,9 @@ PATTERNS: dict[str, Pattern] = {
             "Block-local",
             block_local_mask,
             (Param("n_blocks", "Number of blocks (K)", 4, 1, "Contiguous blocks."),),
-            "The text is cut into K blocks; tokens see only their own block.",
+            "The text is cut into K blocks; tokens see only their own block: K blocks of N/K tokens "
+            "compute K (N/K)² = N²/K pairs instead of N², a K-th of full attention (when K does not "
+            "divide N, block sizes differ by one and a few more pairs are kept).",
         ),
         Pattern(
             "selected",
