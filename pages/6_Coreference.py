@@ -291,8 +291,8 @@ st.caption(
     f"Attention from the {query_name(query)} in layer {layer}, head {head} (chosen above), all pieces of a "
     f"word summed. {int(both.sum())} of {both.size} heads of {name} attend more to the right noun in both "
     "sentences, so would point to the right French pronoun in both; a head choosing at random does so one "
-    "time in four. Attending to a noun is not translating: a translation model would also need the "
-    "noun's French gender, which nothing here learns."
+    f"time in four. {translation.chance_verdict(il_elle.attention)} Attending to a noun is not translating: "
+    "a translation model would also need the noun's French gender, which nothing here learns."
 )
 
 st.warning(

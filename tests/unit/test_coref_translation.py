@@ -37,3 +37,20 @@ def test_heads_getting_both_counts_ties_as_misses():
     np.testing.assert_array_equal(both, [[True], [False]])
     assert translation.head_gets_both(attention([0.3, 0.1], [0.1, 0.4]), (0, 0))
     assert not translation.heads_getting_both(attention([0.2, 0.2], [0.1, 0.4]))[0, 0]
+
+
+def heads(right: int, total: int = 72) -> PairAttention:
+    """`total` heads in one layer: the first `right` get both sentences, the rest look at the animal in both."""
+    to_a = np.tile([0.6, 0.1], (1, total, 1))
+    to_b = np.tile([0.5, 0.2], (1, total, 1))
+    to_b[0, :right] = [0.1, 0.5]
+    return PairAttention(to_a, to_b, ("animal", "street"), answer_a=0, answer_b=1)
+
+
+def test_chance_verdict_compares_the_count_with_one_in_four():
+    below = translation.chance_verdict(heads(5))
+    assert "fewer than the 18 expected by chance" in below and "contradicts the book's clean story" in below
+    assert "67 of 72 heads look more at the same noun in both sentences" in below
+    assert "about the 18 expected by chance" in translation.chance_verdict(heads(18))
+    above = translation.chance_verdict(heads(40))
+    assert "more than the 18 expected by chance" in above and "contradicts" not in above

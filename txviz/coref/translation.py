@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import binomtest
 
 from txviz.coref.pairs import CorefPair, load_pairs
 from txviz.coref.spans import PairAttention
@@ -76,3 +77,28 @@ def heads_getting_both(attention: PairAttention) -> np.ndarray:
     right_a = np.argmax(a, -1) == attention.answer_a
     right_b = np.argmax(b, -1) == attention.answer_b
     return right_a & right_b & (a[..., 0] != a[..., 1]) & (b[..., 0] != b[..., 1])
+
+
+def chance_verdict(attention: PairAttention) -> str:
+    """What the count of heads getting both sentences right says, against one in four by chance."""
+    both = heads_getting_both(attention)
+    count, total, expected = int(both.sum()), both.size, both.size / 4
+    # a two-sided binomial test at 5%: counts a random choice per head would rarely give
+    p = binomtest(count, total, 0.25).pvalue
+    if p >= 0.05:
+        return (
+            f"That is about the {expected:.0f} expected by chance (p = {p:.2f}): no sign either way that the "
+            "heads resolve *it* by where they look."
+        )
+    if count > expected:
+        return (
+            f"That is more than the {expected:.0f} expected by chance (p = {p:.2g}), as the book's story "
+            "predicts; one sentence pair is still thin evidence (the scores over the whole set are above)."
+        )
+    same = int((np.argmax(attention.to_candidates_a, -1) == np.argmax(attention.to_candidates_b, -1)).sum())
+    return (
+        f"That is fewer than the {expected:.0f} expected by chance (p = {p:.2g}), which contradicts the "
+        "book's clean story that attention links *it* to the noun that decides il or elle: "
+        f"{same} of {total} heads look more at the same noun in both sentences, whatever *it* means, so "
+        "whatever resolves *it* in this model does not show as a head's attention on this pair."
+    )
