@@ -4,6 +4,7 @@ benchmarks."""
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import pkgutil
 import sys
@@ -21,6 +22,19 @@ PRECISION_HELP = "the weights' precision: float32, bfloat16, or float16 on a GPU
 
 def _modules(package) -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_"))
+
+
+def _summary(package, name: str) -> str:
+    """The first paragraph of NAME's module docstring as one line, read without importing it."""
+    source = (Path(package.__path__[0]) / f"{name}.py").read_text(encoding="utf-8")
+    return " ".join((ast.get_docstring(ast.parse(source)) or "").split("\n\n")[0].split())
+
+
+def _listing(package) -> str:
+    """Every module of the package, one line each: its name and what it does."""
+    names = _modules(package)
+    width = max(map(len, names))
+    return "\n".join(f"  {name:<{width}}  {_summary(package, name)}" for name in names)
 
 
 def _trace_or_error(args: argparse.Namespace):
@@ -184,10 +198,17 @@ def build_parser() -> argparse.ArgumentParser:
     interventions_command.add_ablate_arguments(
         sub.add_parser("ablate", help="every head and MLP ablated alone: change of the answer's log-prob")
     )
-    for command, package in (("bench", txviz.bench), ("train", txviz.training)):
-        p = sub.add_parser(command, help=f"one of: {', '.join(_modules(package))}")
-        p.add_argument("name")
-        p.add_argument("args", nargs=argparse.REMAINDER)
+    bench = sub.add_parser("bench", help=f"one of: {', '.join(_modules(txviz.bench))}")
+    bench.add_argument("name")
+    bench.add_argument("args", nargs=argparse.REMAINDER)
+    train = sub.add_parser(
+        "train",
+        help=f"one of: {', '.join(_modules(txviz.training))}",
+        description=f"Train one of the shipped models (fixed seed). NAME is one of:\n{_listing(txviz.training)}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # one line per name, as written
+    )
+    train.add_argument("name", metavar="NAME", help="what to train (listed above)")
+    train.add_argument("args", nargs=argparse.REMAINDER, help="passed on to NAME's own options")
     return parser
 
 
