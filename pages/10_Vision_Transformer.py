@@ -54,6 +54,11 @@ with right:
     else:
         st.info(f"{loaded.name} has no classification head: there is no class to predict.")
 ui.show_figure(figures.patch_sequence_figure(result.image, grid), key="sequence")
+st.caption(
+    "ViT-Base (Dosovitskiy et al. 2021) cuts a 224 px image into 16 x 16 px patches: a 14 x 14 grid, 196 "
+    f"patches. The model here uses its own patch size: its {grid.image_height} x {grid.image_width} px input "
+    f"in {grid.patch_height} x {grid.patch_width} px patches, {grid.rows} x {grid.cols} = {grid.n_patches}."
+)
 
 st.subheader("Attention on the image")
 controls, picture = st.columns([1, 2])

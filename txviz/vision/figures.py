@@ -219,17 +219,17 @@ def probability_bars_figure(labels: list[str], probabilities: np.ndarray, top_k:
 
 
 def head_statistics_figure(entropy: np.ndarray, distance: np.ndarray) -> go.Figure:
-    """Per-head mean attention distance (px) and entropy (bits) against layer: (L, H) each."""
+    """Per-head mean attention distance (px) and entropy (nats) against layer: (L, H) each."""
     n_layers, n_heads = entropy.shape
     fig = make_subplots(
         rows=1,
         cols=2,
-        subplot_titles=("Mean attention distance (pixels)", "Attention entropy (bits)"),
+        subplot_titles=("Mean attention distance (pixels)", "Attention entropy (nats)"),
     )
     for head in range(n_heads):
         layers = np.arange(n_layers)
         hover = [f"layer {layer}, head {head}" for layer in layers]
-        for col, values, unit in ((1, distance, "px"), (2, entropy, "bits")):
+        for col, values, unit in ((1, distance, "px"), (2, entropy, "nats")):
             fig.add_trace(
                 go.Scatter(
                     x=layers,
@@ -247,20 +247,22 @@ def head_statistics_figure(entropy: np.ndarray, distance: np.ndarray) -> go.Figu
             )
     fig.update_xaxes(title="layer", tickvals=list(range(n_layers)))
     fig.update_yaxes(title="pixels", row=1, col=1)
-    fig.update_yaxes(title="bits", row=1, col=2)
+    fig.update_yaxes(title="nats", row=1, col=2)
     fig.update_layout(height=380, title="Heads that look locally (small) or globally (large)")
     return fig
 
 
 def learning_curves_figure(curves: Curves) -> go.Figure:
-    """Held-out accuracy against training images (log axis): each model, then the baselines, dashed."""
+    """Held-out accuracy against training images (log axis): each model, then the baselines, dashed.
+
+    The accuracy axis is zoomed to the lines drawn; the most-common-digit baseline (about 10%) would
+    flatten them, so it is written under the title instead of drawn.
+    """
     fig = go.Figure()
     lines = [(name, values, "solid") for name, values in curves.accuracy.items()]
-    names = {
-        "pixel_logistic_regression": "logistic regression on the 8x8 pixels",
-        "majority": "most common digit",
-    }
-    lines += [(names.get(name, name), values, "dash") for name, values in curves.baselines.items()]
+    names = {"pixel_logistic_regression": "logistic regression on the 8x8 pixels"}
+    drawn = {name: values for name, values in curves.baselines.items() if name != "majority"}
+    lines += [(names.get(name, name), values, "dash") for name, values in drawn.items()]
     for i, (name, values, dash) in enumerate(lines):
         fig.add_trace(
             go.Scatter(
@@ -272,10 +274,16 @@ def learning_curves_figure(curves: Curves) -> go.Figure:
                 hovertemplate="%{x} images: %{y:.1f}%<extra>" + plain(name) + "</extra>",
             )
         )
+    shown = 100 * np.concatenate([np.asarray(values, dtype=float) for _, values, _ in lines])
+    low, high = max(0.0, 5 * np.floor(shown.min() / 5 - 0.2)), min(100.0, 5 * np.ceil(shown.max() / 5 + 0.2))
+    title = f"Held-out accuracy ({curves.heldout_images} images) against the training images used"
+    if "majority" in curves.baselines:
+        majority = 100 * max(curves.baselines["majority"])
+        title += f"<br><sup>most common digit: at most {majority:.0f}%, below the axis</sup>"
     fig.update_layout(
-        title=f"Held-out accuracy ({curves.heldout_images} images) against the training images used",
+        title=title,
         xaxis={"type": "log", "title": "training images", "tickvals": list(curves.sizes)},
-        yaxis={"title": "held-out accuracy (%)", "range": [0, 100]},
+        yaxis={"title": "held-out accuracy (%)", "range": [low, high]},
         margin=margin(top=60),
         height=420,
         legend={"orientation": "h", "y": -0.25},

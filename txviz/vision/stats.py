@@ -36,8 +36,8 @@ def attention_rollout(weights: np.ndarray, residual: bool = True) -> np.ndarray:
 
 
 def attention_entropy(weights: np.ndarray) -> np.ndarray:
-    """Mean entropy in bits of each head's attention rows: (L, H, T, T) -> (L, H)."""
-    return aggregate.head_entropy(weights.astype(np.float64)) / np.log(2.0)
+    """Mean entropy in nats of each head's attention rows, as the Attention Explorer's: (L, H, T, T) -> (L, H)."""
+    return aggregate.head_entropy(weights.astype(np.float64))
 
 
 def mean_attention_distance(weights: np.ndarray, grid: PatchGrid) -> np.ndarray:
