@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 KEY = "presentation"  # the sidebar toggle's key
+ON = "_presentation_on"  # the session's choice, a plain session value: it outlives page switches
 PARAM = "present"  # the link parameter that opens a page in projector mode: present=true
 FONT_SCALE = 5 / 3  # every figure font: Streamlit's 12 px tick labels become 20 px
 # Sizes Streamlit's own chart themes give when a figure sets none (its plotly template, its vega config).
@@ -28,14 +29,22 @@ VEGA_FONT_KEYS = {"fontSize", "labelFontSize", "titleFontSize", "subtitleFontSiz
 
 
 def presenting() -> bool:
-    """Projector mode is on in this session."""
-    return bool(st.session_state.get(KEY))
+    """Projector mode is on in this session (or, in a page drawn without setup_page, its toggle is)."""
+    return bool(st.session_state.get(ON, st.session_state.get(KEY)))
 
 
-def from_link() -> None:
-    """A link with present=true opens this session in projector mode (a choice made here wins)."""
-    if KEY not in st.session_state and st.query_params.get(PARAM) == "true":
-        st.session_state[KEY] = True
+def restore() -> None:
+    """Give the toggle the session's choice before it is drawn; a present=true link opens a new session
+    in projector mode (a choice made in the session wins)."""
+    # Streamlit drops a widget's value when the page changes; the plain session value does not.
+    if ON not in st.session_state and st.query_params.get(PARAM) == "true":
+        st.session_state[ON] = True
+    st.session_state[KEY] = bool(st.session_state.get(ON, st.session_state.get(KEY)))
+
+
+def choose(on: bool | None = None) -> None:
+    """A callback: keep the toggle's new value (or ``on``) as the session's choice."""
+    st.session_state[ON] = st.session_state[KEY] = bool(st.session_state[KEY] if on is None else on)
 
 
 def keep_in_link() -> None:

@@ -46,8 +46,8 @@ def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str
     """Page config, title, intro, the sidebar's presentation, lesson and device controls, the link,
     and Back/Next on the pages of the "Start here" path."""
     page = _calling_page()
-    projector.from_link()
-    presenting_now = projector.presenting()  # read before the toggle: the sidebar starts folded away
+    legacy_pages.take_over()  # before any widget: a fresh server's first run restarts here
+    presenting_now = presentation_toggle()  # first: the page's config folds the sidebar away by it
     st.set_page_config(
         page_title=f"{title} · txviz",
         page_icon=icon,
@@ -55,19 +55,18 @@ def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str
         initial_sidebar_state="collapsed" if presenting_now else "auto",
     )
     serving.config()  # read once per server and installed in core, whose limits then follow it
-    legacy_pages.take_over()
     st.session_state["_figure_count"] = 0
     st.html(SIDEBAR_CSS)  # our own constant stylesheets, never user text
-    presentation_toggle()
     lesson_picker()
-    if presenting():
+    if presenting_now:
         st.html(PRESENTATION_CSS)
         heading, leave = st.columns([3, 1], vertical_alignment="center")
         heading.title(title)
         leave.button(
             "Leave projector",
             key="_leave_projector",
-            on_click=_leave_projector,
+            on_click=projector.choose,
+            args=(False,),
             icon=":material/close_fullscreen:",
             width="stretch",
         )
@@ -88,19 +87,16 @@ def _calling_page() -> str:
     return navigation.url_name(script) if "_" in script.stem else script.stem
 
 
-def presentation_toggle() -> None:
+def presentation_toggle() -> bool:
     """The sidebar switch; kept for the whole session (page switches and lessons) and in links."""
-    st.sidebar.toggle(
+    projector.restore()
+    return st.sidebar.toggle(
         "Presentation mode",
         key=projector.KEY,
         help="For a projector: large fonts in the text and every figure, the sidebar folded away, "
         "a projector-safe colour scale. Links keep it (present=true).",
-        persist_state="session",
+        on_change=projector.choose,
     )
-
-
-def _leave_projector() -> None:
-    st.session_state[projector.KEY] = False
 
 
 def _choose_lesson() -> None:
