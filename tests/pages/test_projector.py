@@ -82,7 +82,7 @@ def test_setup_page_draws_back_and_next_on_a_path_page_and_not_elsewhere():
     at = AppTest.from_file(str(ROOT / ON_PATH), default_timeout=180).run()
     assert_clean(at)
     (back, _, query), (forward, page, _) = links(at)
-    assert (back, forward, page) == ("Back: Token focus on the pronoun", "Next: Masking", "Masking_Patterns")
+    assert (back, forward, page) == ("Back: Token focus", "Next: Masking", "Masking_Patterns")
     assert query == "view=" + json.dumps("Token focus").replace('"', "%22").replace(" ", "+")
     at = AppTest.from_file(str(ROOT / OFF_PATH), default_timeout=180).run()
     assert_clean(at)

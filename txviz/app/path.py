@@ -28,8 +28,8 @@ STEPS = (
     Step("Self_Attention", "Self-attention", "Queries, keys, softmax and a weighted sum, by hand."),
     Step(
         "Attention_Explorer",
-        "Token focus on the pronoun",
-        "A real model on a real sentence: what does 'it' look at?",
+        "Token focus",
+        "A real model on a real sentence: what does the pronoun 'it' look at?",
         {"view": "Token focus"},
     ),
     Step("Positional_Encoding", "Positions", "Attention alone ignores order: how positions get in."),

@@ -26,11 +26,11 @@ OTHER_MODEL = "Other: a Hugging Face id or local folder..."
 MODELS_KEPT = 4  # loaded models held for every session; the least recently used one is dropped
 MAX_LINK_CHARS = 1_500  # longer values stay out of the URL (browsers and chat apps cut long links)
 PRESENTATION_CSS = """<style>
-html, body, [data-testid="stAppViewContainer"] { font-size: 22px; }
+html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
 h1 { font-size: 2.2rem !important; padding: 0 !important; }
 [data-testid="stMarkdownContainer"] p, label { font-size: 1rem !important; }
 [data-testid="stCaptionContainer"] { font-size: 0.85rem !important; }
-[data-testid="stHeader"] { background: transparent; pointer-events: none; }
+[data-testid="stHeader"], [data-testid="stHeader"] * { background: transparent; pointer-events: none; }
 [data-testid="stHeader"] button { pointer-events: auto; }
 [data-testid="stMainBlockContainer"] { padding-top: 1.2rem !important; padding-bottom: 2rem !important; }
 [data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.5rem; }
