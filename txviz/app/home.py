@@ -8,6 +8,9 @@ from txviz.app import navigation, path, ui
 from txviz.app.lessons import load_lessons
 
 RESEARCH = "Research tools"  # the section whose pages are marked as such on their cards
+START_HERE_CSS = """<style>
+.st-key-start-here [data-testid="stPageLink"] :is(span, div, p) { white-space: normal; text-overflow: clip; }
+</style>"""  # a step's name wraps in its narrow card instead of being cut off
 SECTION_NOTES = {
     RESEARCH: "For studying models rather than a first lesson: heavier analyses over many heads, "
     "texts or tokens, slower on a CPU.",
@@ -33,6 +36,7 @@ def start_here() -> None:
     st.caption(
         f"New to attention? {len(path.STEPS)} pages in order, each with Back and Next links at its top."
     )
+    st.html(START_HERE_CSS)  # our own constant, never user text
     with st.container(key="start-here"):
         for column, (i, step) in zip(st.columns(len(path.STEPS)), enumerate(path.STEPS, 1), strict=True):
             with column.container(border=True):
