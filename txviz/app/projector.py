@@ -13,6 +13,21 @@ KEY = "presentation"  # the sidebar toggle's key
 ON = "_presentation_on"  # the session's choice, a plain session value: it outlives page switches
 PARAM = "present"  # the link parameter that opens a page in projector mode: present=true
 FONT_SCALE = 5 / 3  # every figure font: Streamlit's 12 px tick labels become 20 px
+PRESENTATION_CSS = """<style>
+html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
+h1 { font-size: 2.2rem !important; padding: 0 !important; }
+[data-testid="stMarkdownContainer"] p, label { font-size: 1rem !important; }
+[data-testid="stCaptionContainer"] { font-size: 0.85rem !important; }
+[data-testid="stHeader"], [data-testid="stHeader"] * { background: transparent; pointer-events: none; }
+[data-testid="stHeader"] button { pointer-events: auto; }
+[data-testid="stMainBlockContainer"] { padding-top: 1.2rem !important; padding-bottom: 2rem !important; }
+[data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.5rem; }
+div:has(> [data-testid="stExpander"] [data-testid="stExpanderIconCheck"]) { display: none; }
+</style>"""  # figures' fonts grow in draw by one factor, so chart titles stay above body text
+# In projector mode: no header bar over the title (its sidebar arrow stays) and no "model ready" notes.
+SIDEBAR_CSS = """<style>
+[data-testid="stSidebarNavItems"] { max-height: 42vh; overflow-y: auto; }
+</style>"""  # the page menu scrolls in its own box, so the controls under it show on a laptop screen
 # Sizes Streamlit's own chart themes give when a figure sets none (its plotly template, its vega config).
 PLOTLY_SIZES = {"font": 12, "title": 16, "tick": 12, "axis_title": 14, "legend": 12}
 VEGA_SIZES = {

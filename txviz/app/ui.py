@@ -25,21 +25,6 @@ _CACHED: dict[str, Any] = {}  # every ui.cached store by its function's name, fo
 OTHER_MODEL = "Other: a Hugging Face id or local folder..."
 MODELS_KEPT = 4  # loaded models held for every session; the least recently used one is dropped
 MAX_LINK_CHARS = 1_500  # longer values stay out of the URL (browsers and chat apps cut long links)
-PRESENTATION_CSS = """<style>
-html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
-h1 { font-size: 2.2rem !important; padding: 0 !important; }
-[data-testid="stMarkdownContainer"] p, label { font-size: 1rem !important; }
-[data-testid="stCaptionContainer"] { font-size: 0.85rem !important; }
-[data-testid="stHeader"], [data-testid="stHeader"] * { background: transparent; pointer-events: none; }
-[data-testid="stHeader"] button { pointer-events: auto; }
-[data-testid="stMainBlockContainer"] { padding-top: 1.2rem !important; padding-bottom: 2rem !important; }
-[data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.5rem; }
-div:has(> [data-testid="stExpander"] [data-testid="stExpanderIconCheck"]) { display: none; }
-</style>"""  # figures' fonts grow in projector.draw by one factor, so chart titles stay above body text
-# In projector mode: no header bar over the title (its sidebar arrow stays) and no "model ready" notes.
-SIDEBAR_CSS = """<style>
-[data-testid="stSidebarNavItems"] { max-height: 42vh; overflow-y: auto; }
-</style>"""  # the page menu scrolls in its own box, so the controls under it show on a laptop screen
 
 
 def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str, ...] = ()) -> None:
@@ -56,10 +41,10 @@ def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str
     )
     serving.config()  # read once per server and installed in core, whose limits then follow it
     st.session_state["_figure_count"] = 0
-    st.html(SIDEBAR_CSS)  # our own constant stylesheets, never user text
+    st.html(projector.SIDEBAR_CSS)  # our own constant stylesheets, never user text
     lesson_picker()
     if presenting_now:
-        st.html(PRESENTATION_CSS)
+        st.html(projector.PRESENTATION_CSS)
         heading, leave = st.columns([3, 1], vertical_alignment="center")
         heading.title(title)
         leave.button(
