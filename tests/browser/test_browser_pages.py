@@ -12,9 +12,12 @@ pytestmark = pytest.mark.browser
 
 
 def test_home_page_links_every_page(app_server, browser_page):
+    browser_page.set_viewport_size({"width": 1280, "height": 720})  # a projector's or small laptop's screen
     browser_page.goto(app_server)
     wait_for_app(browser_page)
-    expect(browser_page.locator('[data-testid="stPageLink"]')).to_have_count(len(PAGES), timeout=60_000)
+    cards = browser_page.locator('.st-key-pages [data-testid="stPageLink"]')
+    expect(cards).to_have_count(len(PAGES), timeout=60_000)
+    expect(browser_page.locator('.st-key-start-here [data-testid="stPageLink"]').first).to_be_visible()
     expect(browser_page.locator('[data-testid="stDataFrame"]')).to_be_visible()  # the model table
     assert browser_page.locator('[data-testid="stException"]').count() == 0
     screenshot(browser_page, "home")

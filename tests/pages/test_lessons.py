@@ -34,13 +34,30 @@ def test_picking_a_lesson_in_the_sidebar_runs(monkeypatch):
 
 
 def test_home_groups_a_card_per_page_as_the_sidebar_does():
-    from txviz.app import navigation
+    from txviz.app import navigation, path
 
     app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     assert not app.exception
-    assert [s.value for s in app.subheader][: len(navigation.SECTIONS)] == list(navigation.SECTIONS)
-    cards = [link.proto.label for link in app.get("page_link")]
+    subheaders = [s.value for s in app.subheader]
+    assert subheaders[:2] == ["Start here", "Lessons"]
+    assert subheaders[2 : 2 + len(navigation.SECTIONS)] == list(navigation.SECTIONS)
+    labels = [link.proto.label for link in app.get("page_link")]
+    steps = [f"{i}. {step.label}" for i, step in enumerate(path.STEPS, 1)]
+    assert labels[: len(steps)] == steps  # the path first, in order
+    cards = labels[len(steps) :]
     expected = [name.replace("_", " ") for names in navigation.SECTIONS.values() for name in names]
-    assert sorted(cards) == sorted(expected) and len(cards) == len(
-        navigation.PAGE_FILES
-    )  # cards in 3 columns
+    assert sorted(cards) == sorted(expected) and len(cards) == len(navigation.PAGE_FILES)  # in 3 columns
+    research = navigation.SECTIONS["Research tools"]
+    assert len([m for m in app.markdown if "badge[:material/science: Research tool]" in m.value]) == len(
+        research
+    )
+
+
+def test_a_lesson_card_on_home_opens_the_lesson():
+    lesson = next(lesson for lesson in LESSONS if lesson.settings)
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240).run()
+    app.button(key=f"open-{lesson.name}").click().run()
+    assert_clean(app)
+    for key, value in lesson.settings.items():
+        assert app.session_state[key] == value, key
+    assert any(lesson.talking_points[0] in m.value for m in app.sidebar.markdown)

@@ -1,9 +1,20 @@
-"""The home page: a card for each page, grouped as the sidebar is, then which device and models are ready."""
+"""The home page: the "Start here" path, the lessons, a card for each page grouped as the sidebar is, then
+which device and models are ready."""
 
 import streamlit as st
 
 from txviz import models
-from txviz.app import navigation, ui
+from txviz.app import navigation, path, ui
+from txviz.app.lessons import load_lessons
+
+RESEARCH = "Research tools"  # the section whose pages are marked as such on their cards
+START_HERE_CSS = """<style>
+.st-key-start-here [data-testid="stPageLink"] :is(span, div, p) { white-space: normal; text-overflow: clip; }
+</style>"""  # a step's name wraps in its narrow card instead of being cut off
+SECTION_NOTES = {
+    RESEARCH: "For studying models rather than a first lesson: heavier analyses over many heads, "
+    "texts or tokens, slower on a CPU.",
+}
 
 
 def render() -> None:
@@ -13,14 +24,62 @@ def render() -> None:
         "Real models, exact formulas: attention per head and layer, positions, tokenization, masks, "
         "coreference, generation, cross-attention and vision transformers, computed live.",
     )
-    for title, pairs in navigation.sections().items():
-        st.subheader(title)
-        columns = st.columns(3)
-        for i, (script, page) in enumerate(pairs):
-            with columns[i % 3].container(border=True):
-                st.page_link(page, label=page.title, icon=":material/arrow_forward:")
-                st.caption(navigation.summary(script))
+    start_here()
+    lesson_cards()
+    page_cards()
+    device_and_models()
 
+
+def start_here() -> None:
+    """The path for a first visit, one numbered card per step, in a row."""
+    st.subheader("Start here", anchor="start-here")
+    st.caption(
+        f"New to attention? {len(path.STEPS)} pages in order, each with Back and Next links at its top."
+    )
+    st.html(START_HERE_CSS)  # our own constant, never user text
+    with st.container(key="start-here"):
+        for column, (i, step) in zip(st.columns(len(path.STEPS)), enumerate(path.STEPS, 1), strict=True):
+            with column.container(border=True):
+                path.step_link(step, f"{i}. {step.label}")
+                st.caption(step.what)
+
+
+def lesson_cards() -> None:
+    """A card per lesson: its title, its first talking point and a button that opens it."""
+    st.subheader("Lessons")
+    st.caption(
+        "Ready-made settings and talking points for a lecture; the sidebar's Lesson box opens them too."
+    )
+    lessons = load_lessons()
+    columns = st.columns(min(len(lessons), 3) or 1)
+    for i, lesson in enumerate(lessons):
+        with columns[i % len(columns)].container(border=True):
+            st.markdown(f"**{lesson.title}**")  # our own lesson files, as markdown, never HTML
+            if lesson.talking_points:
+                st.caption(lesson.talking_points[0])
+            st.button(
+                "Open the lesson", key=f"open-{lesson.name}", on_click=ui.open_lesson, args=(lesson.title,)
+            )
+
+
+def page_cards() -> None:
+    """A card for each page, grouped as the sidebar is; the research tools are marked."""
+    with st.container(key="pages"):
+        for title, pairs in navigation.sections().items():
+            st.subheader(title)
+            if title in SECTION_NOTES:
+                st.caption(SECTION_NOTES[title])
+            columns = st.columns(3)
+            for i, (script, page) in enumerate(pairs):
+                with columns[i % 3].container(border=True):
+                    st.page_link(page, label=page.title, icon=":material/arrow_forward:")
+                    if title == RESEARCH:
+                        st.badge("Research tool", icon=":material/science:", color="violet")
+                    st.caption(navigation.summary(script))
+
+
+def device_and_models() -> None:
+    """Where models run and which are ready, with a word on what attention weights mean."""
     st.subheader("Device and models")
     st.write(
         f"Models run on **{ui.current_device()}**"

@@ -91,8 +91,12 @@ def sections() -> dict[str, list[tuple[Path, st.Page]]]:
     }
 
 
+def home_page() -> st.Page:
+    """The home page, the app's default."""
+    # Given as a script, not as home.render, so this module imports nothing of the app.
+    return st.Page(HOME_SCRIPT, title="Home", icon=":material/home:", default=True)
+
+
 def all_pages() -> dict[str, list[st.Page]]:
     """Home first (in no section), then each section's pages, for st.navigation."""
-    # Home is given as a script, not as home.render, so this module imports nothing of the app.
-    home = st.Page(HOME_SCRIPT, title="Home", icon=":material/home:", default=True)
-    return {"": [home]} | {title: [page for _, page in pairs] for title, pairs in sections().items()}
+    return {"": [home_page()]} | {title: [page for _, page in pairs] for title, pairs in sections().items()}

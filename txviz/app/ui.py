@@ -5,15 +5,16 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 from collections.abc import Callable, Container, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from txviz import models
-from txviz.app import legacy_pages, serving
+from txviz.app import legacy_pages, navigation, path, projector, serving
 from txviz.core.errors import UserError, require_kind
 from txviz.core.trace import lock_arrays
 from txviz.figures import export
@@ -24,34 +25,72 @@ _CACHED: dict[str, Any] = {}  # every ui.cached store by its function's name, fo
 OTHER_MODEL = "Other: a Hugging Face id or local folder..."
 MODELS_KEPT = 4  # loaded models held for every session; the least recently used one is dropped
 MAX_LINK_CHARS = 1_500  # longer values stay out of the URL (browsers and chat apps cut long links)
-PRESENTATION_CSS = """<style>
-html, body, [data-testid="stAppViewContainer"] { font-size: 22px; }
-h1 { font-size: 3rem !important; }
-[data-testid="stMarkdownContainer"] p, label, [data-testid="stCaptionContainer"] { font-size: 1.15rem !important; }
-</style>"""
 
 
 def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str, ...] = ()) -> None:
-    """Page config, title, intro, the sidebar's device and presentation toggles, and the link."""
-    st.set_page_config(page_title=f"{title} · txviz", page_icon=icon, layout="wide")
+    """Page config, title, intro, the sidebar's presentation, lesson and device controls, the link,
+    and Back/Next on the pages of the "Start here" path."""
+    page = _calling_page()
+    legacy_pages.take_over()  # before any widget: a fresh server's first run restarts here
+    presenting_now = presentation_toggle()  # first: the page's config folds the sidebar away by it
+    st.set_page_config(
+        page_title=f"{title} · txviz",
+        page_icon=icon,
+        layout="wide",
+        initial_sidebar_state="collapsed" if presenting_now else "auto",
+    )
     serving.config()  # read once per server and installed in core, whose limits then follow it
-    legacy_pages.take_over()
     st.session_state["_figure_count"] = 0
+    st.html(projector.SIDEBAR_CSS)  # our own constant stylesheets, never user text
     lesson_picker()
-    if st.sidebar.toggle(
-        "Presentation mode", key="presentation", help="Large fonts and a projector-safe colour scale."
-    ):
-        st.html(PRESENTATION_CSS)  # our own constant stylesheet, never user text
-    st.title(title)
+    if presenting_now:
+        st.html(projector.PRESENTATION_CSS)
+        heading, leave = st.columns([3, 1], vertical_alignment="center")
+        heading.title(title)
+        leave.button(
+            "Leave projector",
+            key="_leave_projector",
+            on_click=projector.choose,
+            args=(False,),
+            icon=":material/close_fullscreen:",
+            width="stretch",
+        )
+    else:
+        st.title(title)
     if intro:
         st.caption(intro)
+    path.back_and_next(page)
     device_picker()
+    projector.keep_in_link()
     if share:
         _write_link(share)
 
 
+def _calling_page() -> str:
+    """The URL name of the page script that called setup_page (Streamlit runs each as __main__)."""
+    script = Path(sys._getframe(2).f_globals.get("__file__", ""))
+    return navigation.url_name(script) if "_" in script.stem else script.stem
+
+
+def presentation_toggle() -> bool:
+    """The sidebar switch; kept for the whole session (page switches and lessons) and in links."""
+    projector.restore()
+    return st.sidebar.toggle(
+        "Presentation mode",
+        key=projector.KEY,
+        help="For a projector: large fonts in the text and every figure, the sidebar folded away, "
+        "a projector-safe colour scale. Links keep it (present=true).",
+        on_change=projector.choose,
+    )
+
+
 def _choose_lesson() -> None:
     st.session_state["_lesson_to_open"] = st.session_state.get("lesson")
+
+
+def open_lesson(title: str) -> None:
+    """A callback: open the lesson of that title at the next run (as picking it in the sidebar does)."""
+    st.session_state["_lesson_to_open"] = title
 
 
 def lesson_picker() -> None:
@@ -72,7 +111,7 @@ def lesson_picker() -> None:
         for key in opening.settings:  # widget state from this session would win over the link
             st.session_state.pop(key, None)
         st.session_state["_lesson_shown"] = opening.title
-        st.switch_page(opening.page, query_params=opening.query_params())
+        st.switch_page(opening.page, query_params=opening.query_params() | projector.link_params())
     shown = lessons.get(st.session_state.get("_lesson_shown") or "")
     if shown:
         with st.sidebar.expander(f"Lesson: {shown.title}", expanded=True):
@@ -115,18 +154,24 @@ def link_value(key: str, default: Any, valid: Container | Callable[[Any], bool] 
 
 def presenting() -> bool:
     """Presentation mode is on: pass it to figure builders, which pick their colour scales by kind."""
-    return bool(st.session_state.get("presentation"))
+    return projector.presenting()
 
 
 def device_picker() -> str:
-    """Sidebar choice of device ('auto' is CUDA when present, else CPU) and of the weights' precision."""
+    """Sidebar choice, under "Advanced", of device ('auto' is CUDA when present, else CPU) and of the
+    weights' precision."""
+    with st.sidebar.expander("Advanced", icon=":material/settings:"):
+        return _device_and_precision()
+
+
+def _device_and_precision() -> str:
     options = ["auto", "cpu"] + (["cuda"] if models.default_device() == "cuda" else [])
-    choice = st.sidebar.selectbox("Device", options, key="device", help="Where models run.")
+    choice = st.selectbox("Device", options, key="device", help="Where models run.")
     device = models.default_device(choice)
     offered = models.precisions(device)
     if st.session_state.get("precision") not in offered:  # float16 chosen on a GPU, then the CPU picked
         st.session_state.pop("precision", None)
-    dtype = st.sidebar.selectbox(
+    dtype = st.selectbox(
         "Precision",
         offered,
         key="precision",
@@ -139,7 +184,7 @@ def device_picker() -> str:
         + " Records are float32 in every case.",
     )
     if dtype != "float32":
-        st.sidebar.caption(models.REDUCED_NOTE.format(dtype=dtype))
+        st.caption(models.REDUCED_NOTE.format(dtype=dtype))
     return device
 
 
@@ -297,14 +342,9 @@ def show_figure(figure, key: str | None = None, trace=None, on_select=None) -> N
     lets the reader drag a box on a plotly figure, its selection in st.session_state[key]."""
     st.session_state["_figure_count"] = count = st.session_state.get("_figure_count", 0) + 1
     key = key or f"figure-{count}"
-    if hasattr(figure, "to_plotly_json"):
-        if presenting():  # colours were chosen by the builder (presenting=...); only the font grows here
-            # On a copy: the figure may be cached and shown to sessions not presenting.
-            figure = go.Figure(figure).update_layout(font=dict(size=20))
-        selecting = {"on_select": on_select, "selection_mode": ("box",)} if on_select else {}
-        st.plotly_chart(figure, width="stretch", key=key, config={"displaylogo": False}, **selecting)
-    else:
-        st.altair_chart(figure, width="stretch", key=key)
+    # Colours were chosen by the builder (presenting=...); in projector mode a copy's fonts grow here.
+    selecting = {"on_select": on_select, "selection_mode": ("box",)} if on_select else {}
+    projector.draw(figure, key, **selecting)
     export_menu(figure, key, trace)
 
 

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from txviz.app import navigation, ui
+from txviz.app import navigation, projector, ui
 from txviz.core import paths
 from txviz.figures import grids
 from txviz.heads import corpus
@@ -65,13 +65,7 @@ def pick_from_grid(chart_key: str, keys: tuple[str, str]) -> None:
 
 def head_grid(chart, key: str, keys: tuple[str, str] = ("layer", "head")) -> None:
     """A clickable [layer, head] grid (grids.head_grid): a click picks that head in the picker of ``keys``."""
-    st.altair_chart(
-        chart,
-        width="stretch",
-        key=key,
-        on_select=lambda: pick_from_grid(key, keys),
-        selection_mode=grids.PICK,
-    )
+    projector.draw(chart, key, on_select=lambda: pick_from_grid(key, keys), selection_mode=grids.PICK)
     ui.export_menu(chart, key)
 
 
