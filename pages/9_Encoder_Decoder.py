@@ -263,7 +263,11 @@ if parallel_tab.open:
         cols[0].metric(f"Greedy ({one.greedy_passes} passes)", one.greedy_text or "(nothing)")
         cols[1].metric(f"{strategy} ({passes} passes)", one.pass_texts[-1] or "(nothing)")
         ui.show_figure(figs.refinement_figure(one, ui.presenting()), key="refinement")
-        if name == "date-bart":
+        # Scoring every setting on the held-out dates takes tens of seconds: only when asked.
+        if name == "date-bart" and st.toggle(
+            f"Score every strategy and pass count on {PARALLEL_EXAMPLES} held-out dates (tens of seconds)",
+            key="parallel_heldout",
+        ):
             comparison = parallel_heldout(loaded, PARALLEL_EXAMPLES)
             ui.show_figure(figs.parallel_accuracy_figure(comparison), key="parallel_accuracy")
             st.markdown(parallel.reading(comparison))
