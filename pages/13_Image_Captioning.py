@@ -12,6 +12,7 @@ from txviz.captioning.runs import from_image, random_canvas, write
 from txviz.vision.images import load_image
 
 SOURCES = ["Held-out canvas", "New random canvas", "Upload"]
+FIRST_CANVAS = 6  # a held-out canvas both captioners read right; 0, 2 and 13 are ones they misread
 
 ui.setup_page(
     "Image Captioning",
@@ -56,7 +57,15 @@ source = st.radio(
 )
 truth = None
 if source == SOURCES[0]:
-    index = st.slider("Held-out canvas", 0, len(heldout) - 1, 0, key="cap_index")
+    index = st.slider(
+        "Held-out canvas",
+        0,
+        len(heldout) - 1,
+        FIRST_CANVAS,
+        key="cap_index",
+        help=f"Canvas {FIRST_CANVAS} is one both captioners read right. Canvases 0, 2 and 13 are ones they "
+        "misread: slide to them to see where each captioner looked instead.",
+    )
     pixels, truth = heldout.pixels[index], " ".join(heldout.words(index))
 elif source == SOURCES[1]:
     left, right = st.columns(2)
