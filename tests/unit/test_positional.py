@@ -304,3 +304,12 @@ def test_principal_components_of_points_that_do_not_vary():
     np.testing.assert_array_equal(coords, np.zeros((4, 2)))
     assert kept == 1.0
     assert qkspace.pca(np.ones((1, 4)))[0].shape == (1, 2)  # a single point
+
+
+def test_a_real_shift_difference_is_still_called_a_difference():
+    from txviz.positional import figures as figs
+
+    check = pe.shift_check(3, 4, 32)
+    wrong = pe.ShiftCheck(3, 4, check.direct, check.rotated + 0.1, 0.1)
+    assert check.only_rounding and not wrong.only_rounding
+    assert figs.shift_figure(wrong).to_dict()["data"][2]["name"] == "difference"
