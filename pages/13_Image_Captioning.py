@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import teaching, ui
 from txviz.captioning import figures, store
 from txviz.captioning.canvas import MAX_DIGITS
 from txviz.captioning.evaluate import held_out_canvases
@@ -100,6 +100,10 @@ written = write(models, np.asarray(pixels), sample)
 left, right = st.columns([1, 2])
 with left:
     ui.show_figure(figures.canvas_figure(pixels, "The canvas and its 8 x 8 patches"), key="canvas")
+    teaching.notice(
+        "the captioners see 64 patches, not digits: the panels below show which patches each one reads while "
+        "writing each word."
+    )
 with right:
     table = {"captioner": [], "caption": []}
     if truth is not None:

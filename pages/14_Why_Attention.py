@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import teaching, ui
 from txviz.why import cost, forgetting, paths, table
 from txviz.why import figures as figs
 
@@ -85,6 +85,10 @@ if path_tab.open:
     shown = {kind: grid[-1] for kind, grid in grids.items()}
     ui.show_figure(
         figs.dependence_grids(shown, {kind: len(grid) for kind, grid in grids.items()}), key="grids"
+    )
+    teaching.notice(
+        "one self-attention layer already connects every output to every input, while a convolution's reach "
+        "grows by k − 1 positions per layer and the RNN's by one input per step."
     )
     st.caption(
         "Dark: ∂y_i/∂x_j ≠ 0 in the Jacobian of the stack (torch.autograd, float64, tanh between layers). "

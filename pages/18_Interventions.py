@@ -4,7 +4,7 @@ import json
 
 import streamlit as st
 
-from txviz.app import navigation, ui, widgets
+from txviz.app import navigation, teaching, ui, widgets
 from txviz.core import paths
 from txviz.figures import grids
 from txviz.interventions import ablation, export, metrics, patching, runs, steering
@@ -162,6 +162,10 @@ if ablate_tab.open:
         ui.show_figure(
             figs.before_after_bars(result.candidates.tokens, before, after, "Likeliest next tokens"),
             key="iv_bars",
+        )
+        teaching.notice(
+            "most single heads barely move the answer when removed: the residual stream still carries every "
+            "other head's work. The Every head tab finds the few that matter for this prompt."
         )
         ui.show_figure(
             figs.attention_change(

@@ -143,6 +143,7 @@ if summary.open:
             explorer.AGGREGATES,
             horizontal=True,
             key="aggregate",
+            help=teaching.help_for("rollout"),
             index=explorer.AGGREGATES.index(
                 ui.link_value("aggregate", explorer.AGGREGATES[0], explorer.AGGREGATES)
             ),

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from txviz.app import explain_view, serving, ui, widgets
+from txviz.app import explain_view, serving, teaching, ui, widgets
 from txviz.generation import figures
 from txviz.generation.batching import Waiting
 from txviz.generation.loop import (
@@ -259,6 +259,10 @@ step = steps[index]
 n_layers, n_heads = step.attention.shape[:2] if step.attention is not None else (0, 0)
 st.text(f"Step {index} chose {step.token!r} for position {step.position}.")
 ui.show_figure(figures.candidate_bars(step), key="candidates")
+teaching.notice(
+    "the bars are the model's next-token probabilities at this step: greedy decoding takes the tallest, "
+    "sampling may take another, and every later step builds on that choice."
+)
 
 layer_col, head_col = st.columns(2)
 layer = layer_col.selectbox("Layer", range(n_layers), index=n_layers - 1, key="gen_layer")

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui, widgets
+from txviz.app import teaching, ui, widgets
 from txviz.explain import figures as explain_figs
 from txviz.explain.methods import METHODS
 from txviz.explain.seq2seq import attribute_source
@@ -92,6 +92,10 @@ if decode_tab.open:
 
         ui.show_figure(
             figs.step_attention(trace, step, min(layer, trace.cross.n_layers - 1), head), key="step_view"
+        )
+        teaching.notice(
+            "each row is one decoding step: its cross-attention shows which source tokens the decoder read "
+            "while choosing that token, often the ones it is copying or translating."
         )
         ui.show_figure(figs.attention_head(trace, kind, layer, head, step, ui.presenting()), key="head_view")
         st.caption(
