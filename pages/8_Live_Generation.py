@@ -233,6 +233,10 @@ if not run or not run["steps"]:
     with ui.user_errors():
         show_live(next(first), prompt.tokens)
     first.close()
+    teaching.notice(
+        "before a single token is written the model already ranks every next token; Generate picks from "
+        "these bars step by step, and the heads beside them show what the newest position reads."
+    )
     st.stop()
 
 prompt, steps = run["prompt"], run["steps"]
