@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import serving, ui, widgets
+from txviz.app import serving, teaching, ui, widgets
 from txviz.vision import curves, figures
 from txviz.vision.images import load_image
 from txviz.vision.runs import trace_image
@@ -54,6 +54,10 @@ with right:
     else:
         st.info(f"{loaded.name} has no classification head: there is no class to predict.")
 ui.show_figure(figures.patch_sequence_figure(result.image, grid), key="sequence")
+teaching.notice(
+    "the transformer reads the image as this sequence of patch tokens, row by row, like words: which patches "
+    "are neighbours it knows only from the position embeddings."
+)
 st.caption(
     "ViT-Base (Dosovitskiy et al. 2021) cuts a 224 px image into 16 x 16 px patches: a 14 x 14 grid, 196 "
     f"patches. The model here uses its own patch size: its {grid.image_height} x {grid.image_width} px input "

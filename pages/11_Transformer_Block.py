@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui, widgets
+from txviz.app import teaching, ui, widgets
 from txviz.block import dataflow, figures, lens, moe, norms, residual
 from txviz.block.opened import FORM_NOTES, open_block
 from txviz.block.recording import STAGES, read_only, run_text
@@ -89,6 +89,10 @@ if flow.open:
             key="block_stage",
         )
         ui.show_figure(figures.data_flow(boxes, chosen, f"{name}: one forward pass"), key="flow")
+        teaching.notice(
+            "every attention and MLP box adds its output to the residual stream rather than replacing it; "
+            "the Logit lens tab reads that stream after each layer as if the model stopped there."
+        )
         st.caption(next(box.detail for box in boxes if box.key == chosen))
         values = dataflow.stage_values(loaded, run, stack, chosen, layer)
         ui.show_figure(figures.stage_figure(values, data.tokens), key="stage")

@@ -5,7 +5,7 @@ import time
 import numpy as np
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import teaching, ui
 from txviz.generation.sampling import SamplingSettings
 from txviz.imagegpt import data, drawing, figures
 from txviz.vision.images import load_image
@@ -136,6 +136,10 @@ if draw_tab.open:
     )
     index = st.slider("Replay: pixel", 0, data.N_PIXELS - 1, REPLAY_PIXEL, key="igpt_pixel")
     show_step(steps, index)
+    teaching.notice(
+        "the model draws one pixel at a time from the pixels above and to the left, like a language model "
+        "writing words: each head's panel shows which earlier pixels it reads."
+    )
     st.caption(
         "Each panel is one head of one layer: the red square is the pixel being drawn, colours are the "
         "attention of its query (the previous token) on every earlier pixel; 'class' is the weight on the first "

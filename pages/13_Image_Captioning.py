@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import teaching, ui
 from txviz.captioning import figures, store
 from txviz.captioning.canvas import MAX_DIGITS
 from txviz.captioning.evaluate import held_out_canvases
@@ -12,6 +12,7 @@ from txviz.captioning.runs import from_image, random_canvas, write
 from txviz.vision.images import load_image
 
 SOURCES = ["Held-out canvas", "New random canvas", "Upload"]
+FIRST_CANVAS = 6  # a held-out canvas both captioners read right; 0, 2 and 13 are ones they misread
 
 ui.setup_page(
     "Image Captioning",
@@ -56,7 +57,15 @@ source = st.radio(
 )
 truth = None
 if source == SOURCES[0]:
-    index = st.slider("Held-out canvas", 0, len(heldout) - 1, 0, key="cap_index")
+    index = st.slider(
+        "Held-out canvas",
+        0,
+        len(heldout) - 1,
+        FIRST_CANVAS,
+        key="cap_index",
+        help=f"Canvas {FIRST_CANVAS} is one both captioners read right. Canvases 0, 2 and 13 are ones they "
+        "misread: slide to them to see where each captioner looked instead.",
+    )
     pixels, truth = heldout.pixels[index], " ".join(heldout.words(index))
 elif source == SOURCES[1]:
     left, right = st.columns(2)
@@ -91,6 +100,10 @@ written = write(models, np.asarray(pixels), sample)
 left, right = st.columns([1, 2])
 with left:
     ui.show_figure(figures.canvas_figure(pixels, "The canvas and its 8 x 8 patches"), key="canvas")
+    teaching.notice(
+        "the captioners see 64 patches, not digits: the panels below show which patches each one reads while "
+        "writing each word."
+    )
 with right:
     table = {"captioner": [], "caption": []}
     if truth is not None:

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import teaching, ui
 from txviz.why import cost, forgetting, paths, table
 from txviz.why import figures as figs
 
@@ -87,6 +87,10 @@ if path_tab.open:
     ui.show_figure(
         figs.dependence_grids(shown, {kind: len(grid) for kind, grid in grids.items()}), key="grids"
     )
+    teaching.notice(
+        "one self-attention layer already connects every output to every input, while a convolution's reach "
+        "grows by k − 1 positions per layer and the RNN's by one input per step."
+    )
     st.caption(
         "Dark: ∂y_i/∂x_j ≠ 0 in the Jacobian of the stack (torch.autograd, float64, tanh between layers). "
         "The convolutions are causal (they read the past, as in WaveNet); the dilated stack spaces its taps "
@@ -125,11 +129,21 @@ if cost_tab.open or table_tab.open:
     d = int(c1.select_slider("d for the n sweep", [16, 32, 64, 128], 64, key="d"))
     n_fixed = int(c2.select_slider("n for the d sweep", [32, 64, 128, 256], 128, key="n_fixed"))
     thread_n = int(c3.select_slider("n for the thread test", [128, 256, 512, 1024], 512, key="thread_n"))
-    if st.button("Measure again", key="remeasure"):
-        st.session_state["_why_run"] = st.session_state.get("_why_run", 0) + 1
-    by_n, by_d, threads = cached_costs(d, n_fixed, k, thread_n, 128, st.session_state.get("_why_run", 0))
+    # Measuring takes tens of seconds: it waits for the button, then stays for the session.
+    measured = "_why_run" in st.session_state
+    label = "Measure again" if measured else "Count FLOPs and time each layer (about 20 s)"
+    if st.button(label, key="remeasure", type="secondary" if measured else "primary"):
+        st.session_state["_why_run"] = st.session_state.get("_why_run", -1) + 1
+        st.rerun()  # the button's label follows at once
+    if measured:
+        by_n, by_d, threads = cached_costs(d, n_fixed, k, thread_n, 128, st.session_state["_why_run"])
+    else:
+        st.caption(
+            "The cost and the table are measured on this machine: every layer type counted and timed at "
+            f"{len(N_SIZES) + len(D_SIZES)} sizes. Press the button to measure."
+        )
 
-if cost_tab.open:
+if cost_tab.open and measured:
     metric = st.radio("Measure", ["FLOPs (counted)", "wall time"], horizontal=True, key="metric")
     key = "flops" if metric.startswith("FLOPs") else "seconds"
     left, right = st.columns(2)
@@ -160,7 +174,7 @@ if cost_tab.open:
     )
     st.markdown(f"**Sequential operations.** {COLUMNS['Sequential operations']}")
 
-if table_tab.open:
+if table_tab.open and measured:
     depth_at_n = {kind: values[0] for kind, values in cached_depths(k, (n,)).items()}
     rows = pd.DataFrame(table.rebuilt_table(by_n, by_d, threads, depth_at_n, n, k)).set_index("layer")
     st.dataframe(rows.T)  # one column per layer type: each measured cell under the book's entry

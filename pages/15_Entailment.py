@@ -2,23 +2,34 @@
 
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import teaching, ui
 from txviz.entailment import contextual, corpus, train
 from txviz.entailment import figures as figs
 from txviz.entailment.equations import tag
 from txviz.entailment.model import LABELS, probabilities, run_steps
 from txviz.entailment.vectors import MAX_WORDS, WordVectors, read_words
 
+LECTURE = "The lecture's example (MultiNLI)"
 EXAMPLES = {
-    "The lecture's example (MultiNLI)": (
+    "A hypernym": ("A tall man is sprinting in the park.", "The person is running outside."),
+    LECTURE: (
         "Conceptually cream skimming has two basic dimensions - product and geography.",
         "Product and geography are what make cream skimming work.",
     ),
-    "A hypernym": ("A tall man is sprinting in the park.", "The person is running outside."),
     "An incompatible activity": ("A puppy is napping in the kitchen.", "The dog is not running."),
     "Negation": ("A woman is swimming on the beach.", "The lady is not swimming."),
     "An added detail": ("A boy is eating.", "The kid is eating after lunch."),
     "Swapped roles": ("A dog is chasing a cat.", "The cat is chasing the dog."),
+}
+# The label each example is meant to have (MultiNLI's for the lecture's; swapped roles is a probe
+# the model fails: it reads each sentence as a set of words).
+MEANT = {
+    "A hypernym": "entailment",
+    LECTURE: "neutral",
+    "An incompatible activity": "entailment",
+    "Negation": "contradiction",
+    "An added detail": "neutral",
+    "Swapped roles": "neutral",
 }
 
 ui.setup_page(
@@ -42,7 +53,14 @@ def minilm_alignment(loaded, premise: tuple, hypothesis: tuple):
     return contextual.alignment(loaded, premise, hypothesis)
 
 
-example = st.selectbox("Example", list(EXAMPLES), key="example")
+example = st.selectbox(
+    "Example",
+    list(EXAMPLES),
+    key="example",
+    format_func=lambda name: f"{name}: {MEANT[name]}",
+    help="The first examples use words the model was trained on. The lecture's example is far outside "
+    "its training: all 14 of its words are unseen.",
+)
 default_premise, default_hypothesis = EXAMPLES[example]
 premise_text = st.text_input(
     "Premise",
@@ -85,6 +103,10 @@ bow = probabilities(models["bag_of_words"], a, b)
 st.subheader(f"Verdict: {steps.label} ({steps.probabilities.max():.0%})")
 ui.show_figure(
     figs.probabilities({"decomposable attention": steps.probabilities, "bag of words": bow}), key="probs"
+)
+teaching.notice(
+    "bag of words sees only which words occur; decomposable attention first lines each hypothesis word "
+    "up with the premise's words (step 1 below), so it can tell which words differ from what they align to."
 )
 
 st.header("1. Attend")

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import streamlit as st
 
-from txviz.app import navigation, ui, widgets
+from txviz.app import navigation, teaching, ui, widgets
 from txviz.core import paths
 from txviz.figures import grids
 from txviz.figures.attention import attention_heatmap
@@ -116,6 +116,10 @@ def detectors_view(result: runs.HeadScores) -> None:
             result.scores[detector.name], title, "score", (layer, head), ui.presenting(), (0, 1)
         )
         widgets.head_grid(grid, "detector_grid", PICKED)
+        teaching.notice(
+            "each cell scores one head for this behaviour (previous token, sink, induction, ...); the "
+            "behaviour sits in a few heads, and the Explorer link shows the pattern the score measures."
+        )
     st.subheader("Every head (click a row to pick it; click a column header to sort)")
     table = figures.score_table(result)
     offset = 0

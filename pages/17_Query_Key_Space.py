@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui, widgets
+from txviz.app import teaching, ui, widgets
 from txviz.explorer.views import read_only
 from txviz.heads import corpus, figures, qkspace
 
@@ -72,6 +72,10 @@ if one.open:
                 points, color_by, f"{name}: layer {layer}, head {head}, {points.method}", ui.presenting()
             ),
             key="qk_scatter",
+        )
+        teaching.notice(
+            "a query lands near the keys its head attends to most when the map keeps the geometry (rho below "
+            "says how well); the first token, often an attention sink, tends to sit apart."
         )
         m1, m2, m3 = st.columns(3)
         shown = len(points.tokens) // 2

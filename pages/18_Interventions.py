@@ -4,7 +4,7 @@ import json
 
 import streamlit as st
 
-from txviz.app import navigation, ui, widgets
+from txviz.app import navigation, teaching, ui, widgets
 from txviz.core import paths
 from txviz.figures import grids
 from txviz.interventions import ablation, export, metrics, patching, runs, steering
@@ -14,6 +14,9 @@ VIEWS = ["Ablate", "Every head", "Patch", "Steer"]
 TEXT = "When Mary and John went to the store, John gave a drink to"
 CORRUPT = "When Mary and John went to the store, Mary gave a drink to"
 POSITIVE, NEGATIVE = steering.POSITIVE, steering.NEGATIVE  # shared with Live Generation
+# With the prompt sets swapped (towards NEGATIVE) this turns SmolLM2's upbeat continuation of
+# "I think the movie was" into "a disaster..."; 4 and more make it babble.
+STEER_STRENGTH = 1.0
 
 ui.setup_page(
     "Interventions",
@@ -160,6 +163,10 @@ if ablate_tab.open:
             figs.before_after_bars(result.candidates.tokens, before, after, "Likeliest next tokens"),
             key="iv_bars",
         )
+        teaching.notice(
+            "most single heads barely move the answer when removed: the residual stream still carries every "
+            "other head's work. The Every head tab finds the few that matter for this prompt."
+        )
         ui.show_figure(
             figs.attention_change(
                 result.attention_before,
@@ -302,14 +309,14 @@ if steer_tab.open:
         positive = steering.prompt_lines(
             left.text_area(
                 "Steer towards (one prompt per line)",
-                POSITIVE,
+                NEGATIVE,  # the plain continuation is already upbeat: steering it sour is what shows
                 key="positive",
                 max_chars=ui.max_text_chars(4000),
             )
         )
         negative = steering.prompt_lines(
             right.text_area(
-                "Away from (one prompt per line)", NEGATIVE, key="negative", max_chars=ui.max_text_chars(4000)
+                "Away from (one prompt per line)", POSITIVE, key="negative", max_chars=ui.max_text_chars(4000)
             )
         )
         prompt = st.text_input(
@@ -324,21 +331,26 @@ if steer_tab.open:
             st.warning(cut)
         a, b, c = st.columns(3)
         layer = int(a.number_input("Layer", 0, loaded.n_layers - 1, loaded.n_layers // 3, key="steer_layer"))
-        strength = b.slider("Strength", -10.0, 10.0, 4.0, 0.5, key="strength")
+        strength = b.slider("Strength", -10.0, 10.0, STEER_STRENGTH, 0.5, key="strength")
         max_new = int(c.number_input("New tokens", 1, 64, 24, key="steer_new"))
-        with ui.user_errors():
-            norm, (plain, steered) = cached_steer(
-                loaded, tuple(positive), tuple(negative), layer, prompt, strength, max_new
+        chosen = (tuple(positive), tuple(negative), layer, prompt, strength, max_new)
+        # Two generations take tens of seconds on a shared CPU: they run when asked, for these settings.
+        if st.button("Generate with and without the vector", key="steer_go", type="primary"):
+            st.session_state["steer_ran"] = chosen
+        if st.session_state.get("steer_ran") == chosen:
+            with ui.user_errors():
+                norm, (plain, steered) = cached_steer(loaded, *chosen)
+            unsteered_col, steered_col = st.columns(2)
+            unsteered_col.caption("Unsteered")
+            unsteered_col.code(prompt + plain, language=None, wrap_lines=True)
+            steered_col.caption(f"Steered: + {strength:g} x direction (norm {norm:.2f}) after layer {layer}")
+            steered_col.code(prompt + steered, language=None, wrap_lines=True)
+            st.caption(
+                "Greedy decoding through the same generation loop as Live Generation, with and without the vector."
             )
-        unsteered_col, steered_col = st.columns(2)
-        unsteered_col.caption("Unsteered")
-        unsteered_col.code(prompt + plain, language=None, wrap_lines=True)
-        steered_col.caption(f"Steered: + {strength:g} x direction (norm {norm:.2f}) after layer {layer}")
-        steered_col.code(prompt + steered, language=None, wrap_lines=True)
-        st.caption(
-            "Greedy decoding through the same generation loop as Live Generation, with and without the vector."
-        )
-        script_download(
-            export.steering_script(name, device, positive, negative, layer, prompt, strength, max_new),
-            "steering",
-        )
+            script_download(
+                export.steering_script(name, device, positive, negative, layer, prompt, strength, max_new),
+                "steering",
+            )
+        else:
+            st.caption("Press the button to generate the prompt's continuation with and without steering.")

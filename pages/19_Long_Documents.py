@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import teaching, ui
 from txviz.longdoc import drill, views
 from txviz.longdoc import overview as longdoc
 from txviz.longdoc.sample import SAMPLE
@@ -139,6 +139,10 @@ if overview_tab.open:
             f"how spread out it is, and how much stays within {longdoc.LOCAL_WINDOW} tokens."
         )
         ui.show_figure(shown["summaries"])
+        teaching.notice(
+            "many heads put a large share of their weight on the first tokens (attention sinks) however long "
+            "the document is, while others look only a few tokens back."
+        )
         a, b = st.columns(2)
         with a:
             ui.show_figure(shown["pooled"], key="pooled_map", on_select=_select_region)

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from txviz.app import navigation, ui, widgets
+from txviz.app import navigation, teaching, ui, widgets
 from txviz.core import paths
 from txviz.core.tracing import trace_text
 from txviz.selfattention import additive, efficient, linear, prince, twoheads
@@ -78,6 +78,11 @@ if toy_tab.open:
         for col, name, matrix in zip(cols, "QKV", (result.queries, result.keys, result.values), strict=True):
             with col:
                 show_matrix(matrix, tokens, dims, f"{name} = X Ω_{name.lower()}ᵀ + β_{name.lower()}", "token")
+        teaching.notice(
+            "Q, K and V are three linear maps of the same rows of X: a token asks with its query, is found "
+            "by its key and passes on its value, so one head can weigh tokens by one thing and carry "
+            "another."
+        )
         with st.expander("Weights Ω and biases β (q = β_q + Ω_q x, likewise k and v)"):
             cols = st.columns(3)
             for col, name, omega, beta in zip(

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui, widgets
+from txviz.app import teaching, ui, widgets
 from txviz.explorer import views as explorer
 from txviz.figures import attention as figures
 from txviz.figures import grids
@@ -58,7 +58,7 @@ with ui.user_errors():
 if trace.notice:
     st.warning(trace.notice)
 
-layer, head = widgets.layer_head_picker(trace.n_layers, trace.n_heads)
+layer, head = widgets.layer_head_picker(trace.n_layers, trace.n_heads, default=explorer.DEFAULT_HEAD)
 style = dict(log_scale=log_scale, threshold=threshold, presenting=ui.presenting())
 # Only the open tab is computed: the whole-model grid costs seconds at 512 tokens.
 one, every, focus, summary = st.tabs(VIEWS, key="view", on_change="rerun")
@@ -73,6 +73,11 @@ if one.open:
                 f"{name}: layer {layer}, head {head}",
                 **style,
             )
+        )
+        teaching.notice(
+            "each row is one token's attention. In MiniLM's layer 3, head 1 the row of \"it\" puts most of "
+            'its weight on "animal", the word it refers to; open Token focus to follow one token through '
+            "every layer."
         )
 
 if every.open:
@@ -99,7 +104,9 @@ if focus.open:
     with focus:
         options = [f"{i}: {t}" for i, t in enumerate(trace.query_tokens)]
         token = options.index(
-            st.selectbox("Token", options, index=min(1, len(options) - 1), key="focus_token")
+            st.selectbox(
+                "Token", options, index=explorer.focus_default(trace.query_tokens), key="focus_token"
+            )
         )
         mean_heads = st.toggle("Mean over heads instead of the chosen head", key="focus_mean")
         matrix = (
@@ -136,6 +143,7 @@ if summary.open:
             explorer.AGGREGATES,
             horizontal=True,
             key="aggregate",
+            help=teaching.help_for("rollout"),
             index=explorer.AGGREGATES.index(
                 ui.link_value("aggregate", explorer.AGGREGATES[0], explorer.AGGREGATES)
             ),

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import teaching, ui
 from txviz.positional import encodings as pe
 from txviz.positional import figures as figs
 from txviz.positional import lookup, relative
@@ -45,6 +45,10 @@ if sinusoid_tab.open:
         st.latex(r"p_{i,2j} = \sin\frac{i}{C^{2j/d}}, \qquad p_{i,2j+1} = \cos\frac{i}{C^{2j/d}}")
         st.caption(pe.LAYOUT_NOTE)
         ui.show_figure(figs.encoding_heatmap(encoding, f"P for n = {n}, d = {d}, C = {base:,}"), key="P")
+        teaching.notice(
+            "each column pair is the sine and cosine of one frequency: the left columns turn fast, the right "
+            "ones slowly, so every row (a position) gets its own pattern."
+        )
         default = [j for j in range(6, 10) if j < d] or [0]
         columns = st.multiselect("Columns to draw", list(range(d)), default=default, key="columns")
         ui.show_figure(figs.basis_curves(encoding, columns, "Columns of P over the positions"), key="curves")
@@ -72,7 +76,12 @@ if shift_tab.open:
         st.latex(
             r"p_{t+\phi} = R(\phi)\, p_t,\quad R_j(\phi) = \begin{pmatrix}\cos\phi\omega_j & \sin\phi\omega_j\\ -\sin\phi\omega_j & \cos\phi\omega_j\end{pmatrix}"
         )
-        st.metric("Largest |R(φ) p_t − p_(t+φ)|", f"{check.max_abs_difference:.2e}")
+        st.metric(
+            "Largest |R(φ) p_t − p_(t+φ)|",
+            f"{check.max_abs_difference:.2e}",
+            help="Values near 1e-16 are float64 rounding (about 16 significant digits), not a difference: "
+            "the rotation is exact.",
+        )
         cols = st.columns(2)
         with cols[0]:
             ui.show_figure(figs.shift_figure(check), key="shift")

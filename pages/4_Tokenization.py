@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import teaching, ui
 from txviz.core.tokens import readable_token
 from txviz.tokenization import bpe, subwords
 from txviz.tokenization import figures as figs
@@ -82,6 +82,10 @@ def show_step(trace: bpe.BpeTrace) -> None:
                 initial, trace.segment(word, upto=step), f"'{bpe.show_whitespace(word)}' after {step} merges"
             ),
             key="bpe_tree",
+        )
+        teaching.notice(
+            "each merge joins the most frequent neighbouring pair into one token: frequent words become one "
+            "token after a few merges, rare words stay in pieces."
         )
     with right:
         ui.show_figure(figs.vocab_curve(trace, step), key="bpe_curve")

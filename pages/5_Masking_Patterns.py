@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui, widgets
+from txviz.app import teaching, ui, widgets
 from txviz.bench import masks as bench
 from txviz.masks import figures as figs
 from txviz.masks import merging
@@ -66,6 +66,10 @@ if gallery_tab.open:
         with right:
             title = f"{labels[key]}: {masks.fraction_kept(fixed.mask):.1%} of pairs kept"
             ui.show_figure(figs.mask_grid(fixed.mask, title), key="grid")
+            teaching.notice(
+                "each cell says whether a query (row) may attend to a key (column); the share of pairs kept, "
+                "in the title, is what the pattern saves against the n² of full attention."
+            )
             if fixed.notice:
                 st.warning(fixed.notice)
         ui.show_figure(figs.pairs_vs_n(PAIRS_NS, pairs), key="pairs")

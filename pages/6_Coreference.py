@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui, widgets
+from txviz.app import teaching, ui, widgets
 from txviz.coref import figures as figs
 from txviz.coref import translation
 from txviz.coref.answers import (
@@ -198,6 +198,10 @@ ui.show_figure(
     figs.pair_heatmaps(
         traced.trace_a, traced.trace_b, layer, head, traced.spans_a, traced.spans_b, ui.presenting()
     )
+)
+teaching.notice(
+    "compare the pronoun's row in the two sentences: a head that follows meaning moves its weight to the "
+    "other candidate when the one changed word changes who the pronoun is."
 )
 for line in head_readings(traced.attention, (layer, head)):
     st.markdown(line)

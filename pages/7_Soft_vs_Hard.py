@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui, widgets
+from txviz.app import teaching, ui, widgets
 from txviz.softhard import compare as soft_hard
 from txviz.softhard import figures, toy
 
@@ -49,6 +49,10 @@ if first.notice:
 
 layer, head = widgets.layer_head_picker(first.n_layers, first.n_heads)
 ui.show_figure(figures.normalizer_heatmaps(comparison, layer, head, ui.presenting()))
+teaching.notice(
+    "the same scores under five normalizers: softmax gives every key some weight, top-k and sparsemax set "
+    "most weights to exactly zero, hard keeps one key per row; the entropy bars below measure the spread."
+)
 st.caption(
     "Each normalizer runs in every layer, so from layer 1 on the scores themselves differ. "
     "Layer 0 reads the same scores under all five: there the panels differ by the normalizer alone."

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from txviz.app import explain_view, serving, ui, widgets
+from txviz.app import explain_view, serving, teaching, ui, widgets
 from txviz.generation import figures
 from txviz.generation.batching import Waiting
 from txviz.generation.loop import (
@@ -233,6 +233,10 @@ if not run or not run["steps"]:
     with ui.user_errors():
         show_live(next(first), prompt.tokens)
     first.close()
+    teaching.notice(
+        "before a single token is written the model already ranks every next token; Generate picks from "
+        "these bars step by step, and the heads beside them show what the newest position reads."
+    )
     st.stop()
 
 prompt, steps = run["prompt"], run["steps"]
@@ -259,6 +263,10 @@ step = steps[index]
 n_layers, n_heads = step.attention.shape[:2] if step.attention is not None else (0, 0)
 st.text(f"Step {index} chose {step.token!r} for position {step.position}.")
 ui.show_figure(figures.candidate_bars(step), key="candidates")
+teaching.notice(
+    "the bars are the model's next-token probabilities at this step: greedy decoding takes the tallest, "
+    "sampling may take another, and every later step builds on that choice."
+)
 
 layer_col, head_col = st.columns(2)
 layer = layer_col.selectbox("Layer", range(n_layers), index=n_layers - 1, key="gen_layer")

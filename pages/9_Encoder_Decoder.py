@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import ui, widgets
+from txviz.app import teaching, ui, widgets
 from txviz.explain import figures as explain_figs
 from txviz.explain.methods import METHODS
 from txviz.explain.seq2seq import attribute_source
@@ -92,6 +92,10 @@ if decode_tab.open:
 
         ui.show_figure(
             figs.step_attention(trace, step, min(layer, trace.cross.n_layers - 1), head), key="step_view"
+        )
+        teaching.notice(
+            "each row is one decoding step: its cross-attention shows which source tokens the decoder read "
+            "while choosing that token, often the ones it is copying or translating."
         )
         ui.show_figure(figs.attention_head(trace, kind, layer, head, step, ui.presenting()), key="head_view")
         st.caption(
@@ -263,7 +267,11 @@ if parallel_tab.open:
         cols[0].metric(f"Greedy ({one.greedy_passes} passes)", one.greedy_text or "(nothing)")
         cols[1].metric(f"{strategy} ({passes} passes)", one.pass_texts[-1] or "(nothing)")
         ui.show_figure(figs.refinement_figure(one, ui.presenting()), key="refinement")
-        if name == "date-bart":
+        # Scoring every setting on the held-out dates takes tens of seconds: only when asked.
+        if name == "date-bart" and st.toggle(
+            f"Score every strategy and pass count on {PARALLEL_EXAMPLES} held-out dates (tens of seconds)",
+            key="parallel_heldout",
+        ):
             comparison = parallel_heldout(loaded, PARALLEL_EXAMPLES)
             ui.show_figure(figs.parallel_accuracy_figure(comparison), key="parallel_accuracy")
             st.markdown(parallel.reading(comparison))

@@ -3,6 +3,8 @@
 from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
+from txviz.explorer import views as explorer
+
 PAGE = str(ROOT / "pages/2_Attention_Explorer.py")
 
 
@@ -25,7 +27,7 @@ def test_bad_link_values_fall_back_to_defaults():
     app.query_params.update(layer="99", head='"x"', model='"no-such"', threshold="{", aggregate='"<script>"')
     app.run()
     assert_clean(app)
-    assert (app.slider(key="layer").value, app.slider(key="head").value) == (0, 0)
+    assert (app.slider(key="layer").value, app.slider(key="head").value) == explorer.DEFAULT_HEAD
     assert app.selectbox(key="model").value == "minilm"
 
 

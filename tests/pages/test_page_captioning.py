@@ -90,3 +90,13 @@ def test_uploads() -> None:
     at.run()
     assert_clean(at)
     assert any("32 x 32" in i.value for i in at.info) and len(titles(at)) == 3
+
+
+def test_the_first_canvas_is_read_right_and_the_failures_are_one_slide_away() -> None:
+    at = run_page()
+    assert_clean(at)
+    captions = at.dataframe[0].value["caption"].tolist()
+    assert len(captions) == 3 and len(set(captions)) == 1, captions  # the right caption, soft, hard
+    at.slider(key="cap_index").set_value(0).run()  # named in the slider's help as a misread canvas
+    truth, *written = at.dataframe[0].value["caption"].tolist()
+    assert all(w != truth for w in written)

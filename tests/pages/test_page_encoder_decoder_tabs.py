@@ -62,6 +62,10 @@ def test_all_positions_at_once_tab():
     greedy, parallel_output = (m.value for m in at.metric)
     assert greedy == "2026-11-22"
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert not any(t.startswith("Exact match") for t in titles)  # the held-out scoring waits for its toggle
+    at.toggle(key="parallel_heldout").set_value(True).run()
+    assert_clean(at)
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
     assert any(t.startswith("Exact match on 200 held-out dates") for t in titles), titles
     assert any(
         "On 200 held-out dates greedy decoding is right on 100.0% in 11 passes" in m.value

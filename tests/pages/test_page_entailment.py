@@ -18,7 +18,7 @@ def run_page(**state) -> AppTest:
 
 
 def test_lecture_example_shows_every_step():
-    at = run_page()
+    at = run_page(example=LECTURE)
     assert not at.exception and not at.error
     formulas = [x.value.strip("$\n") for x in at.latex]
     numbered = {f.split("=")[0].strip(): f.rsplit("(", 1)[1] for f in formulas}
@@ -48,12 +48,30 @@ def test_every_example_runs():
 @pytest.mark.parametrize(("field", "value", "message"), [("premise", "", "premise has no words"),
                                                           ("hypothesis", " ?! ", "hypothesis has no words")])  # fmt: skip
 def test_empty_sentences_get_a_message(field: str, value: str, message: str):
-    at = run_page(**{f"{field}_{LECTURE}": value})
+    at = run_page(example=LECTURE, **{f"{field}_{LECTURE}": value})
     assert not at.exception
     assert any(message in e.value for e in at.error)
 
 
 def test_very_long_sentence_is_cut_with_a_notice():
-    at = run_page(**{f"premise_{LECTURE}": "the dog is running " * 1250})
+    at = run_page(example=LECTURE, **{f"premise_{LECTURE}": "the dog is running " * 1250})
     assert_clean(at)
     assert any("5,000 words; the first 60 are used" in w.value for w in at.warning)
+
+
+def test_the_page_opens_on_an_example_the_model_gets_right():
+    at = run_page()
+    assert_clean(at)
+    opened = at.selectbox(key="example")
+    assert opened.value != LECTURE and not at.info  # every word of it was seen in training
+    meant = opened.format_func(opened.value).rsplit(": ", 1)[1]
+    assert at.subheader[0].value.startswith(f"Verdict: {meant} ")
+    assert any("What to notice" in c.value for c in at.caption)
+
+
+def test_the_lecture_example_is_one_click_away_and_its_note_is_true():
+    at = run_page()
+    assert "all 14 of its words are unseen" in at.selectbox(key="example").help
+    at.selectbox(key="example").set_value(LECTURE).run()
+    assert_clean(at)
+    assert any("14 words never seen in training" in i.value for i in at.info)

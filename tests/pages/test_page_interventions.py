@@ -98,6 +98,7 @@ def test_sweep_and_steer_tabs(smollm2):
     assert (at.session_state["iv_layer"], at.session_state["iv_head"]) == (3, 4)
     at = fresh({"iv_view": "Steer", "steer_new": 4, "strength": 0.0})
     ok(at)
+    at.button(key="steer_go").click().run()
     plain, steered = at.code[0].value, at.code[1].value
     assert plain == steered  # strength 0 is the plain run
     at.slider(key="strength").set_value(8.0).run()
@@ -111,6 +112,7 @@ def test_every_tab_speaks_about_a_bad_prompt_before_its_toggle(smollm2):
     assert not at.exception and any("corrupted prompt has" in e.value for e in at.error)
     at = fresh({"iv_view": "Steer", "steer_new": 1, "steer_prompt": "The movie was fine. " * 100})
     ok(at)
+    at.button(key="steer_go").click().run()
     assert any("only its first 256 are kept" in w.value for w in at.warning)
     assert at.code[0].value.startswith("The movie was fine.") and len(at.code[0].value) < 1500
 
@@ -131,3 +133,18 @@ def test_head_detectors_link_opens_this_page_with_the_head_ablated(smollm2):
     assert (at.number_input(key="iv_layer").value, at.number_input(key="iv_head").value) == (4, 2)
     assert at.selectbox(key="metric").value == "log_probability"
     assert any("likeliest next token" in i.value for i in at.info)  # no answer in the link: the model's own
+
+
+def test_steer_runs_only_on_its_button_and_its_default_visibly_steers(smollm2):
+    at = fresh({"iv_view": "Steer"})
+    ok(at)
+    assert not at.code and any("Press the button" in c.value for c in at.caption)  # nothing generated
+    at.button(key="steer_go").click().run()
+    ok(at)
+    plain, steered = at.code[0].value, at.code[1].value
+    assert plain.startswith("I think the movie was") and steered != plain
+    at.run()  # a rerun with the same settings keeps the result
+    assert len(at.code) >= 2
+    at.slider(key="strength").set_value(2.0).run()  # new settings wait for the button again
+    ok(at)
+    assert not at.code

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from conftest import ROOT, assert_clean
@@ -70,6 +72,12 @@ def test_shift_tab_reports_the_tiny_difference():
     value = float(at.metric[0].value)
     assert value < 1e-6
     assert value == pytest.approx(pe.shift_check(10, 5, 32).max_abs_difference, abs=1e-12)
+    assert "float64 rounding" in at.metric[0].help
+    (shift,) = [c for c in at.get("plotly_chart") if "Shift by" in c.proto.spec]
+    spec = json.loads(shift.proto.spec)
+    assert "equal up to float rounding" in spec["layout"]["title"]["text"]
+    gap = spec["data"][2]
+    assert gap["name"] == "float rounding" and gap["marker"]["color"] == "grey"  # not a red "difference"
 
 
 def test_learned_tab_shows_minilm():

@@ -28,6 +28,8 @@ def test_path_tab_moves_without_errors():
 def test_cost_and_table_tabs():
     at = run_page(n=6, view="Cost")
     assert_clean(at)
+    at.button(key="remeasure").click().run()
+    assert_clean(at)
     assert any("self-attention and RNN (nn.RNN, tanh): cross at n ≈ 64" in m.value for m in at.markdown)
     at.radio(key="metric").set_value("wall time").run()
     assert_clean(at)
@@ -66,3 +68,18 @@ def test_rnn_forgetting_section():
     at.slider(key="forget_n").set_value(12).run()
     assert not at.exception and not at.error
     assert any("halves every" in c.value for c in at.caption)
+
+
+def test_the_cost_tab_measures_only_on_its_button():
+    at = run_page(view="Cost")
+    assert_clean(at)
+    assert not at.get("plotly_chart")
+    assert not any("Where the lines cross" in m.value for m in at.markdown)
+    assert at.button(key="remeasure").label.startswith("Count FLOPs")
+    at.session_state["view"] = "Table 15.1"
+    at.run()
+    assert_clean(at)
+    assert not at.dataframe  # the table is measured too
+    at.button(key="remeasure").click().run()
+    assert_clean(at)
+    assert at.dataframe and at.button(key="remeasure").label == "Measure again"

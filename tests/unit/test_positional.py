@@ -316,3 +316,12 @@ def test_binary_table_cells_read_as_their_row_labels(bits):
     assert ["".join(str(int(b)) for b in row) for row in cells] == labels  # 6 = 110 reads 1 1 0
     ticktext = figs.binary_table_figure(pe.binary_encoding(8, 3), pe.binary_labels()).to_dict()
     assert ticktext["layout"]["xaxis"]["ticktext"] == ["bit 2 (4)", "bit 1 (2)", "bit 0 (1)"]
+
+
+def test_a_real_shift_difference_is_still_called_a_difference():
+    from txviz.positional import figures as figs
+
+    check = pe.shift_check(3, 4, 32)
+    wrong = pe.ShiftCheck(3, 4, check.direct, check.rotated + 0.1, 0.1)
+    assert check.only_rounding and not wrong.only_rounding
+    assert figs.shift_figure(wrong).to_dict()["data"][2]["name"] == "difference"

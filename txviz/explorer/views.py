@@ -12,6 +12,11 @@ from txviz.core.tracing import words_of
 from txviz.models import LoadedModel
 
 AGGREGATES = ("mean over heads", "max over heads", "attention rollout")
+DEFAULT_HEAD = (3, 1)  # MiniLM's layer 3, head 1 sends "it" to "animal" in the default sentence
+PRONOUNS = frozenset(
+    {"it", "he", "she", "they", "him", "her", "them", "his", "its", "their", "hers", "theirs"}
+    | {"we", "us", "our", "you", "your", "i", "me", "my"}
+)
 
 
 def view(
@@ -41,6 +46,14 @@ def focus_across_layers(trace: AttentionTrace, token: int) -> tuple[np.ndarray, 
     """Mean over heads of what ``token`` attends to and what attends to it: two [layer, T] arrays."""
     mean = aggregate.head_mean(trace.weights)  # (L, Q, K)
     return mean[:, token, :], mean[:, :, token]
+
+
+def focus_default(tokens: list[str]) -> int:
+    """Where Token focus starts: the first pronoun of the text, else the first token after [CLS]."""
+    for index, token in enumerate(tokens):
+        if token.strip().lower() in PRONOUNS:
+            return index
+    return min(1, len(tokens) - 1)
 
 
 def read_only(trace: AttentionTrace) -> AttentionTrace:

@@ -14,6 +14,8 @@ LAYOUT_NOTE = (
     "holds sin(i / C^(2j/d)) and column 2j+1 holds cos(i / C^(2j/d)), so each frequency "
     "fills a neighbouring sine/cosine pair."
 )
+# float64 keeps about 16 digits; sines, cosines and a d x d product leave gaps of about 1e-16 to 1e-15.
+ROUNDING = 1e-12
 ODD_D_NOTE = (
     "d is odd, so the last column is the sine of one more frequency with no cosine partner; "
     "the rotation identity holds for the paired columns only."
@@ -115,6 +117,11 @@ class ShiftCheck:
     direct: np.ndarray  # (d,) p_(t+phi) by the formula
     rotated: np.ndarray  # (d,) R(phi) p_t
     max_abs_difference: float
+
+    @property
+    def only_rounding(self) -> bool:
+        """The two agree up to float64 rounding: any gap left is noise, not a difference."""
+        return self.max_abs_difference < ROUNDING
 
 
 def shift_check(t: int, phi: int, d: int, base: float = 10000.0) -> ShiftCheck:
