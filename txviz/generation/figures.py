@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from txviz.figures.axes import margin, ticks
+from txviz.figures.axes import PAGE_WIDTH, margin, plot_length, ticks
 from txviz.figures.colors import scale
 from txviz.figures.text import in_template, plain, plain_all
 from txviz.generation.loop import GenerationStep, sequence_attention
@@ -107,7 +107,8 @@ def newest_attention_all_heads(
         height=max(260, 26 * n_heads + 140),
         margin=MARGIN,
     )
-    figure.update_xaxes(title="key token", **ticks(tokens[:n_keys]))
+    # drawn in half the page while the tokens stream, so the labels are laid out for that width
+    figure.update_xaxes(title="key token", **ticks(tokens[:n_keys], length=plot_length(PAGE_WIDTH / 2)))
     figure.update_yaxes(title="head", autorange="reversed", dtick=1)
     return figure
 
