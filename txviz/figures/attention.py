@@ -12,7 +12,7 @@ from txviz.figures.colors import colorize, png_data_uri, scale, scale_name
 from txviz.figures.text import plain, plain_all
 
 LOG_FLOOR = 1e-4  # weights below this share the bottom colour on the log scale
-TITLE_ROOM = 110  # px over the plot: the title, a top axis' labels and its title (more labels: more)
+TITLE_ROOM = 110  # px over the plot for the title, a top axis' labels and its title (automargin adds more)
 HOVER_LABEL_LIMIT = 256  # past this many tokens per axis, hover names positions, not text
 
 
