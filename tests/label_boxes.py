@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+DRAWN = ".js-plotly-plot .main-svg, [data-testid='stVegaLiteChart'] svg"  # a chart with its labels
+
 # Runs in the page. Returns one line per problem in every plotly and vega-lite chart drawn now:
 # two labels of one axis (or two titles) whose boxes overlap, a label outside its chart's svg, a
 # title over a subplot's plot area.

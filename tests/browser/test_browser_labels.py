@@ -1,14 +1,17 @@
-"""Labels in Chromium: on the default views no two tick labels of an axis overlap, none is clipped by
-its chart, and no title sits on a plot area or on another title (boxes measured in the page)."""
+"""Labels in Chromium: on the views that overlapped no two tick labels of an axis overlap, none is
+clipped, and no title sits on a plot area or on another title (boxes measured in the page).
+tests/browser/test_browser_pages.py runs the same measure on every page's first view."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import plotly.graph_objects as go
 import pytest
-from conftest import ARTIFACTS, FIGURE, ROOT, page_url, screenshot, wait_for_app
-from label_boxes import label_problems
+from conftest import ARTIFACTS, FIGURE, page_url, screenshot, wait_for_app
+from label_boxes import DRAWN, label_problems
+from plotly.subplots import make_subplots
 
 pytestmark = pytest.mark.browser
 
@@ -22,8 +25,6 @@ VIEWS = [
     ("pages/14_Why_Attention.py", None),
     ("pages/4_Tokenization.py", None),
 ]
-PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*.py"))
-DRAWN = ".js-plotly-plot .main-svg, [data-testid='stVegaLiteChart'] svg"
 
 
 def open_view(page, base: str, script: str, tab: str | None) -> None:
@@ -56,3 +57,35 @@ def test_labels_apart_on_fixed_views(app_server, browser_page, script, tab):
     shoot_charts(browser_page, name)
     assert browser_page.locator('[data-testid="stException"]').count() == 0
     assert not problems, "\n".join(problems)
+
+
+def _shown(page, figure: go.Figure) -> list[str]:
+    """The measure's problems for one plotly figure drawn alone, as Streamlit wraps it."""
+    div = figure.to_html(include_plotlyjs=True, full_html=False)
+    page.set_content(f'<div data-testid="stPlotlyChart">{div}</div>')
+    page.wait_for_selector(".js-plotly-plot .main-svg")
+    return label_problems(page)
+
+
+def test_the_measure_sees_overlapping_clipped_and_misplaced_labels(browser_page):
+    words = [f"token number {i}" for i in range(30)]
+    crowded = go.Figure(go.Heatmap(z=[list(range(30))], x=list(range(30))))
+    crowded.update_layout(width=500, height=300)
+    crowded.update_xaxes(tickmode="array", tickvals=list(range(30)), ticktext=words, tickangle=0)
+    assert any("tick labels" in p and "overlap" in p for p in _shown(browser_page, crowded))
+
+    bars = go.Figure(go.Bar(x=["a", "b"], y=[1.0, 0.5], text=["1.000", "0.500"], textposition="outside"))
+    bars.update_layout(width=500, height=300, yaxis_range=[0, 1.0])
+    assert any("bar label clipped" in p for p in _shown(browser_page, bars))
+
+    grid = make_subplots(rows=2, cols=1, subplot_titles=("top", "bottom"), vertical_spacing=0.0)
+    grid.add_trace(go.Heatmap(z=[[1, 2]]), row=1, col=1).add_trace(go.Heatmap(z=[[1, 2]]), row=2, col=1)
+    grid.update_layout(width=500, height=400)
+    assert any("title over a plot area" in p for p in _shown(browser_page, grid))
+
+
+def test_the_measure_passes_labels_that_fit(browser_page):
+    figure = go.Figure(go.Heatmap(z=[[1, 2, 3]], x=[0, 1, 2]))
+    figure.update_layout(width=500, height=300, title="apart")
+    figure.update_xaxes(tickmode="array", tickvals=[0, 1, 2], ticktext=["a", "b", "c"])
+    assert _shown(browser_page, figure) == []
