@@ -21,15 +21,15 @@ VIEWS = [
     ("pages/8_Live_Generation.py", None),  # before Generate: the newest token's all-heads map
     ("pages/19_Long_Documents.py", None),
     ("pages/16_Head_Detectors.py", None),
-    ("pages/2_Attention_Explorer.py", "All heads"),
     ("pages/14_Why_Attention.py", None),
     ("pages/4_Tokenization.py", None),
 ]
 
 
-def open_view(page, base: str, script: str, tab: str | None) -> None:
-    """Load a page, open a tab by its name, and wait until its figures are drawn."""
-    page.goto(page_url(base, script))
+def open_view(page, base: str, script: str, tab: str | None, link: str = "") -> None:
+    """Load a page (``link``: its settings, e.g. "?layer=3"), open a tab by its name, and wait until
+    its figures are drawn."""
+    page.goto(page_url(base, script) + link)
     wait_for_app(page)
     if tab:
         page.get_by_role("tab", name=re.compile(f"^{re.escape(tab)}$")).click()
@@ -48,14 +48,29 @@ def shoot_charts(page, name: str) -> None:
             charts.nth(i).screenshot(path=str(ARTIFACTS / f"{name}_chart{i + 1}.png"))
 
 
+def measured(page, name: str) -> list[str]:
+    """The label problems of the view on screen, its screenshots saved under ``name``."""
+    problems = label_problems(page)
+    screenshot(page, name)
+    shoot_charts(page, name)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    return problems
+
+
 @pytest.mark.parametrize(("script", "tab"), VIEWS, ids=[f"{Path(s).stem}-{t or 'default'}" for s, t in VIEWS])
 def test_labels_apart_on_fixed_views(app_server, browser_page, script, tab):
     open_view(browser_page, app_server, script, tab)
-    problems = label_problems(browser_page)
-    name = f"labels_{Path(script).stem}_{(tab or 'default').replace(' ', '_')}"
-    screenshot(browser_page, name)
-    shoot_charts(browser_page, name)
-    assert browser_page.locator('[data-testid="stException"]').count() == 0
+    problems = measured(browser_page, f"labels_{Path(script).stem}_{(tab or 'default').replace(' ', '_')}")
+    assert not problems, "\n".join(problems)
+
+
+def test_explorer_strip_of_one_layer_names_that_layer(app_server, browser_page):
+    open_view(browser_page, app_server, "pages/2_Attention_Explorer.py", "All heads", "?layer=3")
+    problems = measured(browser_page, "labels_2_Attention_Explorer_All_heads")
+    strip = browser_page.locator('[data-testid="stPlotlyChart"]').first
+    texts = "els => els.map((e) => e.textContent)"  # SVG text has no innerText
+    assert strip.locator(".ytick text").evaluate_all(texts) == ["3"]  # not the row's index, 0
+    assert strip.locator(".g-ytitle text").evaluate_all(texts) == ["layer"]
     assert not problems, "\n".join(problems)
 
 
