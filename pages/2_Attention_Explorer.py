@@ -85,7 +85,8 @@ if every.open:
         ui.show_figure(
             figures.heads_mosaic(
                 trace.weights[layer][None],
-                row_label="",
+                row_label="layer",
+                row_names=[str(layer)],
                 tile_size=160,
                 title=f"Layer {layer}: every head",
                 **style,

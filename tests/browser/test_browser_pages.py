@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIGURE, ROOT, page_url, screenshot, wait_for_app
+from label_boxes import DRAWN, label_problems
 from playwright.sync_api import expect
 
 PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*.py"))
@@ -30,3 +31,6 @@ def test_page_shows_a_figure(app_server, browser_page, script):
     browser_page.wait_for_selector(FIGURE, timeout=180_000)
     assert browser_page.locator('[data-testid="stException"]').count() == 0
     screenshot(browser_page, Path(script).stem)
+    if browser_page.locator(DRAWN).count():  # the labels of the charts drawn by now stay apart
+        browser_page.wait_for_timeout(1000)
+        assert not (problems := label_problems(browser_page)), "\n".join(problems)

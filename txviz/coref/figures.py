@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 from txviz.core.trace import AttentionTrace
 from txviz.coref.scoring import CrossValidation, coin_flip_band
 from txviz.coref.spans import PairAttention, TokenSpans
-from txviz.figures.axes import margin, token_axis
+from txviz.figures.axes import PAGE_WIDTH, margin, plot_length, token_axis
 from txviz.figures.colors import scale
 from txviz.figures.grids import head_grid
 from txviz.figures.text import plain, plain_all
@@ -96,6 +96,9 @@ def pair_heatmaps(
         ),
         horizontal_spacing=0.12,
     )
+    n = max(len(trace_a.query_tokens), len(trace_b.query_tokens))
+    height = max(380, 22 * n + 160)
+    across, down = plot_length(PAGE_WIDTH, columns=2), plot_length(height, reserved=200)
     for col, (trace, spans) in enumerate(((trace_a, spans_a), (trace_b, spans_b)), start=1):
         weights = trace.head(layer, head)  # [query_pos, key_pos]
         n_query, n_key = weights.shape
@@ -118,17 +121,19 @@ def pair_heatmaps(
             row=1,
             col=col,
         )
-        fig.update_xaxes(token_axis(trace.key_tokens, "key (attended to)"), tickangle=-60, row=1, col=col)
+        fig.update_xaxes(token_axis(trace.key_tokens, "key (attended to)", length=across), row=1, col=col)
         fig.update_yaxes(
-            token_axis(trace.query_tokens, "query (attending)" if col == 1 else ""),  # one title: no overlap
+            # one title: no overlap
+            token_axis(
+                trace.query_tokens, "query (attending)" if col == 1 else "", length=down, vertical=True
+            ),
             autorange="reversed",
             row=1,
             col=col,
         )
         if spans is not None:
             _mark_spans(fig, spans, n_key, col)
-    n = max(len(trace_a.query_tokens), len(trace_b.query_tokens))
-    fig.update_layout(height=max(380, 22 * n + 160), margin=margin(left=60, right=20, bottom=90))
+    fig.update_layout(height=height, margin=margin(left=60, right=20, bottom=90))
     return fig
 
 

@@ -6,17 +6,16 @@ import numpy as np
 import plotly.graph_objects as go
 
 from txviz.entailment.model import LABELS
+from txviz.figures.axes import PAGE_WIDTH, plot_length, ticks
 from txviz.figures.colors import scale
 from txviz.figures.text import plain
 
 LABEL_COLORS = {"entailment": "#2ca02c", "neutral": "#7f7f7f", "contradiction": "#d62728"}
 
 
-def _axis(words: tuple[str, ...], title: str) -> dict:
-    """Positions as values, words as tick text: repeated words stay apart."""
-    return dict(
-        title=title, tickmode="array", tickvals=list(range(len(words))), ticktext=[plain(w) for w in words]
-    )
+def _axis(words: tuple[str, ...], title: str, length: float, vertical: bool = False) -> dict:
+    """Positions as values, words as tick text: repeated words stay apart; laid out for ``length`` px."""
+    return dict(title=title, **ticks(words, length=length, vertical=vertical))
 
 
 def word_heatmap(
@@ -42,11 +41,16 @@ def word_heatmap(
         hovertemplate="%{text}<br>" + value_name + " %{z:.3f}<extra></extra>",
     )
     figure = go.Figure(heat)
+    height = max(320, 60 + 26 * len(premise))
+    across = plot_length(PAGE_WIDTH / 2)  # the page shows these maps two a row
     figure.update_layout(
         title=plain(title),
-        xaxis=_axis(hypothesis, "hypothesis word b_j"),
-        yaxis={**_axis(premise, "premise word a_i"), "autorange": "reversed"},
-        height=max(320, 60 + 26 * len(premise)),
+        xaxis=_axis(hypothesis, "hypothesis word b_j", across),
+        yaxis={
+            **_axis(premise, "premise word a_i", plot_length(height, reserved=120), True),
+            "autorange": "reversed",
+        },
+        height=height,
         margin=dict(t=50, l=10, r=10, b=10),
     )
     return figure
@@ -64,11 +68,12 @@ def vectors_heatmap(
             hovertemplate=prefix + " row %{y}, unit %{x}: %{z:.3f}<extra></extra>",
         )
     )
+    height = max(220, 60 + 22 * len(words))
     figure.update_layout(
         title=plain(title),
         xaxis_title="hidden unit",
-        yaxis={**_axis(words, ""), "autorange": "reversed"},
-        height=max(220, 60 + 22 * len(words)),
+        yaxis={**_axis(words, "", plot_length(height, reserved=100), True), "autorange": "reversed"},
+        height=height,
         margin=dict(t=50, l=10, r=10, b=10),
     )
     return figure

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import plotly.graph_objects as go
 
-from txviz.figures.axes import margin, token_axis
+from txviz.figures.axes import PAGE_WIDTH, margin, plot_length, token_axis
 from txviz.figures.colors import colorize, png_data_uri, scale, scale_name
 from txviz.figures.text import plain, plain_all
 
 LOG_FLOOR = 1e-4  # weights below this share the bottom colour on the log scale
+TITLE_ROOM = 110  # px over the plot for the title, a top axis' labels and its title (automargin adds more)
 HOVER_LABEL_LIMIT = 256  # past this many tokens per axis, hover names positions, not text
 
 
@@ -17,6 +20,11 @@ def scale_values(matrix: np.ndarray, log_scale: bool, threshold: float) -> np.nd
     """Values to colour: below-threshold weights cleared, optionally log10."""
     shown = np.where(matrix >= threshold, matrix, 0.0) if threshold > 0 else matrix
     return np.log10(np.clip(shown, LOG_FLOOR, None)) if log_scale else shown
+
+
+def above(title: str) -> dict:
+    """A figure title at the very top, over a top axis' labels and title (TITLE_ROOM keeps them room)."""
+    return {"text": plain(title), "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 10}}
 
 
 def attention_heatmap(
@@ -52,13 +60,15 @@ def attention_heatmap(
             zmax=0.0 if log_scale else float(max(matrix.max(), 1e-9)),
         )
     )
-    size = max(420, min(900, 16 * max(len(query_tokens), len(key_tokens)) + 160))
+    size = max(420, min(900, 20 * max(len(query_tokens), len(key_tokens)) + 200))  # a row a label
+    keys = token_axis(key_tokens, axis_titles[1], length=plot_length(PAGE_WIDTH))
+    queries = token_axis(query_tokens, axis_titles[0], length=plot_length(size, reserved=200), vertical=True)
     figure.update_layout(
-        title=plain(title),
+        title=above(title),
         height=size,
-        xaxis=token_axis(key_tokens, axis_titles[1]) | {"side": "top", "tickangle": -60},
-        yaxis=token_axis(query_tokens, axis_titles[0]) | {"autorange": "reversed"},
-        margin=margin(top=90),
+        xaxis=keys | {"side": "top"},
+        yaxis=queries | {"autorange": "reversed"},
+        margin=margin(top=TITLE_ROOM),
     )
     return figure
 
@@ -95,8 +105,10 @@ def heads_mosaic(
     threshold: float = 0.0,
     presenting: bool = False,
     title: str = "",
+    row_names: Sequence[str] | None = None,
 ) -> go.Figure:
-    """Many heads at once as one PNG image (bounded bytes however long the text)."""
+    """Many heads at once as one PNG image (bounded bytes however long the text); ``row_names`` label
+    the rows (default 0, 1, ...), e.g. the layer a one-row mosaic shows."""
     rows, cols = weights.shape[:2]
     values = scale_values(mosaic(weights, tile_size), log_scale, threshold)
     vmin, vmax = (np.log10(LOG_FLOOR), 0.0) if log_scale else (0.0, float(np.nanmax(values)) or 1.0)
@@ -104,17 +116,16 @@ def heads_mosaic(
     height, width = rgb.shape[:2]
     th, tw = (height + 2) / rows, (width + 2) / cols
     figure = go.Figure(go.Image(source=png_data_uri(rgb), hoverinfo="skip"))
+    names = [str(r) for r in range(rows)] if row_names is None else list(row_names)
     figure.update_layout(
-        title=plain(title),
+        title=above(title),
         xaxis=token_axis(
             [str(c) for c in range(cols)], col_label, [(c + 0.5) * tw for c in range(cols)], None
         )
         | {"side": "top"},
-        yaxis=token_axis(
-            [str(r) for r in range(rows)], row_label, [(r + 0.5) * th for r in range(rows)], None
-        ),
+        yaxis=token_axis(names, row_label, [(r + 0.5) * th for r in range(rows)], None),
         height=min(1600, max(260, int(90 + 720 * height / max(width, 1)))),
-        margin=margin(top=80),
+        margin=margin(top=TITLE_ROOM),
     )
     return figure
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from txviz.figures.axes import margin, ticks
+from txviz.figures.axes import PAGE_WIDTH, margin, plot_length, ticks
 from txviz.figures.colors import scale
 from txviz.figures.text import in_template, plain, plain_all
 from txviz.generation.loop import GenerationStep, sequence_attention
@@ -77,7 +77,8 @@ def newest_attention_head(step: GenerationStep, tokens: Sequence[str], layer: in
         height=340,
         margin=MARGIN,
     )
-    figure.update_xaxes(title="key token (earlier positions)", **ticks(tokens[: len(row)]))
+    across = plot_length(PAGE_WIDTH)
+    figure.update_xaxes(title="key token (earlier positions)", **ticks(tokens[: len(row)], length=across))
     figure.update_yaxes(title="attention weight", range=[0, 1])
     return figure
 
@@ -107,7 +108,8 @@ def newest_attention_all_heads(
         height=max(260, 26 * n_heads + 140),
         margin=MARGIN,
     )
-    figure.update_xaxes(title="key token", **ticks(tokens[:n_keys]))
+    # drawn in half the page while the tokens stream, so the labels are laid out for that width
+    figure.update_xaxes(title="key token", **ticks(tokens[:n_keys], length=plot_length(PAGE_WIDTH / 2)))
     figure.update_yaxes(title="head", autorange="reversed", dtick=1)
     return figure
 
@@ -134,17 +136,19 @@ def sequence_heatmap(
             hovertemplate="query %{y}, key %{x}: %{z:.4f}<extra></extra>",
         )
     )
+    height = max(360, min(900, 20 * n_rows + 200))  # a row a label
     figure.update_layout(
         title=f"Layer {layer}, head {head}: the newest token's attention at every step "
         "(rows: queries, blank: masked)",
-        height=max(360, min(900, 14 * n_rows + 160)),
+        height=height,
         margin=MARGIN,
     )
-    figure.update_xaxes(title="key token", **ticks(tokens[:n_keys]))
+    figure.update_xaxes(title="key token", **ticks(tokens[:n_keys], length=plot_length(PAGE_WIDTH)))
+    down = plot_length(height, reserved=200)
     figure.update_yaxes(
         title="query token (newest at that step)",
         autorange="reversed",
-        **ticks([tokens[q] for q in queries], positions=queries),
+        **ticks([tokens[q] for q in queries], positions=queries, length=down, vertical=True),
     )
     return figure
 

@@ -18,17 +18,21 @@ COLOR_BY = ("query / key", "position", "token")
 QUERY_KEY_COLORS = ("#3e4989", "#f18f01")  # queries blue, keys orange
 TOKEN_COLORS = 10  # the most frequent tokens get a colour each, the rest grey
 
+ROW_GAP_PX = 80  # between small multiples' rows: the head numbers above, the titles below
+
 
 def all_detectors(scores: HeadScores, presenting: bool = False, columns: int = 3) -> go.Figure:
     """Every detector's grid as small multiples on one colour scale from 0 to 1."""
     dets = scores.detectors
     rows = -(-len(dets) // columns)
+    height = rows * max(220, min(420, 8 * scores.shape[0] + 120))
     figure = make_subplots(
         rows=rows,
         cols=columns,
         subplot_titles=[d.label for d in dets],
         horizontal_spacing=0.05,
-        vertical_spacing=0.08,
+        # room for a row's head numbers and the next row's titles, in px whatever the height
+        vertical_spacing=min(ROW_GAP_PX / max(height - 100, 1), 0.5 / max(rows - 1, 1)),  # 100: margins
     )
     for i, d in enumerate(dets):
         row, col = i // columns + 1, i % columns + 1
@@ -58,7 +62,7 @@ def all_detectors(scores: HeadScores, presenting: bool = False, columns: int = 3
         coloraxis=dict(
             colorscale=scale("sequential", presenting), cmin=0, cmax=1, colorbar=dict(title="score")
         ),
-        height=rows * max(220, min(420, 8 * scores.shape[0] + 120)),
+        height=height,
         margin=dict(l=10, r=10, t=90, b=10),
         title="Every detector (rows: layers, columns: heads)",
     )

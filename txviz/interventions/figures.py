@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from txviz.figures.axes import margin, token_axis
+from txviz.figures.axes import PAGE_WIDTH, margin, plot_length, token_axis
 from txviz.figures.colors import PALETTE, scale
 from txviz.figures.text import plain, plain_all
 
@@ -44,7 +44,7 @@ def layer_position_grid(
     )
     figure.update_layout(
         title=plain(title),
-        xaxis=token_axis(tokens, "position (token)") | {"tickangle": -60},
+        xaxis=token_axis(tokens, "position (token)", length=plot_length(PAGE_WIDTH)),
         yaxis=dict(
             title="residual stream after layer", autorange="reversed", tickmode="array",
             tickvals=list(range(len(rows))), ticktext=plain_all(rows),
@@ -143,6 +143,8 @@ def attention_change(
     change = after - before
     half = _symmetric(change)
     hover = "query %{y}, key %{x}<br>%{z:.4f}<extra></extra>"
+    height = max(380, min(700, 14 * len(tokens) + 200))
+    across, down = plot_length(PAGE_WIDTH, columns=3), plot_length(height, reserved=200)
     for col, (z, kind, low, high) in enumerate(
         ((before, "sequential", 0.0, 1.0), (after, "sequential", 0.0, 1.0), (change, "diverging", -half, half)),
         start=1,
@@ -154,9 +156,9 @@ def attention_change(
             ),
             row=1, col=col,
         )  # fmt: skip
-        figure.update_xaxes(token_axis(tokens) | {"tickangle": -60}, row=1, col=col)
-        figure.update_yaxes(token_axis(tokens) | {"autorange": "reversed"}, row=1, col=col)
-    figure.update_layout(
-        title=plain(title), height=max(380, min(700, 14 * len(tokens) + 200)), margin=margin(top=80)
-    )
+        figure.update_xaxes(token_axis(tokens, length=across), row=1, col=col)
+        figure.update_yaxes(
+            token_axis(tokens, length=down, vertical=True) | {"autorange": "reversed"}, row=1, col=col
+        )
+    figure.update_layout(title=plain(title), height=height, margin=margin(top=80))
     return figure

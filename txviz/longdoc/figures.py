@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from txviz.figures.attention import LOG_FLOOR, scale_values
-from txviz.figures.axes import margin, token_axis
+from txviz.figures.axes import PAGE_WIDTH, margin, plot_length, tick_plan, token_axis
 from txviz.figures.colors import scale
 from txviz.figures.text import plain, plain_all
 
@@ -20,7 +20,8 @@ SUMMARY_TITLES = {
     "entropy": "Entropy (nats)",
     "local": "Share within the local window",
 }
-SPAN_TICKS = 20  # span maps name every n-th span on their axes; hover names them all
+SPAN_TICKS = 20  # span maps name at most about this many spans on their axes; hover names them all
+SPAN_MAP_HEIGHT = 640
 
 
 def _colorbar(index: int, count: int, title: str) -> dict:
@@ -55,7 +56,8 @@ def summaries_figure(summaries: dict[str, np.ndarray], presenting: bool = False)
         )
     n_layers = next(iter(summaries.values())).shape[0]
     figure.update_xaxes(title="head", dtick=1)
-    figure.update_yaxes(title="layer", autorange="reversed", dtick=5)
+    figure.update_yaxes(autorange="reversed", dtick=5)
+    figure.update_yaxes(title="layer", row=1, col=1)  # one title: the others would sit on the next map
     figure.update_layout(height=max(380, 14 * n_layers + 240), margin=margin(top=60, bottom=120))
     return figure
 
@@ -111,15 +113,26 @@ def span_figure(
     step = max(1, len(names) // SPAN_TICKS)
     hover = "%{y}<br>→ %{x}<br>%{z:.3f}<extra></extra>"
     figure = go.Figure(_weights_heatmap(matrix, names, names, hover, log_scale, presenting))
-    axis = dict(tickmode="array", tickvals=names[::step], ticktext=short[::step], showgrid=False)
+    # the map shares the page's width with the pooled one
+    across = tick_plan(short, plot_length(PAGE_WIDTH / 2))
+    down = tick_plan(short, plot_length(SPAN_MAP_HEIGHT, reserved=200), vertical=True)
     figure.update_layout(
         title=dict(text=plain(title), y=0.98, yanchor="top"),
-        xaxis=axis | {"title": "attended span", "side": "top", "tickangle": 0},
-        yaxis=axis | {"title": "attending span", "autorange": "reversed"},
-        height=640,
+        xaxis=_span_axis(names, short, max(step, across.step), across.angle)
+        | {"title": "attended span", "side": "top"},
+        yaxis=_span_axis(names, short, max(step, down.step))
+        | {"title": "attending span", "autorange": "reversed"},
+        height=SPAN_MAP_HEIGHT,
         margin=margin(top=120),
     )
     return figure
+
+
+def _span_axis(names: Sequence[str], short: Sequence[str], step: int, angle: int = 0) -> dict:
+    """A span map's axis: categories by full name, every ``step``-th labelled by its short name."""
+    return dict(
+        tickmode="array", tickvals=names[::step], ticktext=short[::step], showgrid=False, tickangle=angle
+    )
 
 
 def sinks_figure(received: np.ndarray, tokens: Sequence[str], which: str = "", top: int = 5) -> go.Figure:

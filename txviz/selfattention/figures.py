@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from txviz.figures.axes import margin, ticks
+from txviz.figures.axes import PAGE_WIDTH, margin, plot_length, ticks
 from txviz.figures.colors import scale
 from txviz.figures.text import plain, plain_all
 from txviz.selfattention.toy import HeadResult, MultiHeadResult
@@ -107,6 +107,8 @@ def heads_figure(result: MultiHeadResult, tokens: Sequence[str], presenting: boo
     n_heads = len(result.heads)
     figure = make_subplots(rows=1, cols=n_heads, subplot_titles=[f"head {h + 1}" for h in range(n_heads)])
     annotate = len(tokens) ** 2 <= MAX_ANNOTATED_CELLS
+    height = max(220, 90 + 42 * len(tokens))
+    across, down = plot_length(PAGE_WIDTH, columns=n_heads), plot_length(height, reserved=120)
     for h, head in enumerate(result.heads):
         figure.add_trace(
             go.Heatmap(
@@ -124,10 +126,12 @@ def heads_figure(result: MultiHeadResult, tokens: Sequence[str], presenting: boo
             row=1,
             col=h + 1,
         )
-        figure.update_xaxes(title="key", row=1, col=h + 1, **ticks(tokens))
-        figure.update_yaxes(autorange="reversed", row=1, col=h + 1, **ticks(tokens))
+        figure.update_xaxes(title="key", row=1, col=h + 1, **ticks(tokens, length=across))
+        figure.update_yaxes(
+            autorange="reversed", row=1, col=h + 1, **ticks(tokens, length=down, vertical=True)
+        )
     figure.update_yaxes(title="query", row=1, col=1)
-    figure.update_layout(height=max(220, 90 + 42 * len(tokens)), margin=margin())
+    figure.update_layout(height=height, margin=margin())
     return figure
 
 
@@ -150,8 +154,9 @@ def query_steps_figure(
         col=1,
     )
     figure.add_trace(go.Bar(x=positions, y=weights, name="weight", marker_color="#1f77b4"), row=2, col=1)
-    figure.update_xaxes(title="key", row=2, col=1, **ticks(key_tokens))
-    figure.update_xaxes(row=1, col=1, **ticks(key_tokens))
+    keys = ticks(key_tokens, length=plot_length(PAGE_WIDTH))
+    figure.update_xaxes(title="key", row=2, col=1, **keys)
+    figure.update_xaxes(row=1, col=1, **keys)
     figure.update_layout(title=plain(title), height=460, showlegend=False, margin=margin(top=60))
     return figure
 

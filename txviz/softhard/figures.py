@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from txviz.figures.axes import margin, ticks
+from txviz.figures.axes import PAGE_WIDTH, margin, plot_length, ticks
 from txviz.figures.colors import scale
 from txviz.figures.text import in_template, plain, plain_all
 
@@ -43,6 +43,10 @@ def side_by_side_heatmaps(
         horizontal_spacing=0.1 / len(panels),
         shared_yaxes=True,
     )
+    n_rows = max(len(p.query_tokens) for p in panels)
+    height = min(900, max(320, 200 + 20 * n_rows))  # a row a label, below: upright key labels
+    key_length = plot_length(PAGE_WIDTH, columns=len(panels))  # panels share the width
+    query_length = plot_length(height, reserved=200)
     for column, panel in enumerate(panels, start=1):
         weights = np.asarray(panel.weights, dtype=np.float32)
         n_query, n_key = weights.shape
@@ -69,11 +73,12 @@ def side_by_side_heatmaps(
             row=1,
             col=column,
         )
-        figure.update_xaxes(title=plain(key_title), row=1, col=column, **ticks(panel.key_tokens))
-        figure.update_yaxes(autorange="reversed", row=1, col=column, **ticks(panel.query_tokens))
+        keys = ticks(panel.key_tokens, length=key_length)
+        figure.update_xaxes(title=plain(key_title), row=1, col=column, **keys)
+        queries = ticks(panel.query_tokens, length=query_length, vertical=True)
+        figure.update_yaxes(autorange="reversed", row=1, col=column, **queries)
     figure.update_yaxes(title=plain(query_title), row=1, col=1)
-    n_rows = max(len(p.query_tokens) for p in panels)
-    figure.update_layout(height=min(900, max(320, 140 + 18 * n_rows)), margin=margin())
+    figure.update_layout(height=height, margin=margin())
     return figure
 
 
@@ -116,6 +121,7 @@ def similarity_bars(similarity: Mapping[str, float]) -> go.Figure:
             marker_color=[COLORS[i % len(COLORS)] for i in range(len(labels))],
             text=[f"{v:.3f}" for v in values],
             textposition="outside",
+            cliponaxis=False,  # the label above a bar at the top of the range stays whole
             hovertemplate="%{x}: %{y:.4f}<extra></extra>",
         )
     )
@@ -123,9 +129,9 @@ def similarity_bars(similarity: Mapping[str, float]) -> go.Figure:
     figure.update_layout(
         title="Sentence embedding: cosine similarity to the softmax one",
         xaxis={"title": "normalizer"},
-        yaxis={"title": "cosine similarity", "range": [min(0.0, low - 0.05), 1.05]},
+        yaxis={"title": "cosine similarity", "range": [min(0.0, low - 0.05), 1.1]},
         height=340,
-        margin=margin(),
+        margin=margin(top=60),
     )
     return figure
 

@@ -157,8 +157,8 @@ def merge_tree(
     figure.update_layout(
         title=plain(title),
         barmode="overlay",
-        height=90 + 36 * len(rows),
-        margin=MARGIN,
+        height=150 + 36 * len(rows),  # room for the title and the x axis' numbers and title
+        margin=margin(top=60, bottom=50),
         showlegend=False,
         uniformtext={"minsize": 9, "mode": "show"},
     )

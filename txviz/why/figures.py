@@ -76,7 +76,8 @@ def depth_against_n(ns: list[int], measured: dict[str, list[int]], k: int) -> go
     figure.update_layout(
         title=f"Maximum path length against n (k = {k})",
         xaxis_title="sequence length n",
-        yaxis_title="layers (RNN: steps) until every output reads every input it can",
+        # two lines: on one, the title is longer than the plot is high and runs into the figure's title
+        yaxis_title="layers (RNN: steps) until every<br>output reads every input it can",
         height=420,
         margin=dict(t=50, l=60, r=10, b=50),
     )
