@@ -23,6 +23,7 @@ TABS = [
     ("pages/5_Masking_Patterns.py", "Using the encoder"),
     ("pages/11_Transformer_Block.py", "Mixture of experts"),
     ("pages/3_Positional_Encoding.py", "Add = concatenate"),
+    ("pages/1_Self_Attention.py", "As one matrix (Fig. 12.2)"),
 ]
 
 
