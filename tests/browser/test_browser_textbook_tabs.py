@@ -24,6 +24,7 @@ TABS = [
     ("pages/11_Transformer_Block.py", "Mixture of experts"),
     ("pages/3_Positional_Encoding.py", "Add = concatenate"),
     ("pages/1_Self_Attention.py", "As one matrix (Fig. 12.2)"),
+    ("pages/14_Why_Attention.py", "Attention = convolution"),
 ]
 
 

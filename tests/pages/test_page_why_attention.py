@@ -66,3 +66,16 @@ def test_rnn_forgetting_section():
     at.slider(key="forget_n").set_value(12).run()
     assert not at.exception and not at.error
     assert any("halves every" in c.value for c in at.caption)
+
+
+def test_convolution_tab_matches_conv2d_until_the_heads_soften():
+    at = run_page(view="Attention = convolution")
+    assert_clean(at)
+    assert float(at.metric[0].value) < 1e-5 and at.metric[1].value == "9"
+    at.radio(key="conv_k").set_value(5).run()
+    at.selectbox(key="conv_kernel").set_value("random (seed 0)").run()
+    assert_clean(at)
+    assert float(at.metric[0].value) < 1e-5 and at.metric[1].value == "25"
+    at.select_slider(key="conv_alpha").set_value(0.3).run()
+    assert_clean(at)
+    assert float(at.metric[0].value) > 1e-3 and float(at.metric[2].value) < 0.9
