@@ -25,6 +25,7 @@ TABS = [
     ("pages/3_Positional_Encoding.py", "Add = concatenate"),
     ("pages/1_Self_Attention.py", "As one matrix (Fig. 12.2)"),
     ("pages/14_Why_Attention.py", "Attention = convolution"),
+    ("pages/11_Transformer_Block.py", "Conformer"),
 ]
 
 
