@@ -39,10 +39,8 @@ VIEWS = [
     "Add = concatenate",
 ]
 tabs = st.tabs(VIEWS, key="view", on_change="rerun")
-sinusoid_tab, binary_tab, shift_tab, similarity_tab, learned_tab, rotary_tab, added_tab, relative_tab = tabs[
-    :8
-]
-disjoint_tab = tabs[-1]
+(sinusoid_tab, binary_tab, shift_tab, similarity_tab, learned_tab, rotary_tab, added_tab, relative_tab,
+ disjoint_tab) = tabs  # fmt: skip
 
 if sinusoid_tab.open:
     with sinusoid_tab:
