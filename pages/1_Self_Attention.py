@@ -526,27 +526,19 @@ if matrix_tab.open:
         cols[2].metric("Output change from the weights alone at 2X", f"{numbers.doubled_output_gap:.0%}")
         tokens = matrices.tokens
         labels = blockmap.stacked_labels(tokens, shown)
-        cols = st.columns(2)
-        with cols[0]:
-            show_matrix(
-                blockmap.value_map(matrices.omega_v[:shown, :shown], n),
-                labels,
-                labels,
-                f"(b) values: I ⊗ Ω_v, first {shown} x {shown} of each {d_head} x {matrices.inputs.shape[1]} block",
-                "stacked values",
-                "stacked inputs",
-            )
-        with cols[1]:
-            show_matrix(
-                blockmap.mixing_map(matrices.weights, shown),
-                labels,
-                labels,
-                f"(c) attention: A ⊗ I, first {shown} of each block's {d_head} dimensions",
-                "stacked outputs",
-                "stacked values",
-                kind="sequential",
-                zmid=None,
-            )
+        stacked = [
+            (blockmap.value_map(matrices.omega_v[:shown, :shown], n), "stacked values", "stacked inputs",
+             f"(b) values: I ⊗ Ω_v, first {shown} x {shown} of each {d_head} x {matrices.inputs.shape[1]} block", {}),
+            (blockmap.mixing_map(matrices.weights, shown), "stacked outputs", "stacked values",
+             f"(c) attention: A ⊗ I, first {shown} of each block's {d_head} dimensions",
+             {"kind": "sequential", "zmid": None}),
+        ]  # fmt: skip
+        for column, (matrix, row_title, column_title, title, colours) in zip(
+            st.columns(2), stacked, strict=True
+        ):
+            figure = figs.matrix_figure(matrix, labels, labels, title, row_title, column_title, **colours)
+            with column:  # long stacked labels go below, clear of the title
+                ui.show_figure(figure.update_xaxes(side="bottom"), key=title[:3])
         st.caption(
             f"The full matrices are {n * d_head} x {n * matrices.inputs.shape[1]} (b) and "
             f"{n * d_head} x {n * d_head} (c), built here with np.kron from layer {layer}'s query, key and value "
