@@ -18,6 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from txviz.core.threads import torch_threads
+
 D_MODEL = 64
 HEADS = 4
 FRAMES = 100  # one second of 10 ms frames
@@ -136,10 +138,11 @@ def reads(kernel: int = 31, frame: int = FRAMES // 2, frames: int = FRAMES, seed
         "whole Conformer block": model,
     }
     by_part = {}
-    for name, part in parts.items():
-        inputs = x.clone().requires_grad_(True)
-        part(inputs)[0, frame].pow(2).sum().backward()
-        by_part[name] = inputs.grad[0].abs().sum(dim=1).numpy()
+    with torch_threads(1):  # a small model: more threads only contend with other sessions
+        for name, part in parts.items():
+            inputs = x.clone().requires_grad_(True)
+            part(inputs)[0, frame].pow(2).sum().backward()
+            by_part[name] = inputs.grad[0].abs().sum(dim=1).numpy()
     return Reads(frame, kernel, by_part)
 
 

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from txviz.core.errors import UserError
+from txviz.core.threads import torch_threads
 
 KERNEL_SIZES = (3, 5)
 MAX_SIDE = 32  # the heads' n x n attention maps stay small
@@ -92,12 +93,18 @@ def check_inputs(image: np.ndarray, kernel: np.ndarray) -> None:
         raise ConvolutionError(f"Images up to {MAX_SIDE} x {MAX_SIDE} pixels: every head is n x n.")
 
 
-@torch.no_grad()
 def attention_convolution(
     image: np.ndarray, kernel: np.ndarray, alpha: float = 50.0, query: tuple[int, int] = (0, 0)
 ) -> AttentionConvolution:
     """Multi-head self-attention over the zero-padded pixels, one head per kernel offset, beside conv2d."""
     check_inputs(image, kernel)
+    with torch_threads(1), torch.no_grad():  # small tensors: more threads only contend
+        return _attention_convolution(image, kernel, alpha, query)
+
+
+def _attention_convolution(
+    image: np.ndarray, kernel: np.ndarray, alpha: float, query: tuple[int, int]
+) -> AttentionConvolution:
     k = kernel.shape[-1]
     r = k // 2
     x = torch.as_tensor(image, dtype=torch.float64)
