@@ -6,7 +6,7 @@ import streamlit as st
 from txviz.app import navigation, teaching, ui, widgets
 from txviz.core import paths
 from txviz.core.tracing import trace_text
-from txviz.selfattention import additive, efficient, linear, prince, twoheads
+from txviz.selfattention import additive, blockmap, efficient, linear, prince, twoheads
 from txviz.selfattention import equivariance as eq
 from txviz.selfattention import figures as figs
 from txviz.selfattention import toy as ta
@@ -20,7 +20,7 @@ ui.setup_page(
     share=("real_model",),
 )
 
-toy_tab, heads_tab, real_tab, shuffle_tab, additive_tab, linear_tab = st.tabs(
+toy_tab, heads_tab, real_tab, shuffle_tab, additive_tab, linear_tab, matrix_tab = st.tabs(
     [
         "One head, by hand",
         "Several heads",
@@ -28,6 +28,7 @@ toy_tab, heads_tab, real_tab, shuffle_tab, additive_tab, linear_tab = st.tabs(
         "Shuffle the tokens",
         "Additive (Bahdanau)",
         "Linear attention",
+        "As one matrix (Fig. 12.2)",
     ],
     key="view",
     on_change="rerun",
@@ -491,4 +492,65 @@ if linear_tab.open:
         st.caption(
             "Not shown in txviz: Reformer's hashing, Transformer-XL's segment memory and the Set "
             "Transformer's inducing points; the links go to the nearest idea txviz draws."
+        )
+
+
+@ui.cached(max_entries=8)
+def head_matrices(loaded, text: str, layer: int, head: int):
+    """One MiniLM head's inputs, value weights, attention and output, and the block-matrix check."""
+    matrices = blockmap.minilm_head_matrices(loaded, text, layer, head)
+    return matrices, blockmap.check(matrices)
+
+
+if matrix_tab.open:
+    with matrix_tab:
+        st.markdown(
+            "Prince's Fig. 12.2 (b, c) on MiniLM's real head: stack the N inputs into one N·D vector. "
+            "The values are a block-diagonal map of it, the same Ω_v in every diagonal block; the "
+            "attention is then one N·D_h x N·D_h matrix on the stacked values whose block (i, j) is "
+            "a_ij times the identity. Together: block (i, j) of the whole map is a_ij Ω_v."
+        )
+        st.latex(
+            r"\operatorname{vec}(O) = (A \otimes I_{D_h})\big[(I_N \otimes \Omega_v)\operatorname{vec}(X) + 1_N \otimes \beta_v\big] = (A \otimes \Omega_v)\operatorname{vec}(X) + (A\,1_N) \otimes \beta_v"
+        )
+        loaded = ui.load_model("minilm", kinds=("encoder",))
+        text = ui.text_input("Text (first 12 tokens)", "The cat sat on the mat.", key="bm_text", height=68)
+        cols = st.columns(3)
+        layer, head_index = widgets.layer_head_picker(
+            loaded.n_layers, loaded.n_heads, ("bm_layer", "bm_head"), columns=cols[:2]
+        )
+        shown = cols[2].slider("Dimensions drawn per block", 1, 8, 3, key="bm_dims")
+        with ui.user_errors():
+            matrices, numbers = head_matrices(loaded, text, layer, head_index)
+        if matrices.notice:
+            st.warning(matrices.notice)
+        n, d_head = matrices.output.shape
+        cols = st.columns(3)
+        cols[0].metric("Largest |map(X) − MiniLM's head output|", f"{numbers.max_abs_difference:.1e}")
+        cols[1].metric("Largest |A(2X) − A(X)|", f"{numbers.doubled_weights_change:.2f}")
+        cols[2].metric("Output change from the weights alone at 2X", f"{numbers.doubled_output_gap:.0%}")
+        tokens = matrices.tokens
+        labels = blockmap.stacked_labels(tokens, shown)
+        stacked = [
+            (blockmap.value_map(matrices.omega_v[:shown, :shown], n), "stacked values", "stacked inputs",
+             f"(b) values: I ⊗ Ω_v, first {shown} x {shown} of each {d_head} x {matrices.inputs.shape[1]} block", {}),
+            (blockmap.mixing_map(matrices.weights, shown), "stacked outputs", "stacked values",
+             f"(c) attention: A ⊗ I, first {shown} of each block's {d_head} dimensions",
+             {"kind": "sequential", "zmid": None}),
+        ]  # fmt: skip
+        for column, (matrix, row_title, column_title, title, colours) in zip(
+            st.columns(2), stacked, strict=True
+        ):
+            figure = figs.matrix_figure(matrix, labels, labels, title, row_title, column_title, **colours)
+            with column:  # long stacked labels go below, clear of the title
+                ui.show_figure(figure.update_xaxes(side="bottom"), key=title[:3])
+        st.caption(
+            f"The full matrices are {n * d_head} x {n * matrices.inputs.shape[1]} (b) and "
+            f"{n * d_head} x {n * d_head} (c), built here with np.kron from layer {layer}'s query, key and value "
+            f"weights and the captured weights; applied to the stacked input they give MiniLM's own head "
+            f"output to {numbers.max_abs_difference:.0e} (the single matrix A ⊗ Ω_v: "
+            f"{numbers.whole_map_difference:.0e}; softmax(q kᵀ/√d) from the weights matches the captured "
+            f"A to {numbers.recomputed_weights_difference:.0e}). The output is linear in the values for a "
+            "fixed A, but A is a softmax of the inputs: double X and the weights move by up to "
+            f"{numbers.doubled_weights_change:.2f}, so the layer is not a linear map of X."
         )

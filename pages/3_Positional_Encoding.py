@@ -3,9 +3,9 @@
 import streamlit as st
 
 from txviz.app import teaching, ui
+from txviz.positional import concat, lookup, relative
 from txviz.positional import encodings as pe
 from txviz.positional import figures as figs
-from txviz.positional import lookup, relative
 from txviz.selfattention import figures as sa_figs
 
 ui.setup_page(
@@ -36,9 +36,11 @@ VIEWS = [
     "Rotary (SmolLM2)",
     "X + P",
     "Relative (Shaw)",
+    "Add = concatenate",
 ]
 tabs = st.tabs(VIEWS, key="view", on_change="rerun")
-sinusoid_tab, binary_tab, shift_tab, similarity_tab, learned_tab, rotary_tab, added_tab, relative_tab = tabs
+(sinusoid_tab, binary_tab, shift_tab, similarity_tab, learned_tab, rotary_tab, added_tab, relative_tab,
+ disjoint_tab) = tabs  # fmt: skip
 
 if sinusoid_tab.open:
     with sinusoid_tab:
@@ -257,3 +259,46 @@ if relative_tab.open:
         )
         st.subheader("Four ways to give attention positions")
         st.dataframe(list(relative.COMPARISON), hide_index=True, width="stretch")
+
+if disjoint_tab.open:
+    with disjoint_tab:
+        st.markdown(
+            "Adding can be concatenating: zero the last K of X's D dimensions and the first D − K of P's. "
+            "The sum then holds X's first D − K coordinates and P's K side by side, and every cross "
+            "term is a sum of products with a zero factor."
+        )
+        st.latex(
+            r"X' = [X_{:,1..D-K} \mid 0], \quad P' = [0 \mid P], \qquad X' + P' = [X_{:,1..D-K} \mid P], \quad X' P'^\top = 0"
+        )
+        loaded = ui.load_model("minilm", kinds=("encoder",))
+        text = ui.text_input("Short text", "the cat sat on the cat", key="dc_text", height=68)
+        cols = st.columns(2)
+        source = cols[0].radio("Positions P", concat.SOURCES, horizontal=True, key="dc_source")
+        width = cols[1].slider("K dimensions for positions", 1, 383, 64, key="dc_k")
+        with ui.user_errors():
+            tokens, x = pe.token_embeddings(loaded, text)  # (n, 384)
+            disjoint = concat.disjoint_sum(x, concat.positions(source, len(tokens), width, loaded.model))
+        cols = st.columns(3)
+        cols[0].metric("Largest |X′ + P′ − [X | P]|", f"{disjoint.max_abs_difference:.1e}")
+        cols[1].metric("Largest cross term", f"{disjoint.max_abs_cross:.1e}")
+        cols[2].metric("Share of X's squared norm kept", f"{disjoint.kept:.1%}")
+        cols = st.columns(3)
+        for i, (column, matrix, title) in enumerate(
+            zip(
+                cols,
+                (disjoint.x_part, disjoint.p_part, disjoint.added),
+                ("X′: last K dimensions zeroed", "P′: first D − K dimensions zeroed", "X′ + P′ = [X | P]"),
+                strict=True,
+            )
+        ):
+            with column:
+                ui.show_figure(figs.encoding_heatmap(matrix, title, "dimension"), key=f"dc_part_{i}")
+        parts = pe.added_vs_concatenated(disjoint.x_part, disjoint.p_part)
+        ui.show_figure(figs.added_vs_concatenated_figure(parts, tokens), key="dc_parts")
+        st.caption(
+            f"X is MiniLM's word embeddings of the text (D = {x.shape[1]}); the sum is the concatenation "
+            "to the last bit and the cross panel is all zeros. The price is the K dimensions X gives up: "
+            "a trained model can learn such a split, or use it partly. One-hot positions are the "
+            "extreme: position i is the unit vector e_i, exact but needing a dimension per position "
+            "(K ≥ n) and saying nothing about which positions are near."
+        )

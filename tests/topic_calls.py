@@ -125,11 +125,16 @@ def _positional(loaded):
 
 
 def _self_attention(loaded):
-    """The Self-Attention page's real-model tabs: permutation equivariance and one head's Q, K, V."""
+    """The Self-Attention page's real-model tabs: permutation equivariance, one head's Q, K, V, its block map."""
+    from txviz.selfattention.blockmap import minilm_head_matrices
     from txviz.selfattention.equivariance import model_check
     from txviz.selfattention.linear import minilm_head
 
-    return {"equivariance": model_check(loaded, TEXT, 0, "none"), "head": minilm_head(loaded, TEXT, 0, 0)}
+    return {
+        "equivariance": model_check(loaded, TEXT, 0, "none"),
+        "head": minilm_head(loaded, TEXT, 0, 0),
+        "matrices": minilm_head_matrices(loaded, TEXT, 0, 0),
+    }
 
 
 def _entailment(loaded):

@@ -22,6 +22,10 @@ TABS = [
     ("pages/9_Encoder_Decoder.py", "All positions at once"),
     ("pages/5_Masking_Patterns.py", "Using the encoder"),
     ("pages/11_Transformer_Block.py", "Mixture of experts"),
+    ("pages/3_Positional_Encoding.py", "Add = concatenate"),
+    ("pages/1_Self_Attention.py", "As one matrix (Fig. 12.2)"),
+    ("pages/14_Why_Attention.py", "Attention = convolution"),
+    ("pages/11_Transformer_Block.py", "Conformer"),
 ]
 
 

@@ -135,3 +135,16 @@ def test_mixture_of_experts_tab(app):
     mse = list(table["held-out MSE"])
     assert mse[1] < mse[0] and mse[1] < mse[3]  # below the same-compute dense FFN and the mean
     assert len(app.get("plotly_chart")) == 2
+
+
+def test_conformer_tab_shows_the_convolution_window():
+    app = AppTest.from_file(PAGE, default_timeout=180)
+    app.session_state["block_view"] = "Conformer"
+    app.run()
+    assert_clean(app)
+    assert app.metric[0].value == "35 to 65" and app.metric[1].value == "0 to 99"
+    app.select_slider(key="conformer_k").set_value(7).run()
+    app.slider(key="conformer_t").set_value(2).run()
+    assert_clean(app)
+    assert app.metric[0].value == "0 to 5"
+    assert "class ConformerBlock" in app.code[-1].value

@@ -41,3 +41,14 @@ def test_relative_tab_moves_its_widgets():
     assert_clean(at)
     assert float(at.metric[0].value) < 1e-9
     assert len(at.dataframe[0].value) == 4
+
+
+def test_adding_in_disjoint_dimensions_is_concatenating():
+    at = run_page("Add = concatenate")
+    assert_clean(at)
+    assert [m.value for m in at.metric[:2]] == ["0.0e+00", "0.0e+00"]
+    at.radio(key="dc_source").set_value("one-hot").run()
+    assert_clean(at)
+    assert at.metric[0].value == "0.0e+00"
+    at.slider(key="dc_k").set_value(3).run()  # fewer dimensions than tokens: one-hot cannot fit
+    assert "K >= n" in at.error[0].value

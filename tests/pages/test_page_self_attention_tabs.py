@@ -105,3 +105,13 @@ def test_linear_tab_shows_linformer_performer_and_the_families():
     assert metric_values(at)[4] < 1e-6  # kp = n segment means is the identity: softmax itself
     at.select_slider(key="performer_m").set_value(2048).run()
     assert not at.exception and not at.error
+
+
+def test_matrix_tab_reproduces_the_head_as_block_matrices():
+    at = run_page("As one matrix (Fig. 12.2)")
+    assert_clean(at)
+    assert float(at.metric[0].value) < 1e-5
+    at.slider(key="bm_layer").set_value(4).run()
+    at.slider(key="bm_dims").set_value(5).run()
+    assert_clean(at)
+    assert float(at.metric[0].value) < 1e-5 and float(at.metric[1].value) > 0

@@ -83,3 +83,16 @@ def test_the_cost_tab_measures_only_on_its_button():
     at.button(key="remeasure").click().run()
     assert_clean(at)
     assert at.dataframe and at.button(key="remeasure").label == "Measure again"
+
+
+def test_convolution_tab_matches_conv2d_until_the_heads_soften():
+    at = run_page(view="Attention = convolution")
+    assert_clean(at)
+    assert float(at.metric[0].value) < 1e-5 and at.metric[1].value == "9"
+    at.radio(key="conv_k").set_value(5).run()
+    at.selectbox(key="conv_kernel").set_value("random (seed 0)").run()
+    assert_clean(at)
+    assert float(at.metric[0].value) < 1e-5 and at.metric[1].value == "25"
+    at.select_slider(key="conv_alpha").set_value(0.3).run()
+    assert_clean(at)
+    assert float(at.metric[0].value) > 1e-3 and float(at.metric[2].value) < 0.9

@@ -411,3 +411,62 @@ def moe_by_region(by_region: np.ndarray, regions: tuple[str, ...]) -> go.Figure:
     figure.update_layout(title="Each region's points, by expert", height=300, margin=margin(top=40))
     figure.update_yaxes(autorange="reversed")
     return figure
+
+
+def _box_column(figure: go.Figure, labels, x: float, highlight: int | None, colour: str) -> list[float]:
+    """Boxes from top to bottom at x with arrows between them; returns their centres' y."""
+    ys = [1.0 - (i + 0.5) / len(labels) for i in range(len(labels))]
+    for i, (label, y) in enumerate(zip(labels, ys, strict=True)):
+        fill = colour if i == highlight else "#f2f2f2"
+        figure.add_shape(type="rect", x0=x - 0.2, x1=x + 0.2, y0=y - 0.035, y1=y + 0.035, fillcolor=fill,
+                         line={"color": "#555"})  # fmt: skip
+        figure.add_annotation(x=x, y=y, text=plain(label), showarrow=False, font={"size": 13})
+        if i:
+            figure.add_annotation(x=x, y=y + 0.035, ax=x, ay=ys[i - 1] - 0.035, xref="x", yref="y", axref="x",
+                                  ayref="y", showarrow=True, arrowhead=2, text="")  # fmt: skip
+    return ys
+
+
+def conformer_diagram(modules, conv_layers, kernel: int) -> go.Figure:
+    """The Conformer block top to bottom, its convolution module opened beside it."""
+    figure = go.Figure()
+    block_labels = [f"+ {m}" if i < len(modules) - 1 else m for i, m in enumerate(modules)]
+    conv_at = 2
+    block_ys = _box_column(figure, ["input frames (B, T, d)", *block_labels], 0.25, conv_at + 1, "#fdd0a2")
+    conv_labels = [label.replace("k frames", f"{kernel} frames") for label in conv_layers]
+    conv_ys = _box_column(figure, conv_labels, 0.8, 3, "#fdd0a2")
+    for y in (conv_ys[0], conv_ys[-1]):
+        figure.add_shape(type="line", x0=0.45, x1=0.6, y0=block_ys[conv_at + 1], y1=y,
+                         line={"color": "#e6550d", "dash": "dot"})  # fmt: skip
+    figure.update_xaxes(visible=False, range=[0, 1.05])
+    figure.update_yaxes(visible=False, range=[0, 1])
+    figure.update_layout(
+        title="Conformer block (left) and its convolution module (right); every + adds to the residual stream",
+        height=460,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        plot_bgcolor="white",
+    )
+    return figure
+
+
+def conformer_reads(reads) -> go.Figure:
+    """How much one output frame depends on each input frame, per part, each scaled to its largest."""
+    figure = go.Figure()
+    for name, values in reads.by_part.items():
+        peak = float(values.max()) or 1.0
+        figure.add_trace(go.Scatter(y=values / peak, mode="lines", name=plain(name)))
+    half = reads.kernel // 2
+    figure.add_vrect(x0=reads.frame - half - 0.5, x1=reads.frame + half + 0.5, fillcolor="#fdd0a2", opacity=0.5,
+                     line_width=0, layer="below")  # fmt: skip
+    figure.update_layout(
+        title=f"What output frame {reads.frame} reads: |∂y_t/∂x_j| summed over features, scaled to each part's largest",
+        xaxis_title="input frame j (10 ms each)",
+        yaxis={
+            "title": "share of the largest (log; exact zeros not drawn)",
+            "type": "log",
+            "exponentformat": "power",
+        },
+        height=360,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    )
+    return figure

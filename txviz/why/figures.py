@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from txviz.why import cost, paths
+from txviz.why.convolution import AttentionConvolution
 from txviz.why.cost import Sweep, ThreadTimes
 
 COLORS = {"conv": "#1f77b4", "dilated": "#17becf", "rnn": "#d62728", "gru": "#ff7f0e", "attention": "#2ca02c",
@@ -145,4 +146,38 @@ def forgetting_lines(result) -> go.Figure:
         yaxis={"title": "‖∂y_n / ∂x_(n-k)‖ (Frobenius)", "type": "log"},
         height=380,
     )
+    return figure
+
+
+def convolution_figure(result: AttentionConvolution) -> go.Figure:
+    """The image, the kernel, conv2d's output, the k*k heads' output and where one pixel's heads look."""
+    # the last panel is the local mask: the chosen pixel's heads summed, its k x k window
+    y, x = result.query
+    k = result.kernel.shape[-1]
+    panels = [
+        ("image", result.image[0], "Greys"),
+        (f"kernel ({k} x {k})", result.kernel[0, 0], "RdBu"),
+        ("CNN: torch conv2d", result.convolution[0], "RdBu"),
+        (f"attention: {k * k} heads", result.attention[0], "RdBu"),
+        (f"heads of pixel ({y}, {x})", result.query_window, "Greys"),
+    ]
+    figure = make_subplots(rows=1, cols=len(panels), subplot_titles=[title for title, *_ in panels])
+    for col, (_, matrix, colours) in enumerate(panels, start=1):
+        diverging = colours == "RdBu"
+        limit = float(np.abs(matrix).max()) or 1.0
+        figure.add_trace(
+            go.Heatmap(
+                z=matrix,
+                colorscale=colours,
+                zmid=0.0 if diverging else None,
+                zmin=-limit if diverging else 0.0,
+                zmax=limit,
+                showscale=False,
+                hovertemplate="row %{y}, column %{x}: %{z:.4f}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
+        figure.update_yaxes(autorange="reversed", scaleanchor=f"x{col if col > 1 else ''}", row=1, col=col)
+    figure.update_layout(height=300, margin={"l": 10, "r": 10, "t": 40, "b": 10})
     return figure
