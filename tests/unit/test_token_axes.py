@@ -125,3 +125,17 @@ def test_a_one_row_mosaic_names_its_row():
     assert list(layout["yaxis"]["ticktext"]) == ["3"]
     assert layout["yaxis"]["title"]["text"] == "layer"
     assert list(heads_mosaic(np.zeros((2, 2, 3, 3))).to_dict()["layout"]["yaxis"]["ticktext"]) == ["0", "1"]
+
+
+def test_projector_heatmap_plans_its_labels_for_the_larger_font():
+    """Labels that fit side by side at 12 px stand upright or thin out at the projector's size."""
+    from txviz.figures import axes
+
+    tokens = tuple(f"word{i:02d}" for i in range(12))
+    matrix = np.full((12, 12), 1 / 12)
+    plain_axis = attention_heatmap(matrix, tokens, tokens).layout.xaxis
+    projected = attention_heatmap(matrix, tokens, tokens, presenting=True).layout.xaxis
+    slot = axes.plot_length(axes.PAGE_WIDTH) / 12
+    assert axes.label_width("word00") + axes.TICK_GAP <= slot < axes.label_width("word00", 20) + axes.TICK_GAP
+    assert plain_axis.tickangle == 0
+    assert projected.tickangle == axes.UPRIGHT or len(projected.tickvals) < 12

@@ -9,10 +9,12 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
+from txviz.figures.axes import PROJECTOR_SCALE
+
 KEY = "presentation"  # the sidebar toggle's key
 ON = "_presentation_on"  # the session's choice, a plain session value: it outlives page switches
 PARAM = "present"  # the link parameter that opens a page in projector mode: present=true
-FONT_SCALE = 5 / 3  # every figure font: Streamlit's 12 px tick labels become 20 px
+FONT_SCALE = PROJECTOR_SCALE  # every figure font: Streamlit's 12 px tick labels become 20 px
 PRESENTATION_CSS = """<style>
 html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
 h1 { font-size: 2.2rem !important; padding: 0 !important; }

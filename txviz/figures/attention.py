@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from txviz.figures.axes import PAGE_WIDTH, margin, plot_length, token_axis
+from txviz.figures.axes import PAGE_WIDTH, PROJECTOR_SCALE, margin, plot_length, token_axis
 from txviz.figures.colors import colorize, png_data_uri, scale, scale_name
 from txviz.figures.text import plain, plain_all
 
@@ -61,8 +61,11 @@ def attention_heatmap(
         )
     )
     size = max(420, min(900, 20 * max(len(query_tokens), len(key_tokens)) + 200))  # a row a label
-    keys = token_axis(key_tokens, axis_titles[1], length=plot_length(PAGE_WIDTH))
-    queries = token_axis(query_tokens, axis_titles[0], length=plot_length(size, reserved=200), vertical=True)
+    grow = PROJECTOR_SCALE if presenting else 1.0  # the projector draws the labels larger
+    keys = token_axis(key_tokens, axis_titles[1], length=plot_length(PAGE_WIDTH), scale=grow)
+    queries = token_axis(
+        query_tokens, axis_titles[0], length=plot_length(size, reserved=200), vertical=True, scale=grow
+    )
     figure.update_layout(
         title=above(title),
         height=size,

@@ -12,6 +12,7 @@ MAX_TICKS = 60  # past about this many labels an axis shows every n-th one, so t
 SMALL_TICKS = 40  # past this many labels shown, a smaller font keeps neighbours apart
 SMALL_TICK_FONT = 9
 TICK_FONT = 12  # plotly's default font size, in px
+PROJECTOR_SCALE = 5 / 3  # projector mode draws every font this much larger (txviz/app/projector.py)
 CHAR_WIDTH = 0.62  # one character's width in font sizes: a little over plotly's font's average
 LINE_HEIGHT = 1.25  # a label's height in font sizes: the room it takes across the axis when upright
 TICK_GAP = 2  # px kept free between neighbouring labels
@@ -70,16 +71,18 @@ def ticks(
     max_ticks: int | None = MAX_TICKS,
     length: float | None = None,
     vertical: bool = False,
+    scale: float = 1.0,
 ) -> dict:
     """Tick settings that put labels (escaped: plotly reads <b>, <a href> in them) at integer
     positions 0, 1, ... (or the given ones), so repeated tokens stay apart; every n-th when long.
-    Given the axis ``length`` in px, ``tick_plan`` decides: all, upright, or every k-th."""
+    Given the axis ``length`` in px, ``tick_plan`` decides: all, upright, or every k-th, for fonts drawn
+    ``scale`` times their size (PROJECTOR_SCALE in projector mode)."""
     positions = list(range(len(labels))) if positions is None else list(positions)
     step = max(1, len(labels) // max_ticks) if max_ticks else 1
     small = len(range(0, len(labels), step)) > SMALL_TICKS
     plan = TickPlan()
     if length is not None:
-        font = SMALL_TICK_FONT if small else TICK_FONT
+        font = (SMALL_TICK_FONT if small else TICK_FONT) * scale
         plan = tick_plan([str(label) for label in labels], length, font, vertical)
     shown = range(0, len(labels), max(step, plan.step))
     settings = {
@@ -102,8 +105,9 @@ def token_axis(
     max_ticks: int | None = MAX_TICKS,
     length: float | None = None,
     vertical: bool = False,
+    scale: float = 1.0,
 ) -> dict:
     """A whole axis of tokens for update_layout or update_xaxes/update_yaxes: title, escaped ticks
     (laid out by ``tick_plan`` when the axis ``length`` is given), no grid lines between the cells."""
-    settings = ticks(tokens, positions, max_ticks, length, vertical)
+    settings = ticks(tokens, positions, max_ticks, length, vertical, scale)
     return {"title": plain(title), "showgrid": False, "zeroline": False} | settings
