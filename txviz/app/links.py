@@ -1,0 +1,90 @@
+"""Links to a view: a page's settings kept in the URL as JSON values, read back by its widgets.
+
+A page names its settings in ``ui.setup_page(share=...)``; each run copies those session-state values
+into ``st.query_params`` and offers the address in a sidebar "Copy link" control. Widgets take their
+first value from the link through ``link_value`` (``link_index`` for a list of options, ``link_tab``
+for keyed tabs), which fall back to the default on a missing, malformed or out-of-range value.
+Lessons (assets/lessons/*.json) carry settings in the same JSON encoding.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Container, Sequence
+from typing import Any
+from urllib.parse import urlencode
+
+import streamlit as st
+
+MAX_LINK_CHARS = 1_500  # longer values stay out of the URL (browsers and chat apps cut long links)
+
+
+def write_link(keys: Sequence[str]) -> None:
+    """Keep the page's settings in the URL so the address bar is a link back to this view."""
+    too_long = []
+    for key in keys:
+        if key not in st.session_state:  # a widget not drawn this run: its last value stays in the URL
+            continue
+        value = json.dumps(st.session_state[key])
+        if len(value) > MAX_LINK_CHARS:
+            too_long.append(key)
+            st.query_params.pop(key, None)
+        elif st.query_params.get(key) != value:
+            st.query_params[key] = value
+    if too_long:
+        st.sidebar.caption(
+            f"The {', '.join(too_long)} is too long to fit in a link; the link opens the rest of this view. "
+            "Lesson presets can carry long texts."
+        )
+
+
+def link_value(key: str, default: Any, valid: Container | Callable[[Any], bool] | None = None) -> Any:
+    """The value a shared link gives this setting, when it is valid; otherwise the default."""
+    if key in st.session_state or key not in st.query_params:
+        return default
+    try:
+        value = json.loads(st.query_params[key])
+    except ValueError:
+        return default
+    if type(value) is not type(default) and not (isinstance(default, float) and isinstance(value, int)):
+        return default
+    try:
+        ok = valid is None or (valid(value) if callable(valid) else value in valid)
+    except TypeError:  # a link's list or dict against options it cannot be compared with
+        return default
+    return value if ok else default
+
+
+def link_index(key: str, options: Sequence[Any], default: int = 0) -> int:
+    """The ``index=`` of a selectbox or radio: the link's option when it is one of ``options``."""
+    options = list(options)
+    return options.index(link_value(key, options[default], options))
+
+
+def link_tab(key: str, labels: Sequence[str]) -> str:
+    """The ``default=`` of keyed tabs: the link's tab, kept the same while the tabs stay on the page.
+
+    Streamlit counts a tab set's ``default`` in its identity, so a default that changed at the next
+    run (the link read once, then the first tab) would reset the reader's tab.
+    """
+    remembered = f"_link_tab:{key}:{'|'.join(labels)}"
+    if key not in st.session_state or remembered not in st.session_state:
+        st.session_state[remembered] = link_value(key, labels[0], list(labels))
+    return st.session_state[remembered]
+
+
+def view_url() -> str:
+    """The address of this view: the page's URL in the reader's browser with the settings' query."""
+    try:
+        base = st.context.url or ""
+    except Exception:  # no browser behind the session (a script run in tests)
+        base = ""
+    query = urlencode(st.query_params.to_dict())
+    return f"{base}?{query}" if query else base
+
+
+def copy_link() -> None:
+    """A sidebar control that shows this view's full address in a code box, copied with one click."""
+    with st.sidebar.popover("Copy link", icon=":material/link:", width="stretch"):
+        st.caption("The link opens this page with its settings, tab and selection.")
+        st.code(view_url(), language=None, wrap_lines=True)  # plain text, never HTML
