@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Container, Sequence
+from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import urlencode
 
@@ -19,10 +20,22 @@ import streamlit as st
 MAX_LINK_CHARS = 1_500  # longer values stay out of the URL (browsers and chat apps cut long links)
 
 
-def write_link(keys: Sequence[str]) -> None:
+def shared_keys(patterns: Sequence[str]) -> list[str]:
+    """The session-state keys a share tuple names: plain keys, and fnmatch patterns ("layer_*@*") for
+    widgets keyed by what is chosen on the page (a model name), which setup_page cannot know yet."""
+    keys = []
+    for pattern in patterns:
+        if any(c in pattern for c in "*?["):
+            keys += sorted(k for k in st.session_state if isinstance(k, str) and fnmatchcase(k, pattern))
+        else:
+            keys.append(pattern)
+    return keys
+
+
+def write_link(patterns: Sequence[str]) -> None:
     """Keep the page's settings in the URL so the address bar is a link back to this view."""
     too_long = []
-    for key in keys:
+    for key in shared_keys(patterns):
         if key not in st.session_state:  # a widget not drawn this run: its last value stays in the URL
             continue
         value = json.dumps(st.session_state[key])
@@ -46,7 +59,8 @@ def link_value(key: str, default: Any, valid: Container | Callable[[Any], bool] 
         value = json.loads(st.query_params[key])
     except ValueError:
         return default
-    if type(value) is not type(default) and not (isinstance(default, float) and isinstance(value, int)):
+    widened = isinstance(default, float) and type(value) is int  # a whole number typed as 2, not 2.0
+    if default is not None and type(value) is not type(default) and not widened:
         return default
     try:
         ok = valid is None or (valid(value) if callable(valid) else value in valid)
