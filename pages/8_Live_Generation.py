@@ -27,7 +27,18 @@ ui.setup_page(
     "A causal language model writes one token at a time: at every step it scores every token of "
     "its vocabulary, a sampling rule picks one, and the new token attends to all earlier ones "
     "through the KV cache. Attention weights show where a head looked, not why the model chose.",
-    share=("gen_model",),
+    share=(
+        "gen_model",
+        "gen_prompt",
+        "gen_max",
+        "gen_temperature",
+        "gen_seed",
+        "gen_top_k",
+        "gen_top_p",
+        "gen_layer",
+        "gen_head",
+        "gen_view",
+    ),
 )
 
 name = ui.model_picker(kinds=("decoder",), default="smollm2", key="gen_model")
@@ -36,7 +47,10 @@ with ui.user_errors():
     check_model(loaded)
 
 prompt_text = st.text_area(
-    "Prompt", "Explain in one sentence why the sky is blue.", key="gen_prompt", max_chars=ui.max_text_chars()
+    "Prompt",
+    ui.link_value("gen_prompt", "Explain in one sentence why the sky is blue."),
+    key="gen_prompt",
+    max_chars=ui.max_text_chars(),
 )
 left, middle, right = st.columns(3)
 with left:
@@ -48,16 +62,41 @@ with left:
         help="Instruct models were trained on prompts wrapped as a user turn.",
     ) and has_chat_template(loaded)
     max_new = st.number_input(
-        "Max new tokens", min_value=0, value=32, step=8, key="gen_max", help=f"1 to {MAX_NEW_TOKENS}"
+        "Max new tokens",
+        min_value=0,
+        value=ui.link_value("gen_max", 32, lambda v: v >= 0),
+        step=8,
+        key="gen_max",
+        help=f"1 to {MAX_NEW_TOKENS}",
     )
 with middle:
     temperature = st.slider(
-        "Temperature (0 = greedy)", 0.0, MAX_TEMPERATURE, 0.0, 0.05, key="gen_temperature"
+        "Temperature (0 = greedy)",
+        0.0,
+        MAX_TEMPERATURE,
+        ui.link_value("gen_temperature", 0.0, lambda v: 0 <= v <= MAX_TEMPERATURE),
+        0.05,
+        key="gen_temperature",
     )
-    seed = st.number_input("Seed", min_value=0, value=0, step=1, key="gen_seed")
+    seed = st.number_input(
+        "Seed", min_value=0, value=ui.link_value("gen_seed", 0, lambda v: v >= 0), step=1, key="gen_seed"
+    )
 with right:
-    top_k = st.number_input("Top-k (0 = off)", min_value=0, value=0, step=1, key="gen_top_k")
-    top_p = st.slider("Top-p (1 = off)", 0.05, 1.0, 1.0, 0.05, key="gen_top_p")
+    top_k = st.number_input(
+        "Top-k (0 = off)",
+        min_value=0,
+        value=ui.link_value("gen_top_k", 0, lambda v: v >= 0),
+        step=1,
+        key="gen_top_k",
+    )
+    top_p = st.slider(
+        "Top-p (1 = off)",
+        0.05,
+        1.0,
+        ui.link_value("gen_top_p", 1.0, lambda v: 0.05 <= v <= 1),
+        0.05,
+        key="gen_top_p",
+    )
 if temperature == 0 and (top_k or top_p < 1):
     st.caption("Temperature 0 is greedy: top-k and top-p change nothing until it is above 0.")
 
@@ -261,9 +300,17 @@ st.text(f"Step {index} chose {step.token!r} for position {step.position}.")
 ui.show_figure(figures.candidate_bars(step), key="candidates")
 
 layer_col, head_col = st.columns(2)
-layer = layer_col.selectbox("Layer", range(n_layers), index=n_layers - 1, key="gen_layer")
-head = head_col.selectbox("Head", range(n_heads), key="gen_head")
-one, every, whole, cache = st.tabs(["This head", "All heads", "Whole sequence", "KV cache"])
+layer = layer_col.selectbox(
+    "Layer", range(n_layers), index=ui.link_index("gen_layer", range(n_layers), n_layers - 1), key="gen_layer"
+)
+head = head_col.selectbox(
+    "Head", range(n_heads), index=ui.link_index("gen_head", range(n_heads)), key="gen_head"
+)
+VIEWS = ["This head", "All heads", "Whole sequence", "KV cache"]
+one, every, whole, cache = st.tabs(
+    VIEWS, key="gen_view", on_change="rerun", default=ui.link_tab("gen_view", VIEWS)
+)
+
 with one:
     ui.show_figure(figures.newest_attention_head(step, tokens, layer, head), key="head_row")
 with every:

@@ -10,6 +10,7 @@ Lessons (assets/lessons/*.json) carry settings in the same JSON encoding.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Container, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
@@ -59,6 +60,8 @@ def link_value(key: str, default: Any, valid: Container | Callable[[Any], bool] 
         value = json.loads(st.query_params[key])
     except ValueError:
         return default
+    if isinstance(value, float) and not math.isfinite(value):  # json reads NaN and Infinity
+        return default
     widened = isinstance(default, float) and type(value) is int  # a whole number typed as 2, not 2.0
     if default is not None and type(value) is not type(default) and not widened:
         return default
@@ -72,6 +75,8 @@ def link_value(key: str, default: Any, valid: Container | Callable[[Any], bool] 
 def link_index(key: str, options: Sequence[Any], default: int = 0) -> int:
     """The ``index=`` of a selectbox or radio: the link's option when it is one of ``options``."""
     options = list(options)
+    if not options:  # nothing to choose yet: the widget's own default stands
+        return default
     return options.index(link_value(key, options[default], options))
 
 
