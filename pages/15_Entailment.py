@@ -27,7 +27,7 @@ ui.setup_page(
     "entails, contradicts or says nothing about a hypothesis, with no recurrence at all: it aligns "
     "the words of the two sentences (attend), compares each word with what it aligned to (compare), "
     "sums (aggregate) and classifies.",
-    share=("premise", "hypothesis"),
+    share=("example", "premise", "hypothesis"),
 )
 
 
@@ -42,7 +42,10 @@ def minilm_alignment(loaded, premise: tuple, hypothesis: tuple):
     return contextual.alignment(loaded, premise, hypothesis)
 
 
-example = st.selectbox("Example", list(EXAMPLES), key="example")
+example = st.selectbox(
+    "Example", list(EXAMPLES), index=ui.link_index("example", list(EXAMPLES)), key="example"
+)
+
 default_premise, default_hypothesis = EXAMPLES[example]
 premise_text = st.text_input(
     "Premise",

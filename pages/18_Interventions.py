@@ -99,7 +99,7 @@ def int_input(label: str, key: str, count: int, column=st) -> int:
     return int(column.number_input(label, 0, count - 1, ui.link_value(key, 0, range(count)), key=key))
 
 
-tab = st.tabs(VIEWS, key="iv_view", on_change="rerun", default=ui.link_value("iv_view", VIEWS[0], VIEWS))
+tab = st.tabs(VIEWS, key="iv_view", on_change="rerun", default=ui.link_tab("iv_view", VIEWS))
 ablate_tab, sweep_tab, patch_tab, steer_tab = tab
 
 if ablate_tab.open:

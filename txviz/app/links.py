@@ -52,18 +52,27 @@ def write_link(patterns: Sequence[str]) -> None:
         )
 
 
-def link_value(key: str, default: Any, valid: Container | Callable[[Any], bool] | None = None) -> Any:
-    """The value a shared link gives this setting, when it is valid; otherwise the default."""
+_NOTHING = object()
+
+
+def _read(key: str) -> Any:
+    """The link's JSON value of ``key``, or _NOTHING when this session has it or the link has none."""
     if key in st.session_state or key not in st.query_params:
-        return default
+        return _NOTHING
     try:
         value = json.loads(st.query_params[key])
     except ValueError:
-        return default
+        return _NOTHING
     if isinstance(value, float) and not math.isfinite(value):  # json reads NaN and Infinity
-        return default
+        return _NOTHING
+    return value
+
+
+def link_value(key: str, default: Any, valid: Container | Callable[[Any], bool] | None = None) -> Any:
+    """The value a shared link gives this setting, when it is valid; otherwise the default."""
+    value = _read(key)
     widened = isinstance(default, float) and type(value) is int  # a whole number typed as 2, not 2.0
-    if default is not None and type(value) is not type(default) and not widened:
+    if value is _NOTHING or (default is not None and type(value) is not type(default) and not widened):
         return default
     try:
         ok = valid is None or (valid(value) if callable(valid) else value in valid)
@@ -74,10 +83,11 @@ def link_value(key: str, default: Any, valid: Container | Callable[[Any], bool] 
 
 def link_index(key: str, options: Sequence[Any], default: int = 0) -> int:
     """The ``index=`` of a selectbox or radio: the link's option when it is one of ``options``."""
-    options = list(options)
-    if not options:  # nothing to choose yet: the widget's own default stands
-        return default
-    return options.index(link_value(key, options[default], options))
+    value = _read(key)
+    for index, option in enumerate(options):  # of the same type: the link's true is not option 1
+        if type(option) is type(value) and option == value:
+            return index
+    return default
 
 
 def link_tab(key: str, labels: Sequence[str]) -> str:
