@@ -22,7 +22,20 @@ ui.setup_page(
     "find where the answer is carried (Meng et al. 2022; Wang et al. 2022), beside the gradient estimate "
     "(Nanda 2023); steer generation along a direction between two sets of prompts (Turner et al. 2023; "
     "Rimsky et al. 2024). Every change is made per call: the shared model is never touched.",
-    share=("model", "text", "answer", "wrong", "metric", "target", "iv_layer", "iv_head", "mode", "iv_view"),
+    share=(
+        "model",
+        "text",
+        "answer",
+        "wrong",
+        "metric",
+        "target",
+        "iv_layer",
+        "iv_head",
+        "mode",
+        "iv_view",
+        "sweep_text",
+        "sweep_mode",
+    ),
 )
 
 name = ui.model_picker(kinds=("decoder",), default="smollm2")
@@ -179,11 +192,19 @@ if ablate_tab.open:
 
 if sweep_tab.open:
     with sweep_tab:
-        text = st.text_area("Prompt", TEXT, key="sweep_text", max_chars=ui.max_text_chars(2000))
+        text = st.text_area(
+            "Prompt", ui.link_value("sweep_text", TEXT), key="sweep_text", max_chars=ui.max_text_chars(2000)
+        )
         with ui.user_errors():  # before the toggle: a bad prompt is told at once
             runs.prompt_ids(loaded, text)
         kind, answer, wrong = metric_inputs(text, "_sweep")
-        mode = st.selectbox("Ablate each by", list(ablation.MODES), key="sweep_mode")
+        mode = st.selectbox(
+            "Ablate each by",
+            list(ablation.MODES),
+            index=ui.link_index("sweep_mode", list(ablation.MODES)),
+            key="sweep_mode",
+        )
+
         reference = ""
         if mode != "zero":
             reference = st.text_input(

@@ -25,6 +25,7 @@ ui.setup_page(
         "seed",
         "scaled",
         "query",
+        "n_heads",
         "real_model",
         "real_text",
         "real_layer",
@@ -147,7 +148,7 @@ if heads_tab.open:
         n_heads = st.select_slider(
             "Heads H (D / H dimensions each)",
             divisors,
-            value=divisors[min(1, len(divisors) - 1)],
+            value=ui.link_value("n_heads", divisors[min(1, len(divisors) - 1)], divisors),
             key="n_heads",
         )
         multi_config = ta.ToyConfig(n_tokens, d_model, n_heads, int(seed))

@@ -18,7 +18,19 @@ ui.setup_page(
     "Masking patterns",
     "A mask says which keys each query may see. Sparse patterns compute fewer pairs: look at them, "
     "apply them to a real model, and time a block-sparse kernel against dense attention.",
-    share=("view", "gallery_pattern", "gallery_n", "model", "text", "model_pattern", "layer", "head"),
+    share=(
+        "view",
+        "gallery_pattern",
+        "gallery_n",
+        "model",
+        "text",
+        "model_pattern",
+        "layer",
+        "head",
+        "swin_h",
+        "swin_w",
+        "swin_window",
+    ),
 )
 VIEWS = [
     "Gallery",
@@ -175,9 +187,12 @@ if cost_tab.open:
 if swin_tab.open:
     with swin_tab:
         cols = st.columns(3)
-        height = cols[0].slider("Patch rows", 2, 16, 8, key="swin_h")
-        width = cols[1].slider("Patch columns", 2, 16, 8, key="swin_w")
-        window = cols[2].slider("Window (patches)", 1, 8, 4, key="swin_window")
+        height = cols[0].slider("Patch rows", 2, 16, ui.link_value("swin_h", 8, range(2, 17)), key="swin_h")
+        width = cols[1].slider("Patch columns", 2, 16, ui.link_value("swin_w", 8, range(2, 17)), key="swin_w")
+        window = cols[2].slider(
+            "Window (patches)", 1, 8, ui.link_value("swin_window", 4, range(1, 9)), key="swin_window"
+        )
+
         regular = masks.swin_regions(height, width, window)
         shifted = masks.swin_regions(height, width, window, shifted=True)
         ui.show_figure(figs.swin_figure(regular, shifted, window), key="swin")
