@@ -59,7 +59,8 @@ hypothesis_text = st.text_input(
     key=f"hypothesis_{example}",
     max_chars=ui.max_text_chars(),
 )
-st.session_state["premise"], st.session_state["hypothesis"] = premise_text, hypothesis_text
+ui.link_set("premise", premise_text)  # the link's names stay the same whichever example is open
+ui.link_set("hypothesis", hypothesis_text)
 with ui.user_errors():
     premise = read_words(premise_text, "premise")
     hypothesis = read_words(hypothesis_text, "hypothesis")

@@ -31,6 +31,9 @@ ui.setup_page(
         "pick_head",
         "model_b",
         "heads_view",
+        "attr_text",
+        "attr_other",
+        "attr_skip",
         "cmp_detector",
         "cmp_rel_depth",
     ),
@@ -183,7 +186,7 @@ def attribution_view() -> None:
     default = NEXT_TOKEN_TEXT if decoder else SIMILARITY_TEXTS[0]
     text = st.text_input(
         "Text" if decoder else "Sentence A (explained)",
-        default,
+        ui.link_value("attr_text", default),
         key="attr_text",
         max_chars=ui.max_text_chars(2000),
     )
@@ -191,12 +194,15 @@ def attribution_view() -> None:
         ""
         if decoder
         else st.text_input(
-            "Sentence B", SIMILARITY_TEXTS[1], key="attr_other", max_chars=ui.max_text_chars(2000)
+            "Sentence B",
+            ui.link_value("attr_other", SIMILARITY_TEXTS[1]),
+            key="attr_other",
+            max_chars=ui.max_text_chars(2000),
         )
     )
     skip = st.toggle(
         "Leave special tokens ([CLS], [SEP]) and a decoder's first token out of the ranks",
-        True,
+        ui.link_value("attr_skip", True),
         key="attr_skip",
         help="They are kept in the integrated-gradients baseline, so they get no attribution; "
         "attention sinks on them.",

@@ -86,7 +86,7 @@ VIEWS = {
     "13_Image_Captioning": LinkView(
         (
             ("radio", "cap_source", Index(1)),
-            ("selectbox", "cap_digits", Index(3)),
+            ("selectbox", "cap_digits", Index(2)),
             ("number_input", "cap_seed", 5),
         ),
         None,
@@ -100,11 +100,7 @@ VIEWS = {
         None,
     ),
     "16_Head_Detectors": LinkView(
-        (
-            ("selectbox", "detector", Index(2)),
-            ("number_input", "pick_layer", 2),
-            ("number_input", "pick_head", 3),
-        ),
+        (("text_input", "attr_text", "A dog runs across the park."), ("toggle", "attr_skip", False)),
         ("heads_view", "Attention vs attribution"),
     ),
     "17_Query_Key_Space": LinkView(
@@ -119,7 +115,7 @@ VIEWS = {
         ("iv_view", "Every head"),
     ),
     "19_Long_Documents": LinkView(
-        (("slider", "layer", 2), ("slider", "head", 3), ("slider", "queries", (10, 30))),
+        (("slider", "layer", 2), ("slider", "head", 3), ("slider", "queries", (3, 9))),
         ("view", "Detail"),
         start={
             "model": "minilm",

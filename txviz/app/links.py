@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 MAX_LINK_CHARS = 1_500  # longer values stay out of the URL (browsers and chat apps cut long links)
+_COPY_BOX = "_copy_link_box"
 
 
 def shared_keys(patterns: Sequence[str]) -> list[str]:
@@ -33,23 +34,36 @@ def shared_keys(patterns: Sequence[str]) -> list[str]:
     return keys
 
 
+def _write(key: str) -> bool:
+    """Copy one session-state value into the URL; False when it is too long for a link."""
+    value = json.dumps(st.session_state[key])
+    if len(value) > MAX_LINK_CHARS:
+        st.query_params.pop(key, None)
+        return False
+    if st.query_params.get(key) != value:
+        st.query_params[key] = value
+    return True
+
+
 def write_link(patterns: Sequence[str]) -> None:
     """Keep the page's settings in the URL so the address bar is a link back to this view."""
-    too_long = []
-    for key in shared_keys(patterns):
-        if key not in st.session_state:  # a widget not drawn this run: its last value stays in the URL
-            continue
-        value = json.dumps(st.session_state[key])
-        if len(value) > MAX_LINK_CHARS:
-            too_long.append(key)
-            st.query_params.pop(key, None)
-        elif st.query_params.get(key) != value:
-            st.query_params[key] = value
+    # A widget not drawn this run is not in the session: its last value stays in the URL.
+    too_long = [key for key in shared_keys(patterns) if key in st.session_state and not _write(key)]
     if too_long:
         st.sidebar.caption(
             f"The {', '.join(too_long)} is too long to fit in a link; the link opens the rest of this view. "
             "Lesson presets can carry long texts."
         )
+
+
+def link_set(key: str, value: Any) -> None:
+    """A setting the page derives during its run (not a widget's): kept in the session and the link now,
+    since the link was written before the page's widgets ran."""
+    st.session_state[key] = value
+    _write(key)
+    box = st.session_state.get(_COPY_BOX)
+    if box is not None:
+        _show_url(box)
 
 
 _NOTHING = object()
@@ -112,8 +126,14 @@ def view_url() -> str:
     return f"{base}?{query}" if query else base
 
 
+def _show_url(box) -> None:
+    box.code(view_url(), language=None, wrap_lines=True)  # plain text, never HTML
+
+
 def copy_link() -> None:
     """A sidebar control that shows this view's full address in a code box, copied with one click."""
     with st.sidebar.popover("Copy link", icon=":material/link:", width="stretch"):
         st.caption("The link opens this page with its settings, tab and selection.")
-        st.code(view_url(), language=None, wrap_lines=True)  # plain text, never HTML
+        box = st.empty()
+    st.session_state[_COPY_BOX] = box  # link_set refreshes it later in the run
+    _show_url(box)

@@ -13,7 +13,7 @@ import streamlit as st
 
 from txviz import models
 from txviz.app import legacy_pages, links, serving
-from txviz.app.links import MAX_LINK_CHARS, link_index, link_tab, link_value  # noqa: F401 (the pages' names)
+from txviz.app.links import MAX_LINK_CHARS, link_index, link_set, link_tab, link_value  # noqa: F401 (pages' names)
 from txviz.core.errors import UserError, require_kind
 from txviz.core.trace import lock_arrays
 from txviz.figures import export
