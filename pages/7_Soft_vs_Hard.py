@@ -37,9 +37,15 @@ left, right = st.columns([1, 2])
 with left:
     name = ui.model_picker(kinds=("encoder", "decoder"))
     temperature = st.number_input(
-        "Temperature", value=ui.link_value("temperature", 0.5), step=0.1, format="%.2f", key="temperature"
+        "Temperature",
+        value=ui.link_value("temperature", 0.5, lambda v: v > 0),
+        step=0.1,
+        format="%.2f",
+        key="temperature",
     )
-    k = int(st.number_input("k of top-k", value=ui.link_value("k", 2), step=1, key="k"))
+    k = int(
+        st.number_input("k of top-k", value=ui.link_value("k", 2, lambda v: 1 <= v <= 64), step=1, key="k")
+    )
 with right:
     text = ui.text_input("Text", DEFAULT_TEXT)
 loaded = ui.load_model(name, kinds=("encoder", "decoder"))

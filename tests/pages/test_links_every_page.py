@@ -3,6 +3,7 @@ open it in a fresh session and find the same view (link_views.py says what each 
 
 from __future__ import annotations
 
+import ast
 import json
 from fnmatch import fnmatchcase
 from urllib.parse import urlencode
@@ -86,3 +87,25 @@ def test_a_changed_tab_survives_the_next_rerun():
     assert_clean(app)
     assert app.session_state["view"] == "Binary"
     assert app.query_params["view"] == '"Binary"'
+
+
+GARBAGE = ("{", '"<b>not an option</b>"', "NaN", "true", "[1, 2]", "1e999", "-5")
+
+
+def shared_names(page) -> list[str]:
+    """The plain keys of the page's ``setup_page(share=...)`` tuple, read from its source."""
+    for node in ast.walk(ast.parse(page.read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "setup_page":
+            (share,) = [k.value for k in node.keywords if k.arg == "share"]
+            return [e.value for e in share.elts if isinstance(e, ast.Constant) and "*" not in e.value]
+    raise AssertionError(f"{page.name} calls no ui.setup_page")
+
+
+@pytest.mark.parametrize("page", PAGE_FILES, ids=lambda p: p.stem)
+def test_a_bad_link_falls_back_to_the_defaults(page):
+    names = shared_names(page)
+    assert names, f"{page.name} keeps nothing in its link"
+    start = {k: json.dumps(v) for k, v in VIEWS[page.stem].start.items()}
+    bad = {name: GARBAGE[i % len(GARBAGE)] for i, name in enumerate(names) if name not in start}
+    app = open_link(page, {**bad, **start})
+    assert_clean(app, bad)

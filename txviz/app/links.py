@@ -36,7 +36,10 @@ def shared_keys(patterns: Sequence[str]) -> list[str]:
 
 def _write(key: str) -> bool:
     """Copy one session-state value into the URL; False when it is too long for a link."""
-    value = json.dumps(st.session_state[key])
+    try:
+        value = json.dumps(st.session_state[key], allow_nan=False)
+    except (TypeError, ValueError):  # not a setting (an uploaded file, NaN): it stays out of the link
+        return True
     if len(value) > MAX_LINK_CHARS:
         st.query_params.pop(key, None)
         return False
@@ -118,10 +121,7 @@ def link_tab(key: str, labels: Sequence[str]) -> str:
 
 def view_url() -> str:
     """The address of this view: the page's URL in the reader's browser with the settings' query."""
-    try:
-        base = st.context.url or ""
-    except Exception:  # no browser behind the session (a script run in tests)
-        base = ""
+    base = st.context.url or ""  # None without a browser behind the session (a script run in tests)
     query = urlencode(st.query_params.to_dict())
     return f"{base}?{query}" if query else base
 
