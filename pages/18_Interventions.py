@@ -35,6 +35,16 @@ ui.setup_page(
         "iv_view",
         "sweep_text",
         "sweep_mode",
+        "clean",
+        "corrupt",
+        "patch_layer",
+        "patch_head",
+        "positive",
+        "negative",
+        "steer_prompt",
+        "steer_layer",
+        "strength",
+        "steer_new",
     ),
 )
 
@@ -236,10 +246,12 @@ if sweep_tab.open:
 if patch_tab.open:
     with patch_tab:
         left, right = st.columns(2)
-        clean = left.text_area("Clean prompt", TEXT, key="clean", max_chars=ui.max_text_chars(2000))
+        clean = left.text_area(
+            "Clean prompt", ui.link_value("clean", TEXT), key="clean", max_chars=ui.max_text_chars(2000)
+        )
         corrupt = right.text_area(
             "Corrupted prompt (same number of tokens)",
-            CORRUPT,
+            ui.link_value("corrupt", CORRUPT),
             key="corrupt",
             max_chars=ui.max_text_chars(2000),
         )
@@ -323,19 +335,22 @@ if steer_tab.open:
         positive = steering.prompt_lines(
             left.text_area(
                 "Steer towards (one prompt per line)",
-                POSITIVE,
+                ui.link_value("positive", POSITIVE),
                 key="positive",
                 max_chars=ui.max_text_chars(4000),
             )
         )
         negative = steering.prompt_lines(
             right.text_area(
-                "Away from (one prompt per line)", NEGATIVE, key="negative", max_chars=ui.max_text_chars(4000)
+                "Away from (one prompt per line)",
+                ui.link_value("negative", NEGATIVE),
+                key="negative",
+                max_chars=ui.max_text_chars(4000),
             )
         )
         prompt = st.text_input(
             "Prompt to continue",
-            "I think the movie was",
+            ui.link_value("steer_prompt", "I think the movie was"),
             key="steer_prompt",
             max_chars=ui.max_text_chars(2000),
         )
@@ -344,9 +359,27 @@ if steer_tab.open:
         if cut:
             st.warning(cut)
         a, b, c = st.columns(3)
-        layer = int(a.number_input("Layer", 0, loaded.n_layers - 1, loaded.n_layers // 3, key="steer_layer"))
-        strength = b.slider("Strength", -10.0, 10.0, 4.0, 0.5, key="strength")
-        max_new = int(c.number_input("New tokens", 1, 64, 24, key="steer_new"))
+        layer = int(
+            a.number_input(
+                "Layer",
+                0,
+                loaded.n_layers - 1,
+                ui.link_value("steer_layer", loaded.n_layers // 3, range(loaded.n_layers)),
+                key="steer_layer",
+            )
+        )
+        strength = b.slider(
+            "Strength",
+            -10.0,
+            10.0,
+            ui.link_value("strength", 4.0, lambda v: -10 <= v <= 10),
+            0.5,
+            key="strength",
+        )
+        max_new = int(
+            c.number_input("New tokens", 1, 64, ui.link_value("steer_new", 24, range(1, 65)), key="steer_new")
+        )
+
         with ui.user_errors():
             norm, (plain, steered) = cached_steer(
                 loaded, tuple(positive), tuple(negative), layer, prompt, strength, max_new

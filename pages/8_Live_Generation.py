@@ -38,6 +38,11 @@ ui.setup_page(
         "gen_layer",
         "gen_head",
         "gen_view",
+        "gen_steer",
+        "gen_steer_towards",
+        "gen_steer_away",
+        "gen_steer_layer",
+        "gen_steer_strength",
     ),
 )
 
@@ -102,6 +107,7 @@ if temperature == 0 and (top_k or top_p < 1):
 
 steer = st.toggle(
     "Steer",
+    ui.link_value("gen_steer", False),
     key="gen_steer",
     help="Also generate with a steering vector added, and show that text beside the unsteered one.",
 )
@@ -117,7 +123,7 @@ if steer:
         towards = steering.prompt_lines(
             towards_col.text_area(
                 "Steer towards (one prompt per line)",
-                steering.POSITIVE,
+                ui.link_value("gen_steer_towards", steering.POSITIVE),
                 key="gen_steer_towards",
                 max_chars=ui.max_text_chars(4000),
             )
@@ -125,7 +131,7 @@ if steer:
         away = steering.prompt_lines(
             away_col.text_area(
                 "Away from (one prompt per line)",
-                steering.NEGATIVE,
+                ui.link_value("gen_steer_away", steering.NEGATIVE),
                 key="gen_steer_away",
                 max_chars=ui.max_text_chars(4000),
             )
@@ -134,7 +140,15 @@ if steer:
         steer_layer = widgets.index_picker(
             "Add after layer", loaded.n_layers, "gen_steer_layer", loaded.n_layers // 3, where=layer_col
         )
-        strength = strength_col.slider("Strength", -10.0, 10.0, 4.0, 0.5, key="gen_steer_strength")
+        strength = strength_col.slider(
+            "Strength",
+            -10.0,
+            10.0,
+            ui.link_value("gen_steer_strength", 4.0, lambda v: -10 <= v <= 10),
+            0.5,
+            key="gen_steer_strength",
+        )
+
 
 engine = serving.engine(loaded)
 sampling = SamplingSettings(float(temperature), int(top_k), float(top_p), int(seed))
