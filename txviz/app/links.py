@@ -20,6 +20,7 @@ import streamlit as st
 
 MAX_LINK_CHARS = 1_500  # longer values stay out of the URL (browsers and chat apps cut long links)
 _COPY_BOX = "_copy_link_box"
+_TAB_DEFAULTS = "_link_tab_defaults"
 
 
 def shared_keys(patterns: Sequence[str]) -> list[str]:
@@ -113,10 +114,11 @@ def link_tab(key: str, labels: Sequence[str]) -> str:
     Streamlit counts a tab set's ``default`` in its identity, so a default that changed at the next
     run (the link read once, then the first tab) would reset the reader's tab.
     """
-    remembered = f"_link_tab:{key}:{'|'.join(labels)}"
-    if key not in st.session_state or remembered not in st.session_state:
-        st.session_state[remembered] = link_value(key, labels[0], list(labels))
-    return st.session_state[remembered]
+    defaults = st.session_state.setdefault(_TAB_DEFAULTS, {})  # one dict: no stray label-valued keys
+    remembered = (key, tuple(labels))
+    if key not in st.session_state or remembered not in defaults:
+        defaults[remembered] = link_value(key, labels[0], list(labels))
+    return defaults[remembered]
 
 
 def view_url() -> str:
