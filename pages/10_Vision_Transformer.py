@@ -14,7 +14,17 @@ ui.setup_page(
     "A vision transformer cuts the image into square patches, reads them as a sequence with a "
     "[CLS] token in front, and classifies from what [CLS] gathers. Pick a sample or upload a "
     "picture, then see where each head of each layer looks.",
-    share=("vision_model",),
+    share=(
+        "vision_model",
+        "image_source",
+        "sample",
+        "view",
+        "layer",
+        "head",
+        "patch",
+        "opacity",
+        "threshold",
+    ),
 )
 
 model_name = ui.model_picker(kinds=("vision",), default="digits-vit", key="vision_model")
@@ -25,9 +35,15 @@ if loaded.meta.get("heldout_accuracy") is not None:
         "it learned light digits on a dark background."
     )
 
-source = st.radio("Image", ["Sample", "Upload"], horizontal=True, key="image_source")
+sources = ["Sample", "Upload"]
+source = st.radio(
+    "Image", sources, index=ui.link_index("image_source", sources), horizontal=True, key="image_source"
+)
 if source == "Sample":
-    image = sample_image(st.selectbox("Sample image", sample_names(), key="sample"))
+    samples = sample_names()
+    image = sample_image(
+        st.selectbox("Sample image", samples, index=ui.link_index("sample", samples), key="sample")
+    )
 else:
     upload = st.file_uploader(
         "A PNG, JPEG, WebP or GIF image", type=["png", "jpg", "jpeg", "webp", "gif"], key="upload"
@@ -67,11 +83,13 @@ st.caption(
 st.subheader("Attention on the image")
 controls, picture = st.columns([1, 2])
 with controls:
-    view = st.radio("Show", VIEWS, key="view")
+    view = st.radio("Show", VIEWS, index=ui.link_index("view", VIEWS), key="view")
     layer = widgets.index_picker("Layer", result.trace.n_layers, "layer", result.trace.n_layers - 1)
+    head_options = ["mean over heads"] + list(range(result.trace.n_heads))
     head_choice = st.selectbox(
         "Head",
-        ["mean over heads"] + list(range(result.trace.n_heads)),
+        head_options,
+        index=ui.link_index("head", head_options),
         key="head",
         disabled=view == VIEWS[2],
     )
@@ -79,14 +97,22 @@ with controls:
         "Patch (raster order)",
         0,
         grid.n_patches - 1,
-        grid.n_patches // 2,
+        ui.link_value("patch", grid.n_patches // 2, range(grid.n_patches)),
         key="patch",
         disabled=view != VIEWS[1],
     )
-    opacity = st.slider("Opacity", 0.0, 1.0, 0.6, 0.05, key="opacity")
-    threshold = st.slider(
-        "Hide patches below this share of the maximum", 0.0, 1.0, 0.0, 0.05, key="threshold"
+    opacity = st.slider(
+        "Opacity", 0.0, 1.0, ui.link_value("opacity", 0.6, lambda v: 0 <= v <= 1), 0.05, key="opacity"
     )
+    threshold = st.slider(
+        "Hide patches below this share of the maximum",
+        0.0,
+        1.0,
+        ui.link_value("threshold", 0.0, lambda v: 0 <= v <= 1),
+        0.05,
+        key="threshold",
+    )
+
 head = None if head_choice == "mean over heads" else int(head_choice)
 values, title = overlay_values(result, view, layer, head, patch)
 marked = patch if view == VIEWS[1] else None

@@ -28,7 +28,16 @@ ui.setup_page(
     "Token ids become vectors, N identical blocks each add what attention and the feed-forward network "
     "compute to a residual stream, and a head turns the stream into the output. Every number below is "
     "computed live on the chosen model and checked against the model's own output.",
-    share=("model", "text", "block_stack", "block_layer", "block_stage"),
+    share=(
+        "model",
+        "text",
+        "block_stack",
+        "block_layer",
+        "block_stage",
+        "block_view",
+        "block_head",
+        "block_step",
+    ),
 )
 
 
@@ -76,7 +85,7 @@ st.caption(
     f"{name}: {run.layout.family} layout, {run.layout.form} blocks, {len(data.tokens)} {stack} tokens."
 )
 flow, one, stream, batch, reading, experts, conformer_tab = st.tabs(
-    VIEWS, key="block_view", on_change="rerun"
+    VIEWS, key="block_view", on_change="rerun", default=ui.link_tab("block_view", VIEWS)
 )
 
 if flow.open:
@@ -114,7 +123,9 @@ if one.open:
         ui.show_figure(figures.steps_overview(opened.steps, head), key="steps")
         names = [s.name for s in opened.steps]
         step_name = st.selectbox(
-            "Open one intermediate", names, index=len(names) - 1, key="block_step",
+            "Open one intermediate", names, key="block_step",
+            index=ui.link_index("block_step", names, len(names) - 1),
+
             format_func=lambda n: f"{n}  {opened.step(n).shape}",
         )  # fmt: skip
         step = opened.step(step_name)

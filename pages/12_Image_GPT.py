@@ -22,7 +22,7 @@ ui.setup_page(
     f"{data.N_LEVELS} grey levels, and draws one pixel at a time, each from a distribution over the "
     f"{data.N_LEVELS} levels that depends on every pixel "
     "before it (Understanding Deep Learning, fig. 12.16). Given the top half, it completes the rest.",
-    share=("igpt_digit", "view"),
+    share=("igpt_digit", "view", "igpt_pixel", "igpt_heldout", "igpt_told"),
 )
 loaded = ui.load_model(MODEL, kinds=("image-decoder",))
 meta = loaded.meta
@@ -87,7 +87,9 @@ st.caption(
     f"{meta.get('baseline_previous_pixel_bits_per_pixel', float('nan')):.3f} seeing only the previous pixel."
 )
 
-draw_tab, complete_tab, upload_tab, numbers_tab = st.tabs(VIEWS, key="view", on_change="rerun")
+draw_tab, complete_tab, upload_tab, numbers_tab = st.tabs(
+    VIEWS, key="view", on_change="rerun", default=ui.link_tab("view", VIEWS)
+)
 
 if draw_tab.open:
     digit_choice = st.selectbox(
@@ -134,7 +136,13 @@ if draw_tab.open:
             else "The first token says 'any digit'."
         )
     )
-    index = st.slider("Replay: pixel", 0, data.N_PIXELS - 1, REPLAY_PIXEL, key="igpt_pixel")
+    index = st.slider(
+        "Replay: pixel",
+        0,
+        data.N_PIXELS - 1,
+        ui.link_value("igpt_pixel", REPLAY_PIXEL, range(data.N_PIXELS)),
+        key="igpt_pixel",
+    )
     show_step(steps, index)
     teaching.notice(
         "the model draws one pixel at a time from the pixels above and to the left, like a language model "
@@ -148,8 +156,17 @@ if draw_tab.open:
 
 if complete_tab.open:
     images, labels = held_out()
-    number = st.slider("Held-out digit", 0, len(images) - 1, 0, key="igpt_heldout")
-    told = st.toggle("Tell the model which digit it is", value=False, key="igpt_told")
+    number = st.slider(
+        "Held-out digit",
+        0,
+        len(images) - 1,
+        ui.link_value("igpt_heldout", 0, range(len(images))),
+        key="igpt_heldout",
+    )
+    told = st.toggle(
+        "Tell the model which digit it is", value=ui.link_value("igpt_told", False), key="igpt_told"
+    )
+
     settings = sampling_controls("complete")
     image, label = images[number].astype(np.int64), int(labels[number])
     with ui.user_errors():

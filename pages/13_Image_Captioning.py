@@ -19,7 +19,7 @@ ui.setup_page(
     "Two captioners read a canvas of handwritten digits and write them in reading order. While writing "
     "each word, one attends softly (a weighted average of all 64 patches, trained by backprop) and the "
     "other hard (it reads one sampled patch, trained with REINFORCE). After Xu et al. 2015 (probml fig. 15.22).",
-    share=("cap_source",),
+    share=("cap_source", "cap_index", "cap_digits", "cap_seed", "cap_sample"),
 )
 
 
@@ -61,7 +61,7 @@ if source == SOURCES[0]:
         "Held-out canvas",
         0,
         len(heldout) - 1,
-        FIRST_CANVAS,
+        ui.link_value("cap_index", FIRST_CANVAS, range(len(heldout))),
         key="cap_index",
         help=f"Canvas {FIRST_CANVAS} is one both captioners read right. Canvases 0, 2 and 13 are ones they "
         "misread: slide to them to see where each captioner looked instead.",
@@ -69,8 +69,20 @@ if source == SOURCES[0]:
     pixels, truth = heldout.pixels[index], " ".join(heldout.words(index))
 elif source == SOURCES[1]:
     left, right = st.columns(2)
-    n_digits = left.selectbox("Digits on the canvas", [2, 3, 4, 5, 6], index=1, key="cap_digits")
-    seed = right.number_input("Canvas seed", min_value=0, value=0, step=1, key="cap_seed")
+    digit_counts = [2, 3, 4, 5, 6]
+    n_digits = left.selectbox(
+        "Digits on the canvas",
+        digit_counts,
+        index=ui.link_index("cap_digits", digit_counts, 1),
+        key="cap_digits",
+    )
+    seed = right.number_input(
+        "Canvas seed",
+        min_value=0,
+        value=ui.link_value("cap_seed", 0, lambda v: v >= 0),
+        step=1,
+        key="cap_seed",
+    )
     with ui.user_errors():
         canvas = random_canvas(x_test, y_test, int(n_digits), int(seed))
     pixels, truth = canvas.pixels[0], " ".join(canvas.words(0))
@@ -91,7 +103,8 @@ else:
     st.info(", ".join(notes) + ".")
 
 if "cap_sample" not in st.session_state:
-    st.session_state["cap_sample"] = 0
+    st.session_state["cap_sample"] = ui.link_value("cap_sample", 0, lambda v: v >= 0)
+
 if st.button("Resample hard attention's locations", key="cap_resample"):
     st.session_state["cap_sample"] += 1
 sample = st.session_state["cap_sample"]

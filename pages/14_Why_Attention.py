@@ -42,7 +42,7 @@ ui.setup_page(
     "Table 15.1 of the book compares a CNN, an RNN and self-attention mapping x_1..x_n to y_1..y_n. "
     "Here every cell is measured: which inputs each output depends on (from autograd Jacobians of "
     "real torch layers), and what a layer costs (FLOPs counted by torch, wall time on this machine).",
-    share=("n", "k"),
+    share=("n", "k", "view", "depth", "forget_n", "metric"),
 )
 
 
@@ -69,8 +69,12 @@ def cached_forgetting(steps: int):
 
 
 left, right = st.columns(2)
-n = int(left.number_input("Sequence length n", 1, paths.MAX_N, ui.link_value("n", 8), key="n"))
-k = int(right.number_input("Kernel size k", 1, 64, ui.link_value("k", 3), key="k"))
+n = int(
+    left.number_input(
+        "Sequence length n", 1, paths.MAX_N, ui.link_value("n", 8, range(1, paths.MAX_N + 1)), key="n"
+    )
+)
+k = int(right.number_input("Kernel size k", 1, 64, ui.link_value("k", 3, range(1, 65)), key="k"))
 with ui.user_errors():
     paths.check(n, k)
 if notice := paths.kernel_notice(n, k):
@@ -78,10 +82,18 @@ if notice := paths.kernel_notice(n, k):
 if n == 1:
     st.info("With n = 1 there is one input and one output: every stack connects them in one layer.")
 
-path_tab, cost_tab, table_tab, conv_tab = st.tabs(VIEWS, key="view", on_change="rerun")
+path_tab, cost_tab, table_tab, conv_tab = st.tabs(
+    VIEWS, key="view", on_change="rerun", default=ui.link_tab("view", VIEWS)
+)
 
 if path_tab.open:
-    depth = st.slider("Layers (for the RNN: recurrent steps)", 1, max(2, n), min(2, max(2, n)), key="depth")
+    depth = st.slider(
+        "Layers (for the RNN: recurrent steps)",
+        1,
+        max(2, n),
+        ui.link_value("depth", min(2, max(2, n)), range(1, max(2, n) + 1)),
+        key="depth",
+    )
     grids = cached_grids(n, k, depth)
     shown = {kind: grid[-1] for kind, grid in grids.items()}
     ui.show_figure(
@@ -111,7 +123,13 @@ if path_tab.open:
     ui.show_figure(figs.depth_against_n(list(CURVE_NS), depths, k), key="depth_curve")
     st.markdown(f"**Maximum path length.** {COLUMNS['Maximum path length']}")
     st.subheader("How fast an RNN forgets")
-    steps_back = st.slider("Sequence length for this plot", 2, forgetting.MAX_STEPS, 32, key="forget_n")
+    steps_back = st.slider(
+        "Sequence length for this plot",
+        2,
+        forgetting.MAX_STEPS,
+        ui.link_value("forget_n", 32, range(2, forgetting.MAX_STEPS + 1)),
+        key="forget_n",
+    )
     forgot = cached_forgetting(steps_back)
     ui.show_figure(figs.forgetting_lines(forgot), key="forgetting")
     st.caption(
@@ -144,7 +162,11 @@ if cost_tab.open or table_tab.open:
         )
 
 if cost_tab.open and measured:
-    metric = st.radio("Measure", ["FLOPs (counted)", "wall time"], horizontal=True, key="metric")
+    metrics = ["FLOPs (counted)", "wall time"]
+    metric = st.radio(
+        "Measure", metrics, index=ui.link_index("metric", metrics), horizontal=True, key="metric"
+    )
+
     key = "flops" if metric.startswith("FLOPs") else "seconds"
     left, right = st.columns(2)
     with left:

@@ -38,7 +38,7 @@ ui.setup_page(
     "entails, contradicts or says nothing about a hypothesis, with no recurrence at all: it aligns "
     "the words of the two sentences (attend), compares each word with what it aligned to (compare), "
     "sums (aggregate) and classifies.",
-    share=("premise", "hypothesis"),
+    share=("example", "premise", "hypothesis"),
 )
 
 
@@ -56,6 +56,7 @@ def minilm_alignment(loaded, premise: tuple, hypothesis: tuple):
 example = st.selectbox(
     "Example",
     list(EXAMPLES),
+    index=ui.link_index("example", list(EXAMPLES)),
     key="example",
     format_func=lambda name: f"{name}: {MEANT[name]}",
     help="The first examples use words the model was trained on. The lecture's example is far outside "
@@ -74,7 +75,8 @@ hypothesis_text = st.text_input(
     key=f"hypothesis_{example}",
     max_chars=ui.max_text_chars(),
 )
-st.session_state["premise"], st.session_state["hypothesis"] = premise_text, hypothesis_text
+ui.link_set("premise", premise_text)  # the link's names stay the same whichever example is open
+ui.link_set("hypothesis", hypothesis_text)
 with ui.user_errors():
     premise = read_words(premise_text, "premise")
     hypothesis = read_words(hypothesis_text, "hypothesis")

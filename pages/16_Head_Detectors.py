@@ -24,7 +24,19 @@ ui.setup_page(
     "that goes where the behaviour says, averaged over the tokens where the behaviour is possible "
     "(TransformerLens' head detector; Clark et al. 2019; Olsson et al. 2022). A pure previous-token head "
     "scores 1; a head spreading attention evenly over n tokens scores 1/n.",
-    share=("model", "detector", "pick_layer", "pick_head", "model_b"),
+    share=(
+        "model",
+        "detector",
+        "pick_layer",
+        "pick_head",
+        "model_b",
+        "heads_view",
+        "attr_text",
+        "attr_other",
+        "attr_skip",
+        "cmp_detector",
+        "cmp_rel_depth",
+    ),
 )
 
 name = ui.model_picker(kinds=("encoder", "decoder"))
@@ -147,7 +159,9 @@ def detectors_view(result: runs.HeadScores) -> None:
 
 
 texts, repeats, offset = corpus_controls()
-detectors_tab, attribution_tab, compare_tab = st.tabs(VIEWS, key="heads_view", on_change="rerun")
+detectors_tab, attribution_tab, compare_tab = st.tabs(
+    VIEWS, key="heads_view", on_change="rerun", default=ui.link_tab("heads_view", VIEWS)
+)
 
 if detectors_tab.open:
     with detectors_tab:
@@ -176,7 +190,7 @@ def attribution_view() -> None:
     default = NEXT_TOKEN_TEXT if decoder else SIMILARITY_TEXTS[0]
     text = st.text_input(
         "Text" if decoder else "Sentence A (explained)",
-        default,
+        ui.link_value("attr_text", default),
         key="attr_text",
         max_chars=ui.max_text_chars(2000),
     )
@@ -184,12 +198,15 @@ def attribution_view() -> None:
         ""
         if decoder
         else st.text_input(
-            "Sentence B", SIMILARITY_TEXTS[1], key="attr_other", max_chars=ui.max_text_chars(2000)
+            "Sentence B",
+            ui.link_value("attr_other", SIMILARITY_TEXTS[1]),
+            key="attr_other",
+            max_chars=ui.max_text_chars(2000),
         )
     )
     skip = st.toggle(
         "Leave special tokens ([CLS], [SEP]) and a decoder's first token out of the ranks",
-        True,
+        ui.link_value("attr_skip", True),
         key="attr_skip",
         help="They are kept in the integrated-gradients baseline, so they get no attribution; "
         "attention sinks on them.",
@@ -224,7 +241,13 @@ def compare_view(texts, repeats, offset) -> None:
     a, b = scored(loaded, texts, repeats, offset), scored(other, texts, repeats, offset)
     names = [d.name for d in a.detectors]
     labels = {d.name: d.label for d in a.detectors}
-    detector = st.selectbox("Detector", names, key="cmp_detector", format_func=labels.get)
+    detector = st.selectbox(
+        "Detector",
+        names,
+        index=ui.link_index("cmp_detector", names),
+        key="cmp_detector",
+        format_func=labels.get,
+    )
     widgets.side_by_side(
         [
             grids.head_grid(
@@ -245,7 +268,15 @@ def compare_view(texts, repeats, offset) -> None:
         with column:
             ui.show_figure(figures.depth_profiles(a, b, quantity), key=f"cmp_depth_{quantity}")
     st.subheader("One head of each")
-    rel = st.slider("Relative depth (0 = first layer, 1 = last)", 0.0, 1.0, 0.5, 0.05, key="cmp_rel_depth")
+    rel = st.slider(
+        "Relative depth (0 = first layer, 1 = last)",
+        0.0,
+        1.0,
+        ui.link_value("cmp_rel_depth", 0.5, lambda v: 0 <= v <= 1),
+        0.05,
+        key="cmp_rel_depth",
+    )
+
     text = st.selectbox("Text", texts.texts, key="cmp_text", format_func=lambda t: t[:80])
     left, right = st.columns(2)
     for column, result, loaded_model, side in ((left, a, loaded, "a"), (right, b, other, "b")):

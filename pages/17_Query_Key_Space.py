@@ -13,7 +13,16 @@ ui.setup_page(
     "Each token has a query (what it looks for) and a key (what it offers); a head's attention from "
     "token i to token j grows with q_i . k_j. Here the queries and keys of every token of a few texts "
     "share one 2-D map (Yeh et al. 2023, AttentionViz): a query near a key usually attends to it.",
-    share=("model", "qk_layer", "qk_head", "qk_method", "qk_color"),
+    share=(
+        "model",
+        "qk_layer",
+        "qk_head",
+        "qk_method",
+        "qk_color",
+        "qk_translate",
+        "qk_skip_first",
+        "qk_view",
+    ),
 )
 
 name = ui.model_picker(kinds=("encoder", "decoder"))
@@ -51,18 +60,19 @@ color_by = d.radio(
 left, right = st.columns(2)
 translate = left.toggle(
     "Key translation and norm balance (AttentionViz)",
-    True,
+    ui.link_value("qk_translate", True),
     key="qk_translate",
     help="Off: raw queries and keys, which often sit in two separate clouds.",
 )
 skip_first = right.toggle(
     "Leave out each text's first token",
-    False,
+    ui.link_value("qk_skip_first", False),
     key="qk_skip_first",
     help="The first token is often an attention sink whose key lies far from every other point.",
 )
 
-one, every = st.tabs(VIEWS, key="qk_view", on_change="rerun")
+one, every = st.tabs(VIEWS, key="qk_view", on_change="rerun", default=ui.link_tab("qk_view", VIEWS))
+
 if one.open:
     with one, ui.user_errors():
         points = qkspace.project_head(traces, layer, head, method, translate, skip_first)

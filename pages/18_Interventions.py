@@ -25,7 +25,30 @@ ui.setup_page(
     "find where the answer is carried (Meng et al. 2022; Wang et al. 2022), beside the gradient estimate "
     "(Nanda 2023); steer generation along a direction between two sets of prompts (Turner et al. 2023; "
     "Rimsky et al. 2024). Every change is made per call: the shared model is never touched.",
-    share=("model", "text", "answer", "wrong", "metric", "target", "iv_layer", "iv_head", "mode", "iv_view"),
+    share=(
+        "model",
+        "text",
+        "answer",
+        "wrong",
+        "metric",
+        "target",
+        "iv_layer",
+        "iv_head",
+        "mode",
+        "iv_view",
+        "sweep_text",
+        "sweep_mode",
+        "clean",
+        "corrupt",
+        "patch_layer",
+        "patch_head",
+        "positive",
+        "negative",
+        "steer_prompt",
+        "steer_layer",
+        "strength",
+        "steer_new",
+    ),
 )
 
 name = ui.model_picker(kinds=("decoder",), default="smollm2")
@@ -102,7 +125,7 @@ def int_input(label: str, key: str, count: int, column=st) -> int:
     return int(column.number_input(label, 0, count - 1, ui.link_value(key, 0, range(count)), key=key))
 
 
-tab = st.tabs(VIEWS, key="iv_view", on_change="rerun", default=ui.link_value("iv_view", VIEWS[0], VIEWS))
+tab = st.tabs(VIEWS, key="iv_view", on_change="rerun", default=ui.link_tab("iv_view", VIEWS))
 ablate_tab, sweep_tab, patch_tab, steer_tab = tab
 
 if ablate_tab.open:
@@ -186,11 +209,19 @@ if ablate_tab.open:
 
 if sweep_tab.open:
     with sweep_tab:
-        text = st.text_area("Prompt", TEXT, key="sweep_text", max_chars=ui.max_text_chars(2000))
+        text = st.text_area(
+            "Prompt", ui.link_value("sweep_text", TEXT), key="sweep_text", max_chars=ui.max_text_chars(2000)
+        )
         with ui.user_errors():  # before the toggle: a bad prompt is told at once
             runs.prompt_ids(loaded, text)
         kind, answer, wrong = metric_inputs(text, "_sweep")
-        mode = st.selectbox("Ablate each by", list(ablation.MODES), key="sweep_mode")
+        mode = st.selectbox(
+            "Ablate each by",
+            list(ablation.MODES),
+            index=ui.link_index("sweep_mode", list(ablation.MODES)),
+            key="sweep_mode",
+        )
+
         reference = ""
         if mode != "zero":
             reference = st.text_input(
@@ -222,10 +253,12 @@ if sweep_tab.open:
 if patch_tab.open:
     with patch_tab:
         left, right = st.columns(2)
-        clean = left.text_area("Clean prompt", TEXT, key="clean", max_chars=ui.max_text_chars(2000))
+        clean = left.text_area(
+            "Clean prompt", ui.link_value("clean", TEXT), key="clean", max_chars=ui.max_text_chars(2000)
+        )
         corrupt = right.text_area(
             "Corrupted prompt (same number of tokens)",
-            CORRUPT,
+            ui.link_value("corrupt", CORRUPT),
             key="corrupt",
             max_chars=ui.max_text_chars(2000),
         )
@@ -309,19 +342,22 @@ if steer_tab.open:
         positive = steering.prompt_lines(
             left.text_area(
                 "Steer towards (one prompt per line)",
-                NEGATIVE,  # the plain continuation is already upbeat: steering it sour is what shows
+                ui.link_value("positive", NEGATIVE),  # the plain continuation is upbeat: sour shows steering
                 key="positive",
                 max_chars=ui.max_text_chars(4000),
             )
         )
         negative = steering.prompt_lines(
             right.text_area(
-                "Away from (one prompt per line)", POSITIVE, key="negative", max_chars=ui.max_text_chars(4000)
+                "Away from (one prompt per line)",
+                ui.link_value("negative", POSITIVE),
+                key="negative",
+                max_chars=ui.max_text_chars(4000),
             )
         )
         prompt = st.text_input(
             "Prompt to continue",
-            "I think the movie was",
+            ui.link_value("steer_prompt", "I think the movie was"),
             key="steer_prompt",
             max_chars=ui.max_text_chars(2000),
         )
@@ -330,9 +366,26 @@ if steer_tab.open:
         if cut:
             st.warning(cut)
         a, b, c = st.columns(3)
-        layer = int(a.number_input("Layer", 0, loaded.n_layers - 1, loaded.n_layers // 3, key="steer_layer"))
-        strength = b.slider("Strength", -10.0, 10.0, STEER_STRENGTH, 0.5, key="strength")
-        max_new = int(c.number_input("New tokens", 1, 64, 24, key="steer_new"))
+        layer = int(
+            a.number_input(
+                "Layer",
+                0,
+                loaded.n_layers - 1,
+                ui.link_value("steer_layer", loaded.n_layers // 3, range(loaded.n_layers)),
+                key="steer_layer",
+            )
+        )
+        strength = b.slider(
+            "Strength",
+            -10.0,
+            10.0,
+            ui.link_value("strength", STEER_STRENGTH, lambda v: -10 <= v <= 10),
+            0.5,
+            key="strength",
+        )
+        max_new = int(
+            c.number_input("New tokens", 1, 64, ui.link_value("steer_new", 24, range(1, 65)), key="steer_new")
+        )
         chosen = (tuple(positive), tuple(negative), layer, prompt, strength, max_new)
         # Two generations take tens of seconds on a shared CPU: they run when asked, for these settings.
         if st.button("Generate with and without the vector", key="steer_go", type="primary"):

@@ -15,7 +15,20 @@ ui.setup_page(
     "while the model runs, and the chosen layer's attention is reduced to pooled tiles and "
     "sentence maps block by block, so no map is ever kept whole. Drag a box on the pooled map, "
     "or pick a sentence, for exact rows.",
-    share=("model", "max_tokens", "layer", "head", "heads_mean", "tile_stat", "level", "log_scale"),
+    share=(
+        "model",
+        "text",
+        "max_tokens",
+        "layer",
+        "head",
+        "heads_mean",
+        "tile_stat",
+        "level",
+        "log_scale",
+        "view",
+        "queries",
+        "keys",
+    ),
 )
 
 
@@ -34,7 +47,8 @@ def _rows(loaded, text: str, max_tokens: int, layer: int, start: int, stop: int)
 
 def _clamped(key: str, low: int, high: int, default: tuple[int, int]) -> tuple[int, int]:
     """A range slider's value kept inside [low, high] when the document changes under it."""
-    a, b = st.session_state.get(key, default)
+    pair = lambda v: len(v) == 2 and all(type(x) is int for x in v)  # noqa: E731
+    a, b = st.session_state.get(key, ui.link_value(key, list(default), pair))
     a, b = min(max(a, low), high - 1), min(max(b, low + 1), high)
     st.session_state[key] = (a, max(b, a + 1))
     return st.session_state[key]
@@ -130,7 +144,8 @@ level = d2.radio(
 log_scale = d3.toggle("Log colour scale", ui.link_value("log_scale", True), key="log_scale")
 style = dict(log_scale=log_scale, presenting=ui.presenting())
 
-overview_tab, detail_tab = st.tabs(VIEWS, key="view", on_change="rerun")
+overview_tab, detail_tab = st.tabs(VIEWS, key="view", on_change="rerun", default=ui.link_tab("view", VIEWS))
+
 if overview_tab.open:
     with overview_tab:
         shown = views.first_view(view, layer, chosen_head, stat, level, **style)

@@ -17,30 +17,49 @@ ui.setup_page(
     "Self-attention, step by step",
     "Queries, keys and values from the inputs; scores, scaling, softmax and a weighted sum of "
     "values; then several heads mixed by Ω_c; then the same arithmetic on a real model.",
-    share=("real_model",),
+    share=(
+        "view",
+        "fig_12_1",
+        "n_tokens",
+        "d_model",
+        "seed",
+        "scaled",
+        "query",
+        "n_heads",
+        "real_model",
+        "real_text",
+        "real_layer",
+        "real_head",
+        "real_query",
+    ),
 )
 
+VIEWS = [
+    "One head, by hand",
+    "Several heads",
+    "On a real model",
+    "Shuffle the tokens",
+    "Additive (Bahdanau)",
+    "Linear attention",
+    "As one matrix (Fig. 12.2)",
+]
 toy_tab, heads_tab, real_tab, shuffle_tab, additive_tab, linear_tab, matrix_tab = st.tabs(
-    [
-        "One head, by hand",
-        "Several heads",
-        "On a real model",
-        "Shuffle the tokens",
-        "Additive (Bahdanau)",
-        "Linear attention",
-        "As one matrix (Fig. 12.2)",
-    ],
-    key="view",
-    on_change="rerun",
+    VIEWS, key="view", on_change="rerun", default=ui.link_tab("view", VIEWS)
 )
 
 with st.sidebar:
     st.subheader("Toy input")
-    book = st.toggle("Prince's Fig. 12.1 (first tab)", value=False, key="fig_12_1")
-    n_tokens = st.slider("N tokens", 1, 8, 3, key="n_tokens", disabled=book)
-    d_model = st.slider("D dimensions", 1, 8, 4, key="d_model", disabled=book)
-    seed = st.number_input("Seed", 0, 10_000, 0, key="seed", disabled=book)
-    scaled = st.toggle("Divide scores by √d", value=True, key="scaled")
+    book = st.toggle("Prince's Fig. 12.1 (first tab)", value=ui.link_value("fig_12_1", False), key="fig_12_1")
+    n_tokens = st.slider(
+        "N tokens", 1, 8, ui.link_value("n_tokens", 3, range(1, 9)), key="n_tokens", disabled=book
+    )
+    d_model = st.slider(
+        "D dimensions", 1, 8, ui.link_value("d_model", 4, range(1, 9)), key="d_model", disabled=book
+    )
+    seed = st.number_input(
+        "Seed", 0, 10_000, ui.link_value("seed", 0, range(10_001)), key="seed", disabled=book
+    )
+    scaled = st.toggle("Divide scores by √d", value=ui.link_value("scaled", True), key="scaled")
 if book:  # the book's own numbers: three tokens, weights solved for its attention
     book_x, book_head = prince.figure_12_1(scaled)
     n_tokens, d_model, seed = prince.CONFIG.n_tokens, prince.CONFIG.d_model, prince.CONFIG.seed
@@ -108,7 +127,13 @@ if toy_tab.open:
             )
         st.info(ta.SOFTMAX_AXIS_NOTE)
         st.latex(r"\mathrm{Sa}[X] = \mathrm{Softmax}\!\left[\frac{Q K^\top}{\sqrt{d}}\right] V")
-        query = st.selectbox("Output of token", range(n_tokens), format_func=lambda i: tokens[i], key="query")
+        query = st.selectbox(
+            "Output of token",
+            range(n_tokens),
+            index=ui.link_index("query", range(n_tokens)),
+            format_func=lambda i: tokens[i],
+            key="query",
+        )
         st.markdown(f"**Output {tokens[query]}** = Σₘ a[{tokens[query]}, xₘ] · vₘ")
         st.dataframe(ta.weighted_sum_rows(result, query, tokens), hide_index=True, width="stretch")
         cols = st.columns(2)
@@ -131,7 +156,7 @@ if heads_tab.open:
         n_heads = st.select_slider(
             "Heads H (D / H dimensions each)",
             divisors,
-            value=divisors[min(1, len(divisors) - 1)],
+            value=ui.link_value("n_heads", divisors[min(1, len(divisors) - 1)], divisors),
             key="n_heads",
         )
         multi_config = ta.ToyConfig(n_tokens, d_model, n_heads, int(seed))
@@ -202,7 +227,7 @@ if real_tab.open:
         query_pos = cols[2].selectbox(
             "Query token",
             positions,
-            index=min(2, len(positions) - 1),
+            index=ui.link_index("real_query", positions, min(2, len(positions) - 1)),
             key="real_query",
             format_func=lambda i: f"{i}: {trace.query_tokens[i]}",
         )

@@ -24,6 +24,9 @@ ui.setup_page(
         "log_scale",
         "threshold",
         "aggregate",
+        "view",
+        "focus_token",
+        "focus_mean",
     ),
 )
 with st.sidebar:
@@ -61,7 +64,7 @@ if trace.notice:
 layer, head = widgets.layer_head_picker(trace.n_layers, trace.n_heads, default=explorer.DEFAULT_HEAD)
 style = dict(log_scale=log_scale, threshold=threshold, presenting=ui.presenting())
 # Only the open tab is computed: the whole-model grid costs seconds at 512 tokens.
-one, every, focus, summary = st.tabs(VIEWS, key="view", on_change="rerun")
+one, every, focus, summary = st.tabs(VIEWS, key="view", on_change="rerun", default=ui.link_tab("view", VIEWS))
 
 if one.open:
     with one:
@@ -106,10 +109,16 @@ if focus.open:
         options = [f"{i}: {t}" for i, t in enumerate(trace.query_tokens)]
         token = options.index(
             st.selectbox(
-                "Token", options, index=explorer.focus_default(trace.query_tokens), key="focus_token"
+                "Token",
+                options,
+                index=ui.link_index("focus_token", options, explorer.focus_default(trace.query_tokens)),
+                key="focus_token",
             )
         )
-        mean_heads = st.toggle("Mean over heads instead of the chosen head", key="focus_mean")
+        mean_heads = st.toggle(
+            "Mean over heads instead of the chosen head", ui.link_value("focus_mean", False), key="focus_mean"
+        )
+
         matrix = (
             explorer.aggregated(trace, "mean over heads")[layer] if mean_heads else trace.head(layer, head)
         )

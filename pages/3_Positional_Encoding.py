@@ -13,14 +13,15 @@ ui.setup_page(
     "Attention alone ignores order; positions are added to the tokens. The sinusoidal table of "
     "Vaswani et al., its binary ancestor, why a shift is a rotation, and what MiniLM learned and "
     "SmolLM2 rotates instead.",
-    share=("xp_text",),
+    share=("n", "d", "base", "view", "bits", "t", "phi", "measure", "xp_text", "xp_source"),
 )
 
 with st.sidebar:
     st.subheader("Sinusoid")
-    n = st.slider("Positions n", 1, 200, 60, key="n")
-    d = st.slider("Dimensions d", 1, 128, 32, key="d")
-    base = st.select_slider("Base C", [10, 100, 1000, 10000, 100000, 1000000], value=10000, key="base")
+    n = st.slider("Positions n", 1, 200, ui.link_value("n", 60, range(1, 201)), key="n")
+    d = st.slider("Dimensions d", 1, 128, ui.link_value("d", 32, range(1, 129)), key="d")
+    bases = [10, 100, 1000, 10000, 100000, 1000000]
+    base = st.select_slider("Base C", bases, value=ui.link_value("base", 10000, bases), key="base")
 
 with ui.user_errors():
     encoding = pe.sinusoidal_encoding(n, d, base)  # (n, d)
@@ -38,7 +39,7 @@ VIEWS = [
     "Relative (Shaw)",
     "Add = concatenate",
 ]
-tabs = st.tabs(VIEWS, key="view", on_change="rerun")
+tabs = st.tabs(VIEWS, key="view", on_change="rerun", default=ui.link_tab("view", VIEWS))
 (sinusoid_tab, binary_tab, shift_tab, similarity_tab, learned_tab, rotary_tab, added_tab, relative_tab,
  disjoint_tab) = tabs  # fmt: skip
 
@@ -57,7 +58,7 @@ if sinusoid_tab.open:
 
 if binary_tab.open:
     with binary_tab:
-        bits = st.slider("Bits", 1, 6, 3, key="bits")
+        bits = st.slider("Bits", 1, 6, ui.link_value("bits", 3, range(1, 7)), key="bits")
         table = pe.binary_encoding(2**bits, bits)
         ui.show_figure(
             figs.binary_table_figure(table, pe.binary_labels(2**bits, bits), ui.presenting()), key="binary"
@@ -71,8 +72,11 @@ if binary_tab.open:
 if shift_tab.open:
     with shift_tab:
         cols = st.columns(2)
-        t = cols[0].slider("Position t", 0, max(n - 1, 1), min(10, n - 1), key="t")
-        phi = cols[1].slider("Offset φ", -t, 100, 5, key="phi")
+        t_max = max(n - 1, 1)
+        t = cols[0].slider(
+            "Position t", 0, t_max, ui.link_value("t", min(10, n - 1), range(t_max + 1)), key="t"
+        )
+        phi = cols[1].slider("Offset φ", -t, 100, ui.link_value("phi", 5, range(-t, 101)), key="phi")
         with ui.user_errors():
             check = pe.shift_check(t, phi, d, base)
         st.latex(
@@ -95,7 +99,10 @@ if shift_tab.open:
 
 if similarity_tab.open:
     with similarity_tab:
-        measure = st.radio("Measure", ["dot product", "cosine"], horizontal=True, key="measure")
+        measures = ["dot product", "cosine"]
+        measure = st.radio(
+            "Measure", measures, index=ui.link_index("measure", measures), horizontal=True, key="measure"
+        )
         similarity = (
             pe.dot_similarity(encoding) if measure == "dot product" else pe.cosine_similarity(encoding)
         )
@@ -171,7 +178,14 @@ if added_tab.open:
     with added_tab:
         loaded = ui.load_model("minilm", kinds=("encoder",))
         text = ui.text_input("Short text", "the cat sat on the cat", key="xp_text", height=68)
-        source = st.radio("Positions P", pe.POSITION_SOURCES, horizontal=True, key="xp_source")
+        source = st.radio(
+            "Positions P",
+            pe.POSITION_SOURCES,
+            index=ui.link_index("xp_source", pe.POSITION_SOURCES),
+            horizontal=True,
+            key="xp_source",
+        )
+
         with ui.user_errors():
             tokens, x = pe.token_embeddings(loaded, text)  # (n, 384)
             p = pe.positions_like(source, x, loaded.model)  # (n, 384)

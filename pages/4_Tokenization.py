@@ -16,10 +16,11 @@ ui.setup_page(
     "Byte-pair encoding starts from characters and merges the most frequent adjacent pair, again "
     "and again. Whitespace shows as _, and the first token of a pair may not end in whitespace, "
     "so no token reaches across two words.",
-    share=("bpe_corpus",),
+    share=("bpe_view", "bpe_corpus", "bpe_target", "bpe_real_text", "bpe_real_word"),
 )
+VIEWS = ["Train BPE step by step", "Real tokenizers on your text"]
 train_tab, real_tab = st.tabs(
-    ["Train BPE step by step", "Real tokenizers on your text"], key="bpe_view", on_change="rerun"
+    VIEWS, key="bpe_view", on_change="rerun", default=ui.link_tab("bpe_view", VIEWS)
 )
 
 
@@ -99,7 +100,7 @@ if train_tab.open:
             "Target vocabulary size (characters + merges; 0 = merge until every word is one token)",
             min_value=0,
             max_value=bpe.MAX_MERGES,
-            value=0,
+            value=ui.link_value("bpe_target", 0, range(bpe.MAX_MERGES + 1)),
             step=1,
             key="bpe_target",
         )
@@ -133,7 +134,10 @@ if train_tab.open:
 if real_tab.open:
     with real_tab:
         text = st.text_area(
-            "Your text", REAL_TEXT, key="bpe_real_text", max_chars=ui.max_text_chars(subwords.MAX_TEXT_CHARS)
+            "Your text",
+            ui.link_value("bpe_real_text", REAL_TEXT),
+            key="bpe_real_text",
+            max_chars=ui.max_text_chars(subwords.MAX_TEXT_CHARS),
         )
         if not text.strip():
             st.warning("The text is empty: type something to tokenize.")
@@ -158,6 +162,7 @@ if real_tab.open:
             index = st.selectbox(
                 "Word",
                 range(len(smol_words)),
+                index=ui.link_index("bpe_real_word", range(len(smol_words))),
                 format_func=lambda i: smol_words[i].text.strip() or repr(smol_words[i].text),
                 key="bpe_real_word",
             )

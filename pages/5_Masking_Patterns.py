@@ -18,19 +18,30 @@ ui.setup_page(
     "Masking patterns",
     "A mask says which keys each query may see. Sparse patterns compute fewer pairs: look at them, "
     "apply them to a real model, and time a block-sparse kernel against dense attention.",
-    share=("model",),
+    share=(
+        "view",
+        "gallery_pattern",
+        "gallery_n",
+        "model",
+        "text",
+        "model_pattern",
+        "layer",
+        "head",
+        "swin_h",
+        "swin_w",
+        "swin_window",
+    ),
 )
+VIEWS = [
+    "Gallery",
+    "On a real model",
+    "Real cost",
+    "Images (Swin)",
+    "GPT vs BERT objectives",
+    "Using the encoder",
+]
 gallery_tab, model_tab, cost_tab, swin_tab, objectives_tab, encoder_tab = st.tabs(
-    [
-        "Gallery",
-        "On a real model",
-        "Real cost",
-        "Images (Swin)",
-        "GPT vs BERT objectives",
-        "Using the encoder",
-    ],
-    key="view",
-    on_change="rerun",
+    VIEWS, key="view", on_change="rerun", default=ui.link_tab("view", VIEWS)
 )
 labels = {key: p.label for key, p in masks.PATTERNS.items()}
 
@@ -38,7 +49,11 @@ labels = {key: p.label for key, p in masks.PATTERNS.items()}
 def pattern_widgets(prefix: str, keys: list[str], default: str = "local") -> tuple[str, dict[str, int]]:
     """A pattern picker and one number input per parameter of the chosen pattern."""
     key = st.selectbox(
-        "Pattern", keys, index=keys.index(default), format_func=labels.get, key=f"{prefix}_pattern"
+        "Pattern",
+        keys,
+        index=ui.link_index(f"{prefix}_pattern", keys, keys.index(default)),
+        format_func=labels.get,
+        key=f"{prefix}_pattern",
     )
     pattern = masks.PATTERNS[key]
     st.caption(pattern.description)
@@ -59,7 +74,8 @@ if gallery_tab.open:
         left, right = st.columns([2, 3])
         with left:
             key, params = pattern_widgets("gallery", list(labels))
-            n = st.slider("Tokens n", 2, 64, 16, key="gallery_n")
+            n = st.slider("Tokens n", 2, 64, ui.link_value("gallery_n", 16, range(2, 65)), key="gallery_n")
+
         with ui.user_errors():
             fixed = masks.ensure_attendable(masks.PATTERNS[key].mask(n, **params))
             pairs = {labels[key]: masks.pairs_computed(masks.PATTERNS[key], PAIRS_NS, **params)}
@@ -175,9 +191,12 @@ if cost_tab.open:
 if swin_tab.open:
     with swin_tab:
         cols = st.columns(3)
-        height = cols[0].slider("Patch rows", 2, 16, 8, key="swin_h")
-        width = cols[1].slider("Patch columns", 2, 16, 8, key="swin_w")
-        window = cols[2].slider("Window (patches)", 1, 8, 4, key="swin_window")
+        height = cols[0].slider("Patch rows", 2, 16, ui.link_value("swin_h", 8, range(2, 17)), key="swin_h")
+        width = cols[1].slider("Patch columns", 2, 16, ui.link_value("swin_w", 8, range(2, 17)), key="swin_w")
+        window = cols[2].slider(
+            "Window (patches)", 1, 8, ui.link_value("swin_window", 4, range(1, 9)), key="swin_window"
+        )
+
         regular = masks.swin_regions(height, width, window)
         shifted = masks.swin_regions(height, width, window, shifted=True)
         ui.show_figure(figs.swin_figure(regular, shifted, window), key="swin")

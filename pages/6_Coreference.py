@@ -22,7 +22,7 @@ ui.setup_page(
     "Coreference",
     "Two sentences that differ in one word, and the word changes what the pronoun means. "
     "Does any attention head follow the change?",
-    share=("model",),
+    share=("model", "pair_source", "pair_index", "own_a", "own_b", "query", "kind", "layer_*@*", "head_*@*"),
 )
 
 
@@ -61,9 +61,17 @@ def over_set(label: str, n_pairs: int, step) -> list:
 
 def own_pair(example: CorefPair) -> CorefPair:
     """Sentences typed by the user, with pronoun and candidates chosen among their words."""
-    a = st.text_input("Sentence A", example.sentence_a, key="own_a", max_chars=ui.max_text_chars(400))
+    a = st.text_input(
+        "Sentence A",
+        ui.link_value("own_a", example.sentence_a),
+        key="own_a",
+        max_chars=ui.max_text_chars(400),
+    )
     b = st.text_input(
-        "Sentence B (change one word)", example.sentence_b, key="own_b", max_chars=ui.max_text_chars(400)
+        "Sentence B (change one word)",
+        ui.link_value("own_b", example.sentence_b),
+        key="own_b",
+        max_chars=ui.max_text_chars(400),
     )
     words = split_words(a)
     if not words:
@@ -108,13 +116,17 @@ def own_pair(example: CorefPair) -> CorefPair:
 
 
 pairs = load_pairs()
-source = st.radio("Pair", ["From the set", "Write your own"], horizontal=True, key="pair_source")
+sources = ["From the set", "Write your own"]
+source = st.radio(
+    "Pair", sources, index=ui.link_index("pair_source", sources), horizontal=True, key="pair_source"
+)
 if source == "From the set":
     labels = [f"{i + 1}. {p.label} [{p.kind}]" for i, p in enumerate(pairs)]
     pair = pairs[
         st.selectbox(
             f"Minimal pair ({len(pairs)} in the set)",
             range(len(pairs)),
+            index=ui.link_index("pair_index", range(len(pairs))),
             format_func=labels.__getitem__,
             key="pair_index",
         )
@@ -133,7 +145,7 @@ if loaded.is_causal:
     query = right.radio(
         "Read attention from",
         QUERIES,
-        index=QUERIES.index(DECODER_QUERY),
+        index=ui.link_index("query", QUERIES, QUERIES.index(DECODER_QUERY)),
         format_func=query_name,
         horizontal=True,
         key="query",
@@ -160,6 +172,7 @@ kinds = [k for k in described if any(p.kind == k for p in pairs)]
 kind = st.selectbox(
     "Score heads on pairs of kind",
     [None, *kinds],
+    index=ui.link_index("kind", [None, *kinds]),
     format_func=lambda k: (
         f"all kinds ({len(pairs)} pairs)"
         if k is None

@@ -12,7 +12,7 @@ ui.setup_page(
     "Soft vs hard attention",
     "Softmax gives every key some weight; hard attention picks one. In between: a temperature, "
     "top-k and sparsemax. Rows are queries, columns are keys.",
-    share=("model", "text"),
+    share=("model", "text", "temperature", "k", "layer", "head", "measure", "new_tokens", "example"),
 )
 
 
@@ -36,8 +36,16 @@ st.header("On a real model")
 left, right = st.columns([1, 2])
 with left:
     name = ui.model_picker(kinds=("encoder", "decoder"))
-    temperature = st.number_input("Temperature", value=0.5, step=0.1, format="%.2f", key="temperature")
-    k = int(st.number_input("k of top-k", value=2, step=1, key="k"))
+    temperature = st.number_input(
+        "Temperature",
+        value=ui.link_value("temperature", 0.5, lambda v: v > 0),
+        step=0.1,
+        format="%.2f",
+        key="temperature",
+    )
+    k = int(
+        st.number_input("k of top-k", value=ui.link_value("k", 2, lambda v: 1 <= v <= 64), step=1, key="k")
+    )
 with right:
     text = ui.text_input("Text", DEFAULT_TEXT)
 loaded = ui.load_model(name, kinds=("encoder", "decoder"))
@@ -57,7 +65,10 @@ st.caption(
     "Each normalizer runs in every layer, so from layer 1 on the scores themselves differ. "
     "Layer 0 reads the same scores under all five: there the panels differ by the normalizer alone."
 )
-measure = st.radio("Per head", ["entropy", "keys kept"], horizontal=True, key="measure")
+measures = ["entropy", "keys kept"]
+measure = st.radio(
+    "Per head", measures, index=ui.link_index("measure", measures), horizontal=True, key="measure"
+)
 values = comparison.entropy() if measure == "entropy" else comparison.kept_fraction()
 labelled = {comparison.labels[n]: v for n, v in values.items()}
 if measure == "entropy":
@@ -69,7 +80,13 @@ else:
 st.subheader("Effect on the output")
 new_tokens = 8
 if loaded.kind == "decoder":
-    new_tokens = st.slider("New tokens (greedy)", 1, soft_hard.MAX_NEW_TOKENS, 8, key="new_tokens")
+    new_tokens = st.slider(
+        "New tokens (greedy)",
+        1,
+        soft_hard.MAX_NEW_TOKENS,
+        ui.link_value("new_tokens", 8, range(1, soft_hard.MAX_NEW_TOKENS + 1)),
+        key="new_tokens",
+    )
 with ui.user_errors():
     effect = cached_effect(loaded, text, temperature, k, new_tokens)
 if effect.kind == "decoder":
@@ -112,7 +129,8 @@ st.caption(
     "then its picks improve by trial; soft attention never has to commit, so it stays a little spread."
 )
 st.dataframe(toy.accuracy_rows(runs), hide_index=True)
-example = st.slider("Held-out example", 0, 49, 0, key="example")
+example = st.slider("Held-out example", 0, 49, ui.link_value("example", 0, range(50)), key="example")
+
 ui.show_figure(
     figures.heatmaps_of(toy.attention_maps(runs, example), "query", "stored pair", ui.presenting())
 )

@@ -27,7 +27,23 @@ ui.setup_page(
     "A causal language model writes one token at a time: at every step it scores every token of "
     "its vocabulary, a sampling rule picks one, and the new token attends to all earlier ones "
     "through the KV cache. Attention weights show where a head looked, not why the model chose.",
-    share=("gen_model",),
+    share=(
+        "gen_model",
+        "gen_prompt",
+        "gen_max",
+        "gen_temperature",
+        "gen_seed",
+        "gen_top_k",
+        "gen_top_p",
+        "gen_layer",
+        "gen_head",
+        "gen_view",
+        "gen_steer",
+        "gen_steer_towards",
+        "gen_steer_away",
+        "gen_steer_layer",
+        "gen_steer_strength",
+    ),
 )
 
 name = ui.model_picker(kinds=("decoder",), default="smollm2", key="gen_model")
@@ -36,7 +52,10 @@ with ui.user_errors():
     check_model(loaded)
 
 prompt_text = st.text_area(
-    "Prompt", "Explain in one sentence why the sky is blue.", key="gen_prompt", max_chars=ui.max_text_chars()
+    "Prompt",
+    ui.link_value("gen_prompt", "Explain in one sentence why the sky is blue."),
+    key="gen_prompt",
+    max_chars=ui.max_text_chars(),
 )
 left, middle, right = st.columns(3)
 with left:
@@ -48,21 +67,47 @@ with left:
         help="Instruct models were trained on prompts wrapped as a user turn.",
     ) and has_chat_template(loaded)
     max_new = st.number_input(
-        "Max new tokens", min_value=0, value=32, step=8, key="gen_max", help=f"1 to {MAX_NEW_TOKENS}"
+        "Max new tokens",
+        min_value=0,
+        value=ui.link_value("gen_max", 32, lambda v: v >= 0),
+        step=8,
+        key="gen_max",
+        help=f"1 to {MAX_NEW_TOKENS}",
     )
 with middle:
     temperature = st.slider(
-        "Temperature (0 = greedy)", 0.0, MAX_TEMPERATURE, 0.0, 0.05, key="gen_temperature"
+        "Temperature (0 = greedy)",
+        0.0,
+        MAX_TEMPERATURE,
+        ui.link_value("gen_temperature", 0.0, lambda v: 0 <= v <= MAX_TEMPERATURE),
+        0.05,
+        key="gen_temperature",
     )
-    seed = st.number_input("Seed", min_value=0, value=0, step=1, key="gen_seed")
+    seed = st.number_input(
+        "Seed", min_value=0, value=ui.link_value("gen_seed", 0, lambda v: v >= 0), step=1, key="gen_seed"
+    )
 with right:
-    top_k = st.number_input("Top-k (0 = off)", min_value=0, value=0, step=1, key="gen_top_k")
-    top_p = st.slider("Top-p (1 = off)", 0.05, 1.0, 1.0, 0.05, key="gen_top_p")
+    top_k = st.number_input(
+        "Top-k (0 = off)",
+        min_value=0,
+        value=ui.link_value("gen_top_k", 0, lambda v: v >= 0),
+        step=1,
+        key="gen_top_k",
+    )
+    top_p = st.slider(
+        "Top-p (1 = off)",
+        0.05,
+        1.0,
+        ui.link_value("gen_top_p", 1.0, lambda v: 0.05 <= v <= 1),
+        0.05,
+        key="gen_top_p",
+    )
 if temperature == 0 and (top_k or top_p < 1):
     st.caption("Temperature 0 is greedy: top-k and top-p change nothing until it is above 0.")
 
 steer = st.toggle(
     "Steer",
+    ui.link_value("gen_steer", False),
     key="gen_steer",
     help="Also generate with a steering vector added, and show that text beside the unsteered one.",
 )
@@ -78,7 +123,7 @@ if steer:
         towards = steering.prompt_lines(
             towards_col.text_area(
                 "Steer towards (one prompt per line)",
-                steering.POSITIVE,
+                ui.link_value("gen_steer_towards", steering.POSITIVE),
                 key="gen_steer_towards",
                 max_chars=ui.max_text_chars(4000),
             )
@@ -86,7 +131,7 @@ if steer:
         away = steering.prompt_lines(
             away_col.text_area(
                 "Away from (one prompt per line)",
-                steering.NEGATIVE,
+                ui.link_value("gen_steer_away", steering.NEGATIVE),
                 key="gen_steer_away",
                 max_chars=ui.max_text_chars(4000),
             )
@@ -95,7 +140,15 @@ if steer:
         steer_layer = widgets.index_picker(
             "Add after layer", loaded.n_layers, "gen_steer_layer", loaded.n_layers // 3, where=layer_col
         )
-        strength = strength_col.slider("Strength", -10.0, 10.0, 4.0, 0.5, key="gen_steer_strength")
+        strength = strength_col.slider(
+            "Strength",
+            -10.0,
+            10.0,
+            ui.link_value("gen_steer_strength", 4.0, lambda v: -10 <= v <= 10),
+            0.5,
+            key="gen_steer_strength",
+        )
+
 
 engine = serving.engine(loaded)
 sampling = SamplingSettings(float(temperature), int(top_k), float(top_p), int(seed))
@@ -269,9 +322,17 @@ teaching.notice(
 )
 
 layer_col, head_col = st.columns(2)
-layer = layer_col.selectbox("Layer", range(n_layers), index=n_layers - 1, key="gen_layer")
-head = head_col.selectbox("Head", range(n_heads), key="gen_head")
-one, every, whole, cache = st.tabs(["This head", "All heads", "Whole sequence", "KV cache"])
+layer = layer_col.selectbox(
+    "Layer", range(n_layers), index=ui.link_index("gen_layer", range(n_layers), n_layers - 1), key="gen_layer"
+)
+head = head_col.selectbox(
+    "Head", range(n_heads), index=ui.link_index("gen_head", range(n_heads)), key="gen_head"
+)
+VIEWS = ["This head", "All heads", "Whole sequence", "KV cache"]
+one, every, whole, cache = st.tabs(
+    VIEWS, key="gen_view", on_change="rerun", default=ui.link_tab("gen_view", VIEWS)
+)
+
 with one:
     ui.show_figure(figures.newest_attention_head(step, tokens, layer, head), key="head_row")
 with every:

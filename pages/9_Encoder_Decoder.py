@@ -25,7 +25,20 @@ ui.setup_page(
     "The encoder reads the source once; the decoder writes the target one token at a time from "
     "its start token. At each step the newest target token looks back at the target so far "
     "(masked self-attention) and across at the source (cross-attention).",
-    share=("model",),
+    share=(
+        "model",
+        "method",
+        "beams",
+        "max_steps",
+        "source_*",
+        "view",
+        "step",
+        "kind",
+        *(f"{part}_{kind}" for kind in KIND_LABELS.values() for part in ("layer", "head")),
+        "x_layer",
+        "x_head",
+        "x_query",
+    ),
 )
 
 
@@ -43,9 +56,16 @@ def source_attribution(loaded, source: str, method: str, beams: int, steps: int,
 
 with st.sidebar:
     name = ui.model_picker(kinds=("encoder-decoder",), default="date-bart")
-    method_label = st.radio("Decoding", ["Greedy", "Beam search"], key="method", horizontal=True)
-    beams = st.slider("Beams", 2, 8, 4, key="beams", disabled=method_label == "Greedy")
-    max_steps = st.slider("Most steps", 1, 100, 40, key="max_steps")
+    methods = ["Greedy", "Beam search"]
+    method_label = st.radio(
+        "Decoding", methods, index=ui.link_index("method", methods), key="method", horizontal=True
+    )
+    beams = st.slider(
+        "Beams", 2, 8, ui.link_value("beams", 4, range(2, 9)), key="beams", disabled=method_label == "Greedy"
+    )
+    max_steps = st.slider(
+        "Most steps", 1, 100, ui.link_value("max_steps", 40, range(1, 101)), key="max_steps"
+    )
 
 loaded = ui.load_model(name, kinds=("encoder-decoder",))
 task = loaded.meta.get("task")
@@ -69,10 +89,9 @@ with ui.user_errors():
 
 if trace.notice:
     st.warning(trace.notice)
+VIEWS = ["Decoding step by step", "Cross-attention arithmetic", "Teacher forcing", "All positions at once"]
 decode_tab, arithmetic_tab, forcing_tab, parallel_tab = st.tabs(
-    ["Decoding step by step", "Cross-attention arithmetic", "Teacher forcing", "All positions at once"],
-    key="view",
-    on_change="rerun",
+    VIEWS, key="view", on_change="rerun", default=ui.link_tab("view", VIEWS)
 )
 
 if decode_tab.open:
@@ -83,8 +102,20 @@ if decode_tab.open:
             st.info(f"No end token within {max_steps} steps: raise 'Most steps' to let it finish.")
 
         last = len(trace.steps) - 1
-        step = st.slider("Step", 0, last, last, key="step") if last > 0 else 0
-        kind = KIND_LABELS[st.radio("Attention", list(KIND_LABELS), key="kind", horizontal=True)]
+        step = (
+            st.slider("Step", 0, last, ui.link_value("step", last, range(last + 1)), key="step")
+            if last > 0
+            else 0
+        )
+        kind = KIND_LABELS[
+            st.radio(
+                "Attention",
+                list(KIND_LABELS),
+                index=ui.link_index("kind", list(KIND_LABELS)),
+                key="kind",
+                horizontal=True,
+            )
+        ]
         part = {"cross": trace.cross, "decoder": trace.decoder, "encoder": trace.encoder}[kind]
         layer, head = widgets.layer_head_picker(
             part.n_layers, part.n_heads, (f"layer_{kind}", f"head_{kind}"), (part.n_layers - 1, 0)
@@ -159,7 +190,9 @@ if arithmetic_tab.open:
         target_pos = cols[2].selectbox(
             "Target token (query)",
             range(len(cross.query_tokens)),
-            index=min(1, len(cross.query_tokens) - 1),
+            index=ui.link_index(
+                "x_query", range(len(cross.query_tokens)), min(1, len(cross.query_tokens) - 1)
+            ),
             format_func=lambda i: f"{i}: {cross.query_tokens[i]}",
             key="x_query",
         )

@@ -20,7 +20,7 @@ def run_page(**state) -> AppTest:
 def test_default_page_decodes_the_example():
     at = run_page()
     assert_clean(at)
-    assert [c.value for c in at.code] == ["2026-11-22"]
+    assert [c.value for c in at.main.code] == ["2026-11-22"]
     assert at.slider(key="step").value == 10  # 11 steps: ten characters and the end token
 
 

@@ -42,7 +42,7 @@ def test_ablating_a_head_an_mlp_and_an_edge(smollm2):
     ok(at)
     at.selectbox(key="metric").set_value("probability").run()
     ok(at)
-    assert "print(json.dumps" in at.code[-1].value  # the exported script
+    assert "print(json.dumps" in at.main.code[-1].value  # the exported script (the sidebar holds the link)
 
 
 def test_bad_input_speaks_to_the_user(smollm2):

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -14,7 +13,8 @@ from typing import Any, TypeVar
 import streamlit as st
 
 from txviz import models
-from txviz.app import legacy_pages, navigation, path, projector, serving
+from txviz.app import legacy_pages, links, navigation, path, projector, serving
+from txviz.app.links import MAX_LINK_CHARS, link_index, link_set, link_tab, link_value  # noqa: F401 (pages' names)
 from txviz.core.errors import UserError, require_kind
 from txviz.core.trace import lock_arrays
 from txviz.figures import export
@@ -24,7 +24,6 @@ T = TypeVar("T")
 _CACHED: dict[str, Any] = {}  # every ui.cached store by its function's name, for clear_cached
 OTHER_MODEL = "Other: a Hugging Face id or local folder..."
 MODELS_KEPT = 4  # loaded models held for every session; the least recently used one is dropped
-MAX_LINK_CHARS = 1_500  # longer values stay out of the URL (browsers and chat apps cut long links)
 
 
 def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str, ...] = ()) -> None:
@@ -62,8 +61,7 @@ def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str
     path.back_and_next(page)
     device_picker()
     projector.keep_in_link()
-    if share:
-        _write_link(share)
+    _write_link(share)
 
 
 def _calling_page() -> str:
@@ -120,36 +118,9 @@ def lesson_picker() -> None:
 
 
 def _write_link(keys: tuple[str, ...]) -> None:
-    """Keep the page's settings in the URL so the address bar is a link back to this view."""
-    too_long = []
-    for key in keys:
-        if key not in st.session_state:
-            continue
-        value = json.dumps(st.session_state[key])
-        if len(value) > MAX_LINK_CHARS:
-            too_long.append(key)
-            st.query_params.pop(key, None)
-        elif st.query_params.get(key) != value:
-            st.query_params[key] = value
-    if too_long:
-        st.sidebar.caption(
-            f"The {', '.join(too_long)} is too long to fit in a link; the link opens the rest of this view. "
-            "Lesson presets can carry long texts."
-        )
-
-
-def link_value(key: str, default: Any, valid: Container | Callable[[Any], bool] | None = None) -> Any:
-    """The value a shared link gives this setting, when it is valid; otherwise the default."""
-    if key in st.session_state or key not in st.query_params:
-        return default
-    try:
-        value = json.loads(st.query_params[key])
-    except ValueError:
-        return default
-    if type(value) is not type(default) and not (isinstance(default, float) and isinstance(value, int)):
-        return default
-    ok = valid is None or (valid(value) if callable(valid) else value in valid)
-    return value if ok else default
+    """Keep the page's settings in the URL and offer the address in the sidebar's copy-link control."""
+    links.write_link(keys)
+    links.copy_link()
 
 
 def presenting() -> bool:

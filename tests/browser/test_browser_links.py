@@ -1,0 +1,64 @@
+"""Links in Chromium: move a slider and open a tab, copy the link from the sidebar control, open it in
+a fresh browser context and find the same tab and value (screenshots test-artifacts/link-*.png)."""
+
+from __future__ import annotations
+
+import pytest
+
+# (page, tab to open, slider label, arrow key moving it one step); pages whose view is cheap to draw
+CASES = [
+    ("pages/3_Positional_Encoding.py", "Shift = rotation", "Positions n", "ArrowLeft"),
+    ("pages/1_Self_Attention.py", "Several heads", "N tokens", "ArrowRight"),
+    ("pages/2_Attention_Explorer.py", "Token focus", "Layer", "ArrowRight"),
+]
+
+
+def slider(page, label: str):
+    return page.locator('[data-testid="stSlider"]').filter(has_text=label).get_by_role("slider")
+
+
+def copied_link(page) -> str:
+    """The address the sidebar's copy-link control shows (what its copy button copies)."""
+    page.get_by_role("button", name="Copy link").click()
+    code = page.locator('[data-testid="stPopoverBody"] [data-testid="stCode"]')
+    code.wait_for(timeout=30_000)
+    return code.inner_text().strip()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("script, tab, label, key", CASES, ids=lambda v: str(v).split("/")[-1])
+def test_a_copied_link_opens_the_same_view(app_server, _browser, browser_page, script, tab, label, key):
+    from conftest import FIGURE, page_url, screenshot, wait_for_app
+
+    page = browser_page
+    page.goto(page_url(app_server, script))
+    wait_for_app(page)
+    page.get_by_role("tab", name=tab).click()
+    wait_for_app(page)
+    thumb = slider(page, label)
+    before = thumb.input_value()
+    thumb.focus()
+    thumb.press(key)
+    page.wait_for_timeout(500)
+    wait_for_app(page)
+    value = slider(page, label).input_value()
+    assert value != before
+    link = copied_link(page)
+    name = script.split("/")[-1].split("_", 1)[1].removesuffix(".py").lower()
+    screenshot(page, f"link-control-{name}")
+    assert link.startswith(page_url(app_server, script) + "?"), link
+
+    context = _browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        fresh = context.new_page()
+        fresh.goto(link)
+        wait_for_app(fresh)
+        fresh.locator(FIGURE).first.wait_for(timeout=180_000)
+        assert fresh.locator('[data-testid="stException"]').count() == 0
+        assert fresh.get_by_role("tab", name=tab).get_attribute("aria-selected") == "true"
+        restored = slider(fresh, label)
+        assert restored.input_value() == value
+        restored.scroll_into_view_if_needed()  # the screenshot shows the restored value
+        screenshot(fresh, f"link-{name}")
+    finally:
+        context.close()

@@ -1,0 +1,125 @@
+"""What the link tests change on each page: its main input, its tab and a selection.
+
+Keyed by the page script's stem. A page added without an entry here fails the link tests, which
+discover pages from pages/*.py. ``start`` is a link the test opens first, to keep a slow page cheap
+(a small model); ``changes`` are (widget kind, key or fnmatch pattern of the key, new value), an
+``Index(i)`` choosing the i-th option; ``tab`` is (tabs key, label) or None for a page whose tabs
+need a run the test does not make (Live Generation draws its tabs after generating).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Index:
+    """The i-th option of a selectbox or radio (its values depend on the model or the text)."""
+
+    i: int
+
+
+@dataclass(frozen=True)
+class LinkView:
+    changes: tuple[tuple[str, str, Any], ...]
+    tab: tuple[str, str] | None
+    start: dict[str, Any] = field(default_factory=dict)
+
+
+VIEWS = {
+    "1_Self_Attention": LinkView(
+        (("slider", "n_tokens", 5), ("number_input", "seed", 7), ("select_slider", "n_heads", 4)),
+        ("view", "Several heads"),
+    ),
+    "2_Attention_Explorer": LinkView(
+        (("slider", "layer", 3), ("slider", "head", 5), ("selectbox", "focus_token", Index(4))),
+        ("view", "Token focus"),
+    ),
+    "3_Positional_Encoding": LinkView(
+        (("slider", "n", 40), ("slider", "d", 16), ("select_slider", "base", 1000), ("slider", "t", 7)),
+        ("view", "Shift = rotation"),
+    ),
+    "4_Tokenization": LinkView(
+        (
+            ("text_area", "bpe_real_text", "Linked tokenizers split words."),
+            ("selectbox", "bpe_real_word", Index(2)),
+        ),
+        ("bpe_view", "Real tokenizers on your text"),
+    ),
+    "5_Masking_Patterns": LinkView(
+        (("slider", "swin_h", 6), ("slider", "swin_window", 2)),
+        ("view", "Images (Swin)"),
+    ),
+    "6_Coreference": LinkView(
+        (("selectbox", "pair_index", Index(3)), ("slider", "layer_*@*", 2), ("slider", "head_*@*", 5)),
+        None,
+    ),
+    "7_Soft_vs_Hard": LinkView(
+        (("number_input", "temperature", 0.8), ("slider", "layer", 2), ("slider", "head", 4)),
+        None,
+    ),
+    "8_Live_Generation": LinkView(
+        (
+            ("text_area", "gen_prompt", "Say why links help."),
+            ("slider", "gen_temperature", 0.7),
+            ("number_input", "gen_seed", 3),
+        ),
+        None,
+    ),
+    "9_Encoder_Decoder": LinkView(
+        (("text_area", "source_*", "march 3 2001"), ("selectbox", "x_query", Index(2))),
+        ("view", "Cross-attention arithmetic"),
+    ),
+    "10_Vision_Transformer": LinkView(
+        (("selectbox", "sample", Index(2)), ("radio", "view", Index(1)), ("slider", "patch", 5)),
+        None,
+    ),
+    "11_Transformer_Block": LinkView(
+        (("slider", "block_layer", 2), ("selectbox", "block_step", Index(1))),
+        ("block_view", "One block"),
+    ),
+    "12_Image_GPT": LinkView(
+        (("slider", "igpt_heldout", 3), ("toggle", "igpt_told", True)),
+        ("view", "Complete a held-out digit"),
+    ),
+    "13_Image_Captioning": LinkView(
+        (
+            ("radio", "cap_source", Index(1)),
+            ("selectbox", "cap_digits", Index(2)),
+            ("number_input", "cap_seed", 5),
+        ),
+        None,
+    ),
+    "14_Why_Attention": LinkView(
+        (("number_input", "n", 12), ("number_input", "k", 5), ("slider", "depth", 3)),
+        None,  # its other tabs time layers for 20 s; the tab's link is the one every page shares
+    ),
+    "15_Entailment": LinkView(
+        (("selectbox", "example", Index(1)), ("text_input", "premise_*", "A man sleeps on a sofa.")),
+        None,
+    ),
+    "16_Head_Detectors": LinkView(
+        (("text_input", "attr_text", "A dog runs across the park."), ("toggle", "attr_skip", False)),
+        ("heads_view", "Attention vs attribution"),
+    ),
+    "17_Query_Key_Space": LinkView(
+        (("slider", "qk_layer", 2), ("radio", "qk_color", Index(1))),
+        ("qk_view", "Every head of a layer"),
+    ),
+    "18_Interventions": LinkView(
+        (
+            ("text_area", "sweep_text", "When Anna and Tom met, Tom gave a book to"),
+            ("selectbox", "sweep_mode", Index(1)),
+        ),
+        ("iv_view", "Every head"),
+    ),
+    "19_Long_Documents": LinkView(
+        (("slider", "layer", 2), ("slider", "head", 3), ("slider", "queries", (3, 9))),
+        ("view", "Detail"),
+        start={
+            "model": "minilm",
+            "text": "A short document. It has three sentences. The last one ends here.",
+        },
+    ),
+}

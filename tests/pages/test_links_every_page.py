@@ -1,0 +1,111 @@
+"""Every page's link keeps its view: change the main input, the tab and a selection, take the link,
+open it in a fresh session and find the same view (link_views.py says what each page changes)."""
+
+from __future__ import annotations
+
+import ast
+import json
+from fnmatch import fnmatchcase
+from urllib.parse import urlencode
+
+import pytest
+from conftest import ROOT, assert_clean
+from link_views import VIEWS, Index
+from streamlit.testing.v1 import AppTest
+
+from txviz.app.navigation import PAGE_FILES
+
+TIMEOUT = 300
+
+
+def open_link(page, link: dict[str, str]) -> AppTest:
+    """A fresh session on ``page`` opened with the query ``link``."""
+    app = AppTest.from_file(str(page), default_timeout=TIMEOUT)
+    app.query_params.update(link)
+    return app.run()
+
+
+def find(app: AppTest, kind: str, pattern: str):
+    """The one widget of ``kind`` whose key matches ``pattern`` (a key or an fnmatch pattern)."""
+    found = [w for w in app.get(kind) if w.key and fnmatchcase(w.key, pattern)]
+    assert len(found) == 1, (kind, pattern, [w.key for w in app.get(kind)])
+    return found[0]
+
+
+def change(app: AppTest, kind: str, pattern: str, value) -> tuple[str, object]:
+    """Set the widget to ``value`` (an Index picks an option), run; its key and its new value."""
+    widget = find(app, kind, pattern)
+    before = widget.value
+    if isinstance(value, Index):  # a radio has no select_index; its options are its values' labels
+        value = widget.options[value.i] if not hasattr(widget, "select_index") else value
+    widget.select_index(value.i) if isinstance(value, Index) else widget.set_value(value)
+    app.run()
+    assert_clean(app, (kind, pattern))
+    after = find(app, kind, pattern).value
+    assert after != before, f"{pattern} was already {before!r}: the test would not see a lost value"
+    return widget.key, after
+
+
+def test_every_page_has_a_link_description():
+    missing = [p.stem for p in PAGE_FILES if p.stem not in VIEWS]
+    assert not missing, f"say in tests/link_views.py what the link test changes on {missing}"
+    assert not set(VIEWS) - {p.stem for p in PAGE_FILES}, "link_views.py names a page that is gone"
+
+
+@pytest.mark.parametrize("page", PAGE_FILES, ids=lambda p: p.stem)
+def test_the_link_reopens_the_same_view(page):
+    view = VIEWS.get(page.stem)
+    assert view is not None, f"say in tests/link_views.py what the link test changes on {page.stem}"
+    app = open_link(page, {k: json.dumps(v) for k, v in view.start.items()})
+    assert_clean(app)
+    if view.tab:
+        key, label = view.tab
+        assert app.session_state[key] != label, f"{label} is the first tab: the test would not see it lost"
+        app.session_state[key] = label
+        app.run()
+        assert_clean(app, label)
+    changed = dict(change(app, *c) for c in view.changes)
+
+    link = dict(app.query_params)
+    (control,) = [c for c in app.sidebar.code if c.value.startswith("?")]  # the copy-link control
+    assert control.value == "?" + urlencode(link)
+
+    fresh = open_link(page, link)
+    assert_clean(fresh, "the link")
+    if view.tab:
+        assert fresh.session_state[view.tab[0]] == view.tab[1]
+    for kind, pattern, _ in view.changes:
+        widget = find(fresh, kind, pattern)
+        assert widget.value == changed[widget.key], (pattern, widget.value, changed[widget.key])
+
+
+def test_a_changed_tab_survives_the_next_rerun():
+    page = ROOT / "pages/3_Positional_Encoding.py"
+    app = open_link(page, {"view": json.dumps("Binary")})
+    assert app.session_state["view"] == "Binary"
+    app.slider(key="n").set_value(50).run()  # any widget: the tabs' default must not move under them
+    assert_clean(app)
+    assert app.session_state["view"] == "Binary"
+    assert app.query_params["view"] == '"Binary"'
+
+
+GARBAGE = ("{", '"<b>not an option</b>"', "NaN", "true", "[1, 2]", "1e999", "-5")
+
+
+def shared_names(page) -> list[str]:
+    """The plain keys of the page's ``setup_page(share=...)`` tuple, read from its source."""
+    for node in ast.walk(ast.parse(page.read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "setup_page":
+            (share,) = [k.value for k in node.keywords if k.arg == "share"]
+            return [e.value for e in share.elts if isinstance(e, ast.Constant) and "*" not in e.value]
+    raise AssertionError(f"{page.name} calls no ui.setup_page")
+
+
+@pytest.mark.parametrize("page", PAGE_FILES, ids=lambda p: p.stem)
+def test_a_bad_link_falls_back_to_the_defaults(page):
+    names = shared_names(page)
+    assert names, f"{page.name} keeps nothing in its link"
+    start = {k: json.dumps(v) for k, v in VIEWS[page.stem].start.items()}
+    bad = {name: GARBAGE[i % len(GARBAGE)] for i, name in enumerate(names) if name not in start}
+    app = open_link(page, {**bad, **start})
+    assert_clean(app, bad)
