@@ -122,7 +122,8 @@ if draw_tab.open:
                             key=f"live_heads_{step.index}",
                         )
                     shown = time.perf_counter()
-        canvas_slot.empty(), bars_slot.empty(), heads_slot.empty()
+        for slot in (canvas_slot, bars_slot, heads_slot):
+            slot.empty()
     with ui.user_errors():
         steps = drawn(loaded, digit, settings.temperature, settings.top_k, settings.seed)
     st.caption(

@@ -5,8 +5,10 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
 from conftest import ROOT, assert_clean
 from PIL import Image, ImageDraw
+from streamlit import config
 from streamlit.testing.v1 import AppTest
 from upload_images import bomb_png, encode
 
@@ -90,3 +92,21 @@ def test_uploads() -> None:
     assert_clean(at)
     assert any("inverted" in i.value and "8 x 8" in i.value for i in at.info)
     assert titles(at) == ["Your image as the model sees it"]
+
+
+@pytest.fixture
+def magic_on():
+    """Streamlit's magic as its default has it: the page itself must write nothing stray, not only our config."""
+    before = config.get_option("runner.magicEnabled")
+    config.set_option("runner.magicEnabled", True)
+    yield
+    config.set_option("runner.magicEnabled", before)
+
+
+def test_live_drawing_writes_nothing_of_its_own(magic_on) -> None:
+    """Clearing the live slots leaves no stray output (magic once wrote their help text onto the page)."""
+    at = run_page()
+    at.button(key="igpt_live").click().run()
+    assert_clean(at)
+    assert at.get("help") == []
+    assert not any("DeltaGenerator" in str(e.value) for e in [*at.markdown, *at.text, *at.caption])
