@@ -144,7 +144,7 @@ if draw_tab.open:
 
 if complete_tab.open:
     images, labels = held_out()
-    number = st.slider("Held-out digit", 0, len(images) - 1, 0, key="igpt_heldout")
+    number = st.slider("Held-out example", 0, len(images) - 1, 0, key="igpt_heldout")
     told = st.toggle("Tell the model which digit it is", value=False, key="igpt_told")
     settings = sampling_controls("complete")
     image, label = images[number].astype(np.int64), int(labels[number])
@@ -154,7 +154,7 @@ if complete_tab.open:
     titles = ["the top half given", *[f"completion {i + 1}" for i in range(3)], f"the original (a {label})"]
     ui.show_figure(
         figures.digits_row(
-            [top, *samples, image], titles, f"Completing held-out digit {number}: three samples"
+            [top, *samples, image], titles, f"Completing a held-out {label} (example {number}): three samples"
         ),
         key="completions",
     )

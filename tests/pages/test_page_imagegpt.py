@@ -12,6 +12,8 @@ from streamlit import config
 from streamlit.testing.v1 import AppTest
 from upload_images import bomb_png, encode
 
+from txviz.imagegpt import data as digits
+
 PAGE = "pages/12_Image_GPT.py"
 
 
@@ -54,12 +56,15 @@ def test_draw_view_and_its_controls() -> None:
 def test_completion_and_numbers_views() -> None:
     at = run_page(view="Complete a held-out digit")
     assert_clean(at)
-    assert titles(at) == ["Completing held-out digit 0: three samples"]
+    _, _, _, labels = digits.split()
+    # The title names the digit drawn (the original shown), not the example's index.
+    assert titles(at) == [f"Completing a held-out {labels[0]} (example 0): three samples"]
     at.slider(key="igpt_heldout").set_value(41).run()
     at.toggle(key="igpt_told").set_value(True).run()
     at.number_input(key="complete_seed").set_value(5).run()
     assert_clean(at)
-    assert titles(at) == ["Completing held-out digit 41: three samples"]
+    assert titles(at) == [f"Completing a held-out {labels[41]} (example 41): three samples"]
+    assert at.slider(key="igpt_heldout").label == "Held-out example"
     at.session_state["view"] = "How good is it?"
     at.run()
     assert_clean(at)
