@@ -81,6 +81,8 @@ def mark_by_word(a: str, b: str, example: CorefPair) -> None:
     except CorefInputError:  # the word counts differ: the page says so below
         changed = ()
     found = find_marking(a, pronoun, candidates, changed)
+    for key in [k for k in st.session_state if str(k).startswith("own_answer_")]:
+        del st.session_state[key]  # what the pronoun meant in the old sentence says nothing of the new one
     st.session_state["own_pronoun"] = found.pronoun
     st.session_state["own_candidates"] = list(found.candidates)
     if found.problems:
@@ -120,13 +122,14 @@ def own_pair(example: CorefPair) -> CorefPair:
         st.stop()
     candidates = tuple(sorted(candidates))
     texts = [words[i].text for i in candidates]
+    is_example = a == example.sentence_a and candidates == example.candidates  # the example's own words
     answers = [  # keyed by the candidates, so a new choice of candidates starts unmarked
         st.segmented_control(
             f"In {name}, '{words[pronoun].text}' means",
             (0, 1),
             format_func=texts.__getitem__,
             key=f"own_answer_{name}_{candidates}",
-            default=getattr(example, f"answer_{name.lower()}") if candidates == example.candidates else None,
+            default=getattr(example, f"answer_{name.lower()}") if is_example else None,
         )
         for name in "AB"
     ]

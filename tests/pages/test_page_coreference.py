@@ -220,3 +220,14 @@ def test_kind_picker_shows_all_kinds_after_a_word_count_error(minilm, small_set)
     # A None option reads as no choice: the box would show "Choose an option" under "On all kinds".
     assert picker.index == 0 and picker.options[0].startswith("all kinds")
     assert any("On all kinds" in m.value for m in at.markdown)
+
+
+def test_a_new_sentence_with_the_example_positions_starts_unmarked(minilm, small_set):
+    at = run_page()
+    at.radio(key="pair_source").set_value("Write your own").run()
+    at.text_input(key="own_a").set_value("The dog didn't chase the cat because it was very tired.")
+    at.text_input(key="own_b").set_value("The dog didn't chase the cat because it was very slow.").run()
+    assert_clean(at)
+    assert at.pills(key="own_candidates").value == [1, 5]  # where the example's candidates were
+    readings = [m.value for m in at.markdown if m.value.startswith("Sentence ")]
+    assert len(readings) == 2 and all("no right answer marked" in r for r in readings)
