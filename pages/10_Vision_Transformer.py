@@ -5,6 +5,7 @@ import streamlit as st
 from txviz.app import serving, teaching, ui, widgets
 from txviz.vision import curves, figures
 from txviz.vision.images import load_image
+from txviz.vision.notes import outside_note
 from txviz.vision.runs import trace_image
 from txviz.vision.samples import sample_image, sample_names
 from txviz.vision.stats import VIEWS, attention_entropy, mean_attention_distance, overlay_values
@@ -41,9 +42,8 @@ source = st.radio(
 )
 if source == "Sample":
     samples = sample_names()
-    image = sample_image(
-        st.selectbox("Sample image", samples, index=ui.link_index("sample", samples), key="sample")
-    )
+    sample = st.selectbox("Sample image", samples, index=ui.link_index("sample", samples), key="sample")
+    image = sample_image(sample)
 else:
     upload = st.file_uploader(
         "A PNG, JPEG, WebP or GIF image", type=["png", "jpg", "jpeg", "webp", "gif"], key="upload"
@@ -67,6 +67,9 @@ with left:
 with right:
     if result.probabilities is not None:
         ui.show_figure(figures.probability_bars_figure(result.labels, result.probabilities))
+        known_digit = source == "Sample" and sample.startswith("digit ")
+        if note := outside_note(loaded.name, loaded.meta, image, known_digit):
+            st.info(note)
     else:
         st.info(f"{loaded.name} has no classification head: there is no class to predict.")
 ui.show_figure(figures.patch_sequence_figure(result.image, grid), key="sequence")

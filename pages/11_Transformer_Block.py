@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from txviz.app import teaching, ui, widgets
+from txviz import models
+from txviz.app import serving, teaching, ui, widgets
 from txviz.block import conformer, dataflow, figures, lens, moe, norms, residual
 from txviz.block.opened import FORM_NOTES, open_block
 from txviz.block.recording import STAGES, read_only, run_text
@@ -21,6 +22,7 @@ DEFAULT_TEXT = "The cat sat on the mat because it was warm."
 DEFAULT_SENTENCES = (
     "The cat sat on the mat.\nA dog barked.\nRain fell all night over the quiet old town.\nHi."
 )
+LENS_MODEL = "smollm2"  # the decoder the lens tab offers when the chosen model has no lens
 LENS_POSITIONS = 40  # the lens grid shows the last positions: every cell is a full vocabulary softmax
 
 ui.setup_page(
@@ -232,10 +234,29 @@ if batch.open:
             f"BatchNorm {effect.batch_norm.max():.3f}. Sentence 1 itself did not change."
         )
 
+
+def use_model(model: str) -> None:
+    """Runs before the next run draws the picker, so the picker may still be set."""
+    st.session_state["model"] = model
+
+
+def offer_lens_model(error: lens.NoLensError) -> None:
+    """Say why the chosen model has no lens, with a button that switches to a decoder that has one."""
+    decoders = [n for n in serving.offered_models(models.names(("decoder",))) if n != name]
+    st.info(str(error))
+    if decoders:
+        target = LENS_MODEL if LENS_MODEL in decoders else decoders[0]
+        st.button(f"Switch to {target}", key="block_lens_switch", on_click=use_model, args=(target,))
+
+
 if reading.open:
     with reading:
-        with ui.user_errors():
+        try:
             lens.check_lens(loaded)
+        except lens.NoLensError as error:
+            offer_lens_model(error)
+            st.stop()  # the lens tab is the open one: nothing below it is drawn in this run
+        with ui.user_errors():
             result = cached_lens(loaded, text)
         if len(run.stack("decoder").tokens) > LENS_POSITIONS:
             st.caption(f"The grid shows the last {LENS_POSITIONS} positions.")

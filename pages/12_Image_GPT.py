@@ -125,7 +125,8 @@ if draw_tab.open:
                             key=f"live_heads_{step.index}",
                         )
                     shown = time.perf_counter()
-        canvas_slot.empty(), bars_slot.empty(), heads_slot.empty()
+        for slot in (canvas_slot, bars_slot, heads_slot):
+            slot.empty()
     with ui.user_errors():
         steps = drawn(loaded, digit, settings.temperature, settings.top_k, settings.seed)
     st.caption(
@@ -157,7 +158,7 @@ if draw_tab.open:
 if complete_tab.open:
     images, labels = held_out()
     number = st.slider(
-        "Held-out digit",
+        "Held-out example",
         0,
         len(images) - 1,
         ui.link_value("igpt_heldout", 0, range(len(images))),
@@ -166,7 +167,6 @@ if complete_tab.open:
     told = st.toggle(
         "Tell the model which digit it is", value=ui.link_value("igpt_told", False), key="igpt_told"
     )
-
     settings = sampling_controls("complete")
     image, label = images[number].astype(np.int64), int(labels[number])
     with ui.user_errors():
@@ -175,7 +175,7 @@ if complete_tab.open:
     titles = ["the top half given", *[f"completion {i + 1}" for i in range(3)], f"the original (a {label})"]
     ui.show_figure(
         figures.digits_row(
-            [top, *samples, image], titles, f"Completing held-out digit {number}: three samples"
+            [top, *samples, image], titles, f"Completing a held-out {label} (example {number}): three samples"
         ),
         key="completions",
     )

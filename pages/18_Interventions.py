@@ -36,9 +36,7 @@ ui.setup_page(
         "iv_head",
         "mode",
         "iv_view",
-        "sweep_text",
         "sweep_mode",
-        "clean",
         "corrupt",
         "patch_layer",
         "patch_head",
@@ -125,12 +123,13 @@ def int_input(label: str, key: str, count: int, column=st) -> int:
     return int(column.number_input(label, 0, count - 1, ui.link_value(key, 0, range(count)), key=key))
 
 
+# One prompt for the page: Ablate, Every head and Patch (as its clean prompt) all read it.
+text = ui.text_input("Prompt", TEXT)
 tab = st.tabs(VIEWS, key="iv_view", on_change="rerun", default=ui.link_tab("iv_view", VIEWS))
 ablate_tab, sweep_tab, patch_tab, steer_tab = tab
 
 if ablate_tab.open:
     with ablate_tab:
-        text = ui.text_input("Prompt", TEXT)
         kind, answer, wrong = metric_inputs(text)
         targets = ["head", "MLP", "attention edge"]
         left, middle, right = st.columns(3)
@@ -209,9 +208,6 @@ if ablate_tab.open:
 
 if sweep_tab.open:
     with sweep_tab:
-        text = st.text_area(
-            "Prompt", ui.link_value("sweep_text", TEXT), key="sweep_text", max_chars=ui.max_text_chars(2000)
-        )
         with ui.user_errors():  # before the toggle: a bad prompt is told at once
             runs.prompt_ids(loaded, text)
         kind, answer, wrong = metric_inputs(text, "_sweep")
@@ -252,12 +248,9 @@ if sweep_tab.open:
 
 if patch_tab.open:
     with patch_tab:
-        left, right = st.columns(2)
-        clean = left.text_area(
-            "Clean prompt", ui.link_value("clean", TEXT), key="clean", max_chars=ui.max_text_chars(2000)
-        )
-        corrupt = right.text_area(
-            "Corrupted prompt (same number of tokens)",
+        clean = text  # the page's prompt, above the tabs
+        corrupt = st.text_area(
+            "Corrupted prompt (the prompt above with one word changed: the same number of tokens)",
             ui.link_value("corrupt", CORRUPT),
             key="corrupt",
             max_chars=ui.max_text_chars(2000),
@@ -360,6 +353,10 @@ if steer_tab.open:
             ui.link_value("steer_prompt", "I think the movie was"),
             key="steer_prompt",
             max_chars=ui.max_text_chars(2000),
+        )
+        st.caption(
+            "Steering continues a prompt of its own: it generates text and reads no next-token metric, "
+            "so the prompt above the tabs is not used here."
         )
         with ui.user_errors():
             prompt, cut = runs.cut_prompt(loaded, prompt, "prompt to continue")

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from txviz.app import teaching, ui, widgets
+from txviz.core.tokens import unknown_note
 from txviz.explorer import views as explorer
 from txviz.figures import attention as figures
 from txviz.figures import grids
@@ -60,6 +61,8 @@ with ui.user_errors():
     trace = explorer.view(loaded, text, ui.cached_trace(name, text), hide_special, whole_words)
 if trace.notice:
     st.warning(trace.notice)
+if unknown := unknown_note(loaded.tokenizer, text, trace.raw_tokens):
+    st.info(unknown)
 
 layer, head = widgets.layer_head_picker(trace.n_layers, trace.n_heads, default=explorer.DEFAULT_HEAD)
 style = dict(log_scale=log_scale, threshold=threshold, presenting=ui.presenting())

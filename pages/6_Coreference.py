@@ -13,7 +13,17 @@ from txviz.coref.answers import (
     model_answer,
     verdicts,
 )
-from txviz.coref.pairs import CorefPair, load_kinds, load_pairs, make_pair, pairs_of_kind, split_words
+from txviz.coref.marking import find_marking
+from txviz.coref.pairs import (
+    CorefInputError,
+    CorefPair,
+    differing_words,
+    load_kinds,
+    load_pairs,
+    make_pair,
+    pairs_of_kind,
+    split_words,
+)
 from txviz.coref.runs import DECODER_QUERY, QUERIES, PairTrace, attention_over_pairs, query_name, trace_pair
 from txviz.coref.scoring import cross_validate, cv_by_kind, seed_stability
 from txviz.coref.spans import PairAttention
@@ -59,6 +69,29 @@ def over_set(label: str, n_pairs: int, step) -> list:
     return out
 
 
+def mark_by_word(a: str, b: str, example: CorefPair) -> None:
+    """Choose the pronoun and candidates in a new sentence A by word, as positions move with the words."""
+    marked = st.session_state.get("own_marked")
+    # Streamlit drops a widget's state when a run does not draw it: then the marking is restored too.
+    if marked is not None and marked[0] == a and "own_pronoun" in st.session_state:
+        return
+    _, pronoun, candidates = marked or (None, example.pronoun_text, example.candidate_texts)
+    try:
+        changed = differing_words(a, b)
+    except CorefInputError:  # the word counts differ: the page says so below
+        changed = ()
+    found = find_marking(a, pronoun, candidates, changed)
+    for key in [k for k in st.session_state if str(k).startswith("own_answer_")]:
+        del st.session_state[key]  # what the pronoun meant in the old sentence says nothing of the new one
+    st.session_state["own_pronoun"] = found.pronoun
+    st.session_state["own_candidates"] = list(found.candidates)
+    if found.problems:
+        st.info(
+            f"Sentence A is new, and its words could not all be marked again: {'; '.join(found.problems)}. "
+            "Choose them below."
+        )
+
+
 def own_pair(example: CorefPair) -> CorefPair:
     """Sentences typed by the user, with pronoun and candidates chosen among their words."""
     a = st.text_input(
@@ -77,35 +110,34 @@ def own_pair(example: CorefPair) -> CorefPair:
     if not words:
         st.warning("Write sentence A first.")
         st.stop()
-    is_example = a == example.sentence_a
+    mark_by_word(a, b, example)
     choices = list(range(len(words)))
-    pronoun = st.pills(
-        "Pronoun",
-        choices,
-        format_func=lambda i: words[i].text,
-        key="own_pronoun",
-        default=example.pronoun if is_example else None,
-    )
+    pronoun = st.pills("Pronoun", choices, format_func=lambda i: words[i].text, key="own_pronoun")
     candidates = st.pills(
         "Two candidates",
         choices,
         format_func=lambda i: words[i].text,
         selection_mode="multi",
         key="own_candidates",
-        default=list(example.candidates) if is_example else [],
+    )
+    st.session_state["own_marked"] = (
+        a,
+        None if pronoun is None else words[pronoun].text,
+        [words[i].text for i in candidates],
     )
     if pronoun is None or len(candidates) != 2:
         st.info("Choose the pronoun and exactly two candidates among the words of sentence A.")
         st.stop()
     candidates = tuple(sorted(candidates))
     texts = [words[i].text for i in candidates]
+    is_example = a == example.sentence_a and candidates == example.candidates  # the example's own words
     answers = [  # keyed by the candidates, so a new choice of candidates starts unmarked
         st.segmented_control(
             f"In {name}, '{words[pronoun].text}' means",
             (0, 1),
             format_func=texts.__getitem__,
             key=f"own_answer_{name}_{candidates}",
-            default=getattr(example, f"answer_{name.lower()}") if candidates == example.candidates else None,
+            default=getattr(example, f"answer_{name.lower()}") if is_example else None,
         )
         for name in "AB"
     ]
@@ -169,17 +201,19 @@ for note in traced.notes:
 
 described = load_kinds()
 kinds = [k for k in described if any(p.kind == k for p in pairs)]
+ALL_KINDS = ""  # not None: Streamlit shows a None option as no choice at all ("Choose an option")
 kind = st.selectbox(
     "Score heads on pairs of kind",
-    [None, *kinds],
-    index=ui.link_index("kind", [None, *kinds]),
+    [ALL_KINDS, *kinds],
+    index=ui.link_index("kind", [ALL_KINDS, *kinds]),
     format_func=lambda k: (
         f"all kinds ({len(pairs)} pairs)"
-        if k is None
+        if k == ALL_KINDS
         else f"{k} ({len(pairs_of_kind(pairs, k))} pairs): {described[k]}"
     ),
     key="kind",
 )
+kind = kind or None
 with st.expander("Cross-validation: how heads are chosen and tested"):
     n_folds = st.slider("Folds", 2, 10, 5, key="folds", help="The pairs are dealt into this many folds.")
     fold_seed = st.number_input("Seed of the folds", 0, 10_000, 0, key="fold_seed")
@@ -223,7 +257,7 @@ if loaded.is_causal:  # ablation reads next-token logits: decoders only
 
 st.subheader("Which heads track coreference?")
 low, high = cv.coin_flip_band
-which = "all kinds" if kind is None else f"kind '{kind}'"
+which = "all kinds" if kind == ALL_KINDS else f"kind '{kind}'"
 cols = st.columns(3)
 cols[0].metric(
     "Head chosen on all pairs",

@@ -281,7 +281,8 @@ if start and not problem:
 if not run or not run["steps"]:
     if prompt is None:
         st.stop()
-    st.info("Press Generate. Before it starts, the model's candidates for the first new token:")
+    # Above the charts: live_slot, where they are drawn, sits below stats_slot.
+    stats_slot.info("Press Generate. Before it starts, the model's candidates for the first new token:")
     first = engine.submit(replace(request, max_new_tokens=1), owner=serving.session_id()).steps()
     with ui.user_errors():
         show_live(next(first), prompt.tokens)

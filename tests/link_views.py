@@ -109,7 +109,7 @@ VIEWS = {
     ),
     "18_Interventions": LinkView(
         (
-            ("text_area", "sweep_text", "When Anna and Tom met, Tom gave a book to"),
+            ("text_area", "text", "When Anna and Tom met, Tom gave a book to"),
             ("selectbox", "sweep_mode", Index(1)),
         ),
         ("iv_view", "Every head"),

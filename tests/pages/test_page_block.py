@@ -48,11 +48,15 @@ def test_every_widget_moves_on_minilm(app):
     assert not app.exception and "at least two sentences" in app.error[0].value
 
 
-def test_an_encoder_asked_for_a_lens_gets_a_message(app):
+def test_an_encoder_asked_for_a_lens_gets_a_note_and_a_way_on(app):
     app.session_state["block_view"] = "Logit lens"
     app.run()
-    assert not app.exception
-    assert "encoder" in app.error[0].value and "smollm2" in app.error[0].value
+    assert_clean(app)  # the default model is an encoder: a note, not a red error
+    assert any("encoder" in i.value and "smollm2" in i.value for i in app.info)
+    app.button(key="block_lens_switch").click().run()
+    assert_clean(app)
+    assert app.selectbox(key="model").value == "smollm2"
+    assert app.selectbox(key="block_lens_position").value is not None  # the lens is drawn
 
 
 def test_smollm2_lens_and_pre_norm_block(app):

@@ -183,3 +183,51 @@ def test_clicking_a_head_in_a_grid_picks_it(minilm, small_set):
     assert not at.exception and not at.error
     assert (at.slider(key="layer_minilm@cpu").value, at.slider(key="head_minilm@cpu").value) == (4, 7)
     assert any(s.value == "Layer 4, head 7 in both sentences" for s in at.subheader)
+
+
+TROPHY = "The trophy didn't fit in the suitcase because it was too {}."
+
+
+def test_own_pair_marks_a_new_sentence_by_word_not_by_position(minilm, small_set):
+    at = run_page()
+    at.radio(key="pair_source").set_value("Write your own").run()
+    at.text_input(key="own_a").set_value(TROPHY.format("big"))
+    at.text_input(key="own_b").set_value(TROPHY.format("small")).run()
+    assert_clean(at)
+    assert at.pills(key="own_pronoun").value == 8  # "it", not "because" at the old pronoun's position
+    assert at.pills(key="own_candidates").value == [1, 6]  # "trophy" and "suitcase"
+    at.segmented_control(key="own_answer_A_(1, 6)").set_value(0).run()
+    at.segmented_control(key="own_answer_B_(1, 6)").set_value(1).run()
+    assert_clean(at)
+    readings = [m.value for m in at.markdown if m.value.startswith("Sentence ")]
+    assert "the pronoun means trophy" in readings[0] and "the pronoun means suitcase" in readings[1]
+    # A sentence whose candidates cannot be told apart: the page says so and waits for a choice.
+    at.text_input(key="own_a").set_value("The cat saw the dog and the bird so she ran.")
+    at.text_input(key="own_b").set_value("The cat saw the dog and the bird so she hid.").run()
+    assert not at.exception
+    assert any("no two clear candidates" in i.value and "cat, dog, bird" in i.value for i in at.info)
+    assert at.pills(key="own_pronoun").value == 9 and at.pills(key="own_candidates").value == []
+
+
+def test_kind_picker_shows_all_kinds_after_a_word_count_error(minilm, small_set):
+    at = run_page()
+    at.radio(key="pair_source").set_value("Write your own").run()
+    at.text_input(key="own_b").set_value("The animal didn't cross the street because it was wide.").run()
+    assert "same number of words" in at.error[0].value
+    at.text_input(key="own_b").set_value("The animal didn't cross the street because it was too wide.").run()
+    assert_clean(at)
+    picker = at.selectbox(key="kind")
+    # A None option reads as no choice: the box would show "Choose an option" under "On all kinds".
+    assert picker.index == 0 and picker.options[0].startswith("all kinds")
+    assert any("On all kinds" in m.value for m in at.markdown)
+
+
+def test_a_new_sentence_with_the_example_positions_starts_unmarked(minilm, small_set):
+    at = run_page()
+    at.radio(key="pair_source").set_value("Write your own").run()
+    at.text_input(key="own_a").set_value("The dog didn't chase the cat because it was very tired.")
+    at.text_input(key="own_b").set_value("The dog didn't chase the cat because it was very slow.").run()
+    assert_clean(at)
+    assert at.pills(key="own_candidates").value == [1, 5]  # where the example's candidates were
+    readings = [m.value for m in at.markdown if m.value.startswith("Sentence ")]
+    assert len(readings) == 2 and all("no right answer marked" in r for r in readings)

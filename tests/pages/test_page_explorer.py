@@ -119,3 +119,12 @@ def test_the_trace_memory_budget_cuts_the_text_with_a_notice_or_refuses(monkeypa
     finally:
         serving.config.clear()
         config.install(None)
+
+
+def test_characters_the_tokenizer_does_not_know_are_named(app):
+    app.text_area(key="text").set_value("🙂🎉").run()
+    assert_clean(app)
+    notes = [i.value for i in app.info if "[UNK]" in i.value]
+    assert len(notes) == 1 and "🙂" in notes[0] and "🎉" in notes[0] and "U+1F642" in notes[0]
+    app.text_area(key="text").set_value("The cat sat.").run()
+    assert not any("[UNK]" in i.value for i in app.info)  # every character known: nothing to explain

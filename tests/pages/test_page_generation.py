@@ -131,3 +131,20 @@ def test_steering_shows_the_steered_text_beside_the_unsteered_one(smollm2):
     assert not at.exception, at.exception
     assert "second set of prompts is empty" in errors(at)
     assert at.session_state["generation"] is run
+
+
+def in_page_order(node):
+    """Every element under a node, as the page shows them top to bottom."""
+    for _, child in sorted(getattr(node, "children", {}).items()):
+        yield child
+        yield from in_page_order(child)
+
+
+def test_the_first_token_note_comes_before_the_charts_it_introduces(smollm2):
+    at = fresh()
+    shown = [(e.type, getattr(e, "value", "")) for e in in_page_order(at.main)]
+    note = next(
+        i for i, (kind, value) in enumerate(shown) if "candidates for the first new token" in str(value)
+    )
+    charts = [i for i, (kind, _) in enumerate(shown) if kind == "plotly_chart"]
+    assert charts and note < charts[0]

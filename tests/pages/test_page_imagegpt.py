@@ -5,10 +5,14 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
 from conftest import ROOT, assert_clean
 from PIL import Image, ImageDraw
+from streamlit import config
 from streamlit.testing.v1 import AppTest
 from upload_images import bomb_png, encode
+
+from txviz.imagegpt import data as digits
 
 PAGE = "pages/12_Image_GPT.py"
 
@@ -52,12 +56,15 @@ def test_draw_view_and_its_controls() -> None:
 def test_completion_and_numbers_views() -> None:
     at = run_page(view="Complete a held-out digit")
     assert_clean(at)
-    assert titles(at) == ["Completing held-out digit 0: three samples"]
+    _, _, _, labels = digits.split()
+    # The title names the digit drawn (the original shown), not the example's index.
+    assert titles(at) == [f"Completing a held-out {labels[0]} (example 0): three samples"]
     at.slider(key="igpt_heldout").set_value(41).run()
     at.toggle(key="igpt_told").set_value(True).run()
     at.number_input(key="complete_seed").set_value(5).run()
     assert_clean(at)
-    assert titles(at) == ["Completing held-out digit 41: three samples"]
+    assert titles(at) == [f"Completing a held-out {labels[41]} (example 41): three samples"]
+    assert at.slider(key="igpt_heldout").label == "Held-out example"
     at.session_state["view"] = "How good is it?"
     at.run()
     assert_clean(at)
@@ -90,3 +97,21 @@ def test_uploads() -> None:
     assert_clean(at)
     assert any("inverted" in i.value and "8 x 8" in i.value for i in at.info)
     assert titles(at) == ["Your image as the model sees it"]
+
+
+@pytest.fixture
+def magic_on():
+    """Streamlit's magic as its default has it: the page itself must write nothing stray, not only our config."""
+    before = config.get_option("runner.magicEnabled")
+    config.set_option("runner.magicEnabled", True)
+    yield
+    config.set_option("runner.magicEnabled", before)
+
+
+def test_live_drawing_writes_nothing_of_its_own(magic_on) -> None:
+    """Clearing the live slots leaves no stray output (magic once wrote their help text onto the page)."""
+    at = run_page()
+    at.button(key="igpt_live").click().run()
+    assert_clean(at)
+    assert at.get("help") == []
+    assert not any("DeltaGenerator" in str(e.value) for e in [*at.markdown, *at.text, *at.caption])

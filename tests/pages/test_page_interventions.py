@@ -71,8 +71,18 @@ def test_a_test_this_head_link_opens_the_head_ablated(smollm2):
     assert at.text_area(key="text").value == "The capital of France is"
 
 
+def open_tab(at: AppTest, view: str, **state) -> AppTest:
+    """Switch tabs as a click does, keeping everything typed so far."""
+    at.session_state["iv_view"] = view
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at.run()
+
+
 def test_patching_and_sweep_tabs(smollm2):
-    at = fresh({"iv_view": "Patch", "clean": CLEAN, "corrupt": CORRUPT, "patch_go": True})
+    at = fresh()
+    at.text_area(key="text").set_value(CLEAN).run()  # typed in Ablate: Patch reads it as its clean prompt
+    at = open_tab(at, "Patch", corrupt=CORRUPT, patch_go=True)
     ok(at)
     assert any("rank correlation" in c.value for c in at.caption)
     (link,) = at.get("page_link")
@@ -90,14 +100,18 @@ def test_patching_and_sweep_tabs(smollm2):
 
 
 def test_sweep_and_steer_tabs(smollm2):
-    at = fresh({"iv_view": "Every head", "sweep_text": CLEAN, "sweep_go": True})
+    at = fresh()
+    at.text_area(key="text").set_value(CLEAN).run()  # typed in Ablate: Every head sweeps the same prompt
+    at = open_tab(at, "Every head", sweep_go=True)
     ok(at)
     assert any("with nothing ablated" in c.value for c in at.caption)
+    assert repr(CLEAN) in at.code[-1].value  # the exported sweep script
     at = click_grid(at, "sweep_heads", 3, 4)  # the clicked head is the one the Ablate tab ablates
     ok(at)
     assert (at.session_state["iv_layer"], at.session_state["iv_head"]) == (3, 4)
     at = fresh({"iv_view": "Steer", "steer_new": 4, "strength": 0.0})
     ok(at)
+    assert any("continues a prompt of its own" in c.value for c in at.caption)
     at.button(key="steer_go").click().run()
     plain, steered = at.code[0].value, at.code[1].value
     assert plain == steered  # strength 0 is the plain run
@@ -106,9 +120,9 @@ def test_sweep_and_steer_tabs(smollm2):
 
 
 def test_every_tab_speaks_about_a_bad_prompt_before_its_toggle(smollm2):
-    at = fresh({"iv_view": "Every head", "sweep_text": ""})
-    assert not at.exception and any("prompt is empty" in e.value for e in at.error)
-    at = fresh({"iv_view": "Patch", "clean": CLEAN, "corrupt": "John gave it " * 200})
+    at = fresh({"iv_view": "Every head", "text": ""})
+    assert not at.exception and any("text is empty" in w.value for w in at.warning)
+    at = fresh({"iv_view": "Patch", "text": CLEAN, "corrupt": "John gave it " * 200})
     assert not at.exception and any("corrupted prompt has" in e.value for e in at.error)
     at = fresh({"iv_view": "Steer", "steer_new": 1, "steer_prompt": "The movie was fine. " * 100})
     ok(at)

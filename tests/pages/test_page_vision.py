@@ -67,6 +67,14 @@ def test_samples(sample: str) -> None:
     assert len(figures_titles(at)) == 6
 
 
+def test_a_photo_on_the_digit_model_gets_a_note_on_what_it_knows() -> None:
+    at = run_page(sample="photo: china.jpg (scikit-learn)")
+    assert_clean(at)
+    assert any("knows only 8 x 8" in i.value and "colour" in i.value for i in at.info)
+    at.selectbox(key="sample").set_value("digit 3 (held out from training)").run()
+    assert not any("knows only 8 x 8" in i.value for i in at.info)  # a digit is what it knows
+
+
 def upload_page() -> AppTest:
     at = run_page(image_source="Upload")
     assert at.info[0].value.startswith("Choose an image")

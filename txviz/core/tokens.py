@@ -56,3 +56,29 @@ def word_groups(tokenizer, text: str, ids: list[int], offsets: list[tuple[int, i
         groups.append(word)
         last_end = None if flag or start == end else end
     return groups
+
+
+def unknown_characters(tokenizer, text: str) -> tuple[str, ...]:
+    """Characters of the text that the tokenizer reads only as its unknown token, in order of first use."""
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is None:  # byte-level tokenizers know every character
+        return ()
+    chars = [ch for ch in dict.fromkeys(text) if not ch.isspace()]
+    return tuple(ch for ch in chars if unk in tokenizer(ch, add_special_tokens=False)["input_ids"])
+
+
+def unknown_note(tokenizer, text: str, raw_tokens: tuple[str, ...]) -> str | None:
+    """Why some tokens are the unknown token, naming the characters behind them; None when none are."""
+    unk = getattr(tokenizer, "unk_token", None)
+    count = sum(piece == unk for piece in raw_tokens) if unk else 0
+    if not count:
+        return None
+    chars = unknown_characters(tokenizer, text)
+    # Code spans and code points: the characters are the user's, shown literally.
+    named = ", ".join(f"`{ch}` (U+{ord(ch):04X})" for ch in chars) or "some characters"
+    tokens = "1 token is" if count == 1 else f"{count} tokens are"
+    return (
+        f"{tokens} {unk}, the tokenizer's unknown token: its vocabulary has no piece for {named}. "
+        "A word-piece tokenizer then reads the whole word containing them as one "
+        f"{unk}, so the model cannot tell these words apart."
+    )

@@ -12,6 +12,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 from txviz.core.errors import UserError
 
 ACCEPTED_FORMATS = ("PNG", "JPEG", "WEBP", "GIF")
+FORMATS_TEXT = "PNG, JPEG, WebP or GIF"  # ACCEPTED_FORMATS as a message names them
 
 
 MAX_PIXELS = 40_000_000  # 40 megapixels: a large photo passes, a decompression bomb does not
@@ -34,7 +35,7 @@ class LoadedImage:
 def load_image(data: bytes, max_pixels: int = MAX_PIXELS) -> LoadedImage:
     """Decode PNG/JPEG/WebP/GIF bytes into RGB, or raise UserError with a message for people."""
     if not data:
-        raise UserError("The file is empty: choose a PNG, JPEG or WebP image.")
+        raise UserError(f"The file is empty: choose a {FORMATS_TEXT} image.")
     damaged = "The {} is truncated or damaged and cannot be decoded ({}). Upload the complete file."
     try:
         # Reads the header only. Pillow refuses over twice its own limit; between its limit and
@@ -50,14 +51,14 @@ def load_image(data: bytes, max_pixels: int = MAX_PIXELS) -> LoadedImage:
         ) from None
     except UnidentifiedImageError:
         raise UserError(
-            "This file is not an image that can be read: upload a PNG, JPEG or WebP picture "
+            f"This file is not an image that can be read: upload a {FORMATS_TEXT} picture "
             "(a file renamed to .png is still whatever it was before)."
         ) from None
     except Exception as err:  # noqa: BLE001 - any decoder failure on user bytes is bad input
         raise UserError(damaged.format("file", err)) from None
     fmt = image.format or "?"
     if fmt not in ACCEPTED_FORMATS:
-        raise UserError(f"{fmt} images are not accepted: upload a PNG, JPEG or WebP picture.")
+        raise UserError(f"{fmt} images are not accepted: upload a {FORMATS_TEXT} picture.")
     width, height = image.size
     if width * height > max_pixels:
         raise UserError(
