@@ -243,7 +243,7 @@ if conv_tab.open:
         cols[2].metric(
             f"Least weight of a head of ({y}, {x}) on its own offset", f"{result.own_weight.min():.4f}"
         )
-        ui.show_figure(figs.convolution_figure(result), key="conv_figure")
+        ui.show_figure(figs.convolution_figure(result, ui.presenting()), key="conv_figure")
         st.caption(
             "Torch's conv2d with zero padding k // 2 beside the k² hand-set heads over the zero-padded "
             "pixels (float64). With α = 50 the weight off each head's own offset is below e^−50 and the "

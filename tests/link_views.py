@@ -33,7 +33,7 @@ VIEWS = {
         ("view", "Several heads"),
     ),
     "2_Attention_Explorer": LinkView(
-        (("slider", "layer", 3), ("slider", "head", 5), ("selectbox", "focus_token", Index(4))),
+        (("slider", "layer", 4), ("slider", "head", 5), ("selectbox", "focus_token", Index(4))),
         ("view", "Token focus"),
     ),
     "3_Positional_Encoding": LinkView(

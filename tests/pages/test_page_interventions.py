@@ -105,7 +105,7 @@ def test_sweep_and_steer_tabs(smollm2):
     at = open_tab(at, "Every head", sweep_go=True)
     ok(at)
     assert any("with nothing ablated" in c.value for c in at.caption)
-    assert repr(CLEAN) in at.code[-1].value  # the exported sweep script
+    assert repr(CLEAN) in at.main.code[-1].value  # the exported sweep script
     at = click_grid(at, "sweep_heads", 3, 4)  # the clicked head is the one the Ablate tab ablates
     ok(at)
     assert (at.session_state["iv_layer"], at.session_state["iv_head"]) == (3, 4)
@@ -113,7 +113,7 @@ def test_sweep_and_steer_tabs(smollm2):
     ok(at)
     assert any("continues a prompt of its own" in c.value for c in at.caption)
     at.button(key="steer_go").click().run()
-    plain, steered = at.code[0].value, at.code[1].value
+    plain, steered = at.main.code[0].value, at.main.code[1].value
     assert plain == steered  # strength 0 is the plain run
     at.slider(key="strength").set_value(8.0).run()
     ok(at)
@@ -152,13 +152,13 @@ def test_head_detectors_link_opens_this_page_with_the_head_ablated(smollm2):
 def test_steer_runs_only_on_its_button_and_its_default_visibly_steers(smollm2):
     at = fresh({"iv_view": "Steer"})
     ok(at)
-    assert not at.code and any("Press the button" in c.value for c in at.caption)  # nothing generated
+    assert not at.main.code and any("Press the button" in c.value for c in at.caption)  # nothing generated
     at.button(key="steer_go").click().run()
     ok(at)
-    plain, steered = at.code[0].value, at.code[1].value
+    plain, steered = at.main.code[0].value, at.main.code[1].value
     assert plain.startswith("I think the movie was") and steered != plain
     at.run()  # a rerun with the same settings keeps the result
-    assert len(at.code) >= 2
+    assert len(at.main.code) >= 2
     at.slider(key="strength").set_value(2.0).run()  # new settings wait for the button again
     ok(at)
-    assert not at.code
+    assert not at.main.code

@@ -67,7 +67,8 @@ def fused(
     _, h, n, d = query.shape
     # One tensor serves as keys and values: [key, value, position]. The queries are zero past their
     # own dimensions, so only q . key enters a score, and the output holds E_q[key], the attention
-    # output and E_q[position]. (The output equals SDPA's bit for bit: the zeros add nothing.)
+    # output and E_q[position]. (The zeros add nothing: the output is SDPA's up to float rounding, bit for
+    # bit where the kernel tiles the wider head as it tiles SDPA's; on some CPUs the last bit differs.)
     width = d + (value.shape[-1] if value is not None else 0)
     keyed = key.new_empty((*key.shape[:-1], width + 1), dtype=torch.float32)  # filled in place: one pass
     keyed[..., :d] = key

@@ -6,6 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from txviz.figures.colors import scale
 from txviz.why import cost, paths
 from txviz.why.convolution import AttentionConvolution
 from txviz.why.cost import Sweep, ThreadTimes
@@ -149,26 +150,25 @@ def forgetting_lines(result) -> go.Figure:
     return figure
 
 
-def convolution_figure(result: AttentionConvolution) -> go.Figure:
+def convolution_figure(result: AttentionConvolution, presenting: bool = False) -> go.Figure:
     """The image, the kernel, conv2d's output, the k*k heads' output and where one pixel's heads look."""
     # the last panel is the local mask: the chosen pixel's heads summed, its k x k window
     y, x = result.query
     k = result.kernel.shape[-1]
     panels = [
-        ("image", result.image[0], "Greys"),
-        (f"kernel ({k} x {k})", result.kernel[0, 0], "RdBu"),
-        ("CNN: torch conv2d", result.convolution[0], "RdBu"),
-        (f"attention: {k * k} heads", result.attention[0], "RdBu"),
-        (f"heads of pixel ({y}, {x})", result.query_window, "Greys"),
+        ("image", result.image[0], False),
+        (f"kernel ({k} x {k})", result.kernel[0, 0], True),
+        ("CNN: torch conv2d", result.convolution[0], True),
+        (f"attention: {k * k} heads", result.attention[0], True),
+        (f"heads of pixel ({y}, {x})", result.query_window, False),
     ]
     figure = make_subplots(rows=1, cols=len(panels), subplot_titles=[title for title, *_ in panels])
-    for col, (_, matrix, colours) in enumerate(panels, start=1):
-        diverging = colours == "RdBu"
+    for col, (_, matrix, diverging) in enumerate(panels, start=1):
         limit = float(np.abs(matrix).max()) or 1.0
         figure.add_trace(
             go.Heatmap(
                 z=matrix,
-                colorscale=colours,
+                colorscale=scale("diverging" if diverging else "sequential", presenting),
                 zmid=0.0 if diverging else None,
                 zmin=-limit if diverging else 0.0,
                 zmax=limit,
