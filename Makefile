@@ -55,12 +55,15 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m txviz bench all
 
-# The README's screenshots: the browser tests write them to test-artifacts/ (home, explorer and
-# one per page, named after its script); this copies exactly those to assets/screenshots/.
-SCREENSHOTS := home explorer $(basename $(notdir $(wildcard pages/*.py)))
+# The README's screenshots: the browser tests write them to test-artifacts/ (home, explorer, the
+# projector, three restored links and one per page, named after its script); this copies exactly
+# those to assets/screenshots/.
+SCREENSHOTS := home explorer projector link-attention_explorer link-positional_encoding link-self_attention \
+	$(basename $(notdir $(wildcard pages/*.py)))
 
 screenshots: $(STAMP) browser
-	$(VENV)/bin/pytest -q -p no:cacheprovider tests/browser/test_browser_pages.py tests/browser/test_browser_explorer.py
+	$(VENV)/bin/pytest -q -p no:cacheprovider tests/browser/test_browser_pages.py tests/browser/test_browser_explorer.py \
+		tests/browser/test_browser_projector.py tests/browser/test_browser_links.py
 	mkdir -p assets/screenshots
 	for name in $(SCREENSHOTS); do cp test-artifacts/$$name.png assets/screenshots/ || exit 1; done
 

@@ -24,9 +24,9 @@ h1 { font-size: 2.2rem !important; padding: 0 !important; }
 [data-testid="stHeader"] button { pointer-events: auto; }
 [data-testid="stMainBlockContainer"] { padding-top: 1.2rem !important; padding-bottom: 2rem !important; }
 [data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.5rem; }
-div:has(> [data-testid="stExpander"] [data-testid="stExpanderIconCheck"]) { display: none; }
+[data-testid="stTextArea"] textarea { height: 3.6em !important; min-height: 0 !important; }
 </style>"""  # figures' fonts grow in draw by one factor, so chart titles stay above body text
-# In projector mode: no header bar over the title (its sidebar arrow stays) and no "model ready" notes.
+# In projector mode: no header bar over the title (its sidebar arrow stays) and two-line text boxes, so the first figure starts above the fold at 1280 x 720.
 SIDEBAR_CSS = """<style>
 [data-testid="stSidebarNavItems"] { max-height: 42vh; overflow-y: auto; }
 </style>"""  # the page menu scrolls in its own box, so the controls under it show on a laptop screen

@@ -56,7 +56,7 @@ def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str
         )
     else:
         st.title(title)
-    if intro:
+    if intro and not presenting_now:  # the lecturer says it: the room sees the figure sooner
         st.caption(intro)
     path.back_and_next(page)
     device_picker()
@@ -218,14 +218,17 @@ def load_model(name: str, kinds: tuple[str, ...] | None = None) -> LoadedModel:
     where = device if dtype == "float32" else f"{device} in {dtype}"
     with user_errors():
         serving.check_allowed(name, models.names())
+    note = st.empty()
     try:
-        with st.status(f"Loading {name} on {where}...", expanded=False) as status:
+        with note.status(f"Loading {name} on {where}...", expanded=False) as status:
             if name == "smollm2":
                 status.write(
                     "The first load converts SmolLM2 once (about 20 s); later ones take under a second."
                 )
             loaded = _cached_model(name, device, dtype)
             status.update(label=f"{name} ready on {where}", state="complete")
+        if projector.presenting():  # the room needs the figure, not the note that the model is ready
+            note.empty()
     except ModelLoadError as error:
         st.error(str(error))
         st.stop()
@@ -280,9 +283,11 @@ def checked_upload(upload) -> bytes:
 
 def text_input(label: str, default: str, key: str = "text", height: int = 120) -> str:
     """Text typed or pasted, or read from an uploaded .txt file; never rendered as HTML."""
-    source = st.radio(
-        f"{label} from", ["Type or paste", "Upload a .txt file"], horizontal=True, key=f"{key}_source"
-    )
+    sources = ["Type or paste", "Upload a .txt file"]
+    if projector.presenting():  # a projector shows the text box alone, so the figure starts higher
+        source = sources[0]
+    else:
+        source = st.radio(f"{label} from", sources, horizontal=True, key=f"{key}_source")
     if source == "Type or paste":
         text = st.text_area(
             label,

@@ -41,7 +41,7 @@ def word_heatmap(
         hovertemplate="%{text}<br>" + value_name + " %{z:.3f}<extra></extra>",
     )
     figure = go.Figure(heat)
-    height = max(320, 60 + 26 * len(premise))
+    height = max(320, 160 + 26 * len(premise))  # a row a word, beside the title and the words under it
     across = plot_length(PAGE_WIDTH / 2)  # the page shows these maps two a row
     figure.update_layout(
         title=plain(title),
@@ -68,7 +68,7 @@ def vectors_heatmap(
             hovertemplate=prefix + " row %{y}, unit %{x}: %{z:.3f}<extra></extra>",
         )
     )
-    height = max(220, 60 + 22 * len(words))
+    height = max(220, 100 + 26 * len(words))  # a row a word, beside the title and the axis under it
     figure.update_layout(
         title=plain(title),
         xaxis_title="hidden unit",
