@@ -383,6 +383,11 @@ if steer_tab.open:
         max_new = int(
             c.number_input("New tokens", 1, 64, ui.link_value("steer_new", 24, range(1, 65)), key="steer_new")
         )
+        with ui.user_errors():  # bad prompt sets are told at once, before the button
+            steering.check_sets(positive, negative)
+            (positive, negative), cuts = steering.cut_sets(loaded, positive, negative)
+        for notice in cuts:
+            st.warning(notice)
         chosen = (tuple(positive), tuple(negative), layer, prompt, strength, max_new)
         # Two generations take tens of seconds on a shared CPU: they run when asked, for these settings.
         if st.button("Generate with and without the vector", key="steer_go", type="primary"):

@@ -257,7 +257,7 @@ if loaded.is_causal:  # ablation reads next-token logits: decoders only
 
 st.subheader("Which heads track coreference?")
 low, high = cv.coin_flip_band
-which = "all kinds" if kind == ALL_KINDS else f"kind '{kind}'"
+which = "all kinds" if kind is None else f"kind '{kind}'"
 cols = st.columns(3)
 cols[0].metric(
     "Head chosen on all pairs",

@@ -151,4 +151,4 @@ def test_conformer_tab_shows_the_convolution_window():
     app.slider(key="conformer_t").set_value(2).run()
     assert_clean(app)
     assert app.metric[0].value == "0 to 5"
-    assert "class ConformerBlock" in app.code[-1].value
+    assert "class ConformerBlock" in app.main.code[-1].value

@@ -16,7 +16,7 @@ from txviz.core.errors import UserError
 from txviz.core.interventions import Steer
 from txviz.generation.loop import GenerationRequest, generate
 from txviz.generation.sampling import SamplingSettings
-from txviz.interventions.runs import forward, prompt_ids, repeated
+from txviz.interventions.runs import cut_prompt, forward, prompt_ids, repeated
 from txviz.models import LoadedModel
 
 MAX_PROMPTS = 32  # per side: each is one forward
@@ -45,6 +45,16 @@ class Direction:
 
     def steer(self, strength: float) -> Steer:
         return Steer("resid", self.layer, vector=self.vector, strength=float(strength))
+
+
+def cut_sets(loaded: LoadedModel, *sets: Sequence[str]) -> tuple[list[list[str]], list[str]]:
+    """Each prompt set with every prompt cut to the tokens one forward reads, and a notice per cut prompt."""
+    kept, notices = [], []
+    for side, prompts in zip(("first", "second"), sets, strict=False):
+        cuts = [cut_prompt(loaded, prompt, f"{side} set's prompt") for prompt in prompts]
+        kept.append([text for text, _ in cuts])
+        notices += [notice for _, notice in cuts if notice]
+    return kept, notices
 
 
 def last_stream(loaded: LoadedModel, text: str, layer: int) -> torch.Tensor:
