@@ -1,4 +1,5 @@
-"""What the link tests change on each page: its main input, its tab and a selection.
+"""What the link tests change on each page (its main input, its tab and a selection), and the AppTest
+steps that make those changes and take the link.
 
 Keyed by the page script's stem. A page added without an entry here fails the link tests, which
 discover pages from pages/*.py. ``start`` is a link the test opens first, to keep a slow page cheap
@@ -9,8 +10,14 @@ need a run the test does not make (Live Generation draws its tabs after generati
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import Any
+
+from conftest import assert_clean
+from streamlit.testing.v1 import AppTest
 
 
 @dataclass(frozen=True)
@@ -123,3 +130,47 @@ VIEWS = {
         },
     ),
 }
+
+
+TIMEOUT = 300
+
+
+def open_link(page, link: dict[str, str]) -> AppTest:
+    """A fresh session on ``page`` opened with the query ``link``."""
+    app = AppTest.from_file(str(page), default_timeout=TIMEOUT)
+    app.query_params.update(link)
+    return app.run()
+
+
+def find(app: AppTest, kind: str, pattern: str):
+    """The one widget of ``kind`` whose key matches ``pattern`` (a key or an fnmatch pattern)."""
+    found = [w for w in app.get(kind) if w.key and fnmatchcase(w.key, pattern)]
+    assert len(found) == 1, (kind, pattern, [w.key for w in app.get(kind)])
+    return found[0]
+
+
+def change(app: AppTest, kind: str, pattern: str, value) -> tuple[str, object]:
+    """Set the widget to ``value`` (an Index picks an option), run; its key and its new value."""
+    widget = find(app, kind, pattern)
+    before = widget.value
+    if isinstance(value, Index):  # a radio has no select_index; its options are its values' labels
+        value = widget.options[value.i] if not hasattr(widget, "select_index") else value
+    widget.select_index(value.i) if isinstance(value, Index) else widget.set_value(value)
+    app.run()
+    assert_clean(app, (kind, pattern))
+    after = find(app, kind, pattern).value
+    assert after != before, f"{pattern} was already {before!r}: the test would not see a lost value"
+    return widget.key, after
+
+
+def changed_view(page: Path, view: LinkView) -> tuple[AppTest, dict[str, Any]]:
+    """A session on ``page`` with the view's tab opened and its changes made; each changed key's value."""
+    app = open_link(page, {k: json.dumps(v) for k, v in view.start.items()})
+    assert_clean(app)
+    if view.tab:
+        key, label = view.tab
+        assert app.session_state[key] != label, f"{label} is the first tab: the test would not see it lost"
+        app.session_state[key] = label
+        app.run()
+        assert_clean(app, label)
+    return app, dict(change(app, *c) for c in view.changes)

@@ -1,9 +1,15 @@
 """Links in Chromium: move a slider and open a tab, copy the link from the sidebar control, open it in
-a fresh browser context and find the same tab and value (screenshots test-artifacts/link-*.png)."""
+a fresh browser context and find the same tab and value (screenshots test-artifacts/link-*.png); and
+every page's link, made by changing its view as link_views.py says, opened in a fresh browser."""
 
 from __future__ import annotations
 
+from urllib.parse import parse_qsl, urlencode, urlparse
+
 import pytest
+from link_views import VIEWS, changed_view
+
+from txviz.app.navigation import PAGE_FILES
 
 # (page, tab to open, slider label, arrow key moving it one step); pages whose view is cheap to draw
 CASES = [
@@ -60,5 +66,28 @@ def test_a_copied_link_opens_the_same_view(app_server, _browser, browser_page, s
         assert restored.input_value() == value
         restored.scroll_into_view_if_needed()  # the screenshot shows the restored value
         screenshot(fresh, f"link-{name}")
+    finally:
+        context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("script", PAGE_FILES, ids=lambda p: p.stem)
+def test_every_pages_link_opens_its_view_in_a_fresh_browser(app_server, _browser, script):
+    from conftest import page_url, wait_for_app
+
+    app, _ = changed_view(script, VIEWS[script.stem])  # the view changed in a session of its own
+    link = dict(app.query_params)
+    context = _browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        fresh = context.new_page()
+        fresh.goto(page_url(app_server, script.name) + "?" + urlencode(link))
+        wait_for_app(fresh)
+        assert fresh.locator('[data-testid="stException"]').count() == 0
+        tab = VIEWS[script.stem].tab
+        if tab:
+            assert fresh.get_by_role("tab", name=tab[1], exact=True).get_attribute("aria-selected") == "true"
+        # The page writes its settings back to the address: a value the link lost would read its default.
+        shown = dict(parse_qsl(urlparse(fresh.url).query))
+        assert {k: shown.get(k) for k in link} == link
     finally:
         context.close()

@@ -5,45 +5,13 @@ from __future__ import annotations
 
 import ast
 import json
-from fnmatch import fnmatchcase
 from urllib.parse import urlencode
 
 import pytest
 from conftest import ROOT, assert_clean
-from link_views import VIEWS, Index
-from streamlit.testing.v1 import AppTest
+from link_views import VIEWS, changed_view, find, open_link
 
 from txviz.app.navigation import PAGE_FILES
-
-TIMEOUT = 300
-
-
-def open_link(page, link: dict[str, str]) -> AppTest:
-    """A fresh session on ``page`` opened with the query ``link``."""
-    app = AppTest.from_file(str(page), default_timeout=TIMEOUT)
-    app.query_params.update(link)
-    return app.run()
-
-
-def find(app: AppTest, kind: str, pattern: str):
-    """The one widget of ``kind`` whose key matches ``pattern`` (a key or an fnmatch pattern)."""
-    found = [w for w in app.get(kind) if w.key and fnmatchcase(w.key, pattern)]
-    assert len(found) == 1, (kind, pattern, [w.key for w in app.get(kind)])
-    return found[0]
-
-
-def change(app: AppTest, kind: str, pattern: str, value) -> tuple[str, object]:
-    """Set the widget to ``value`` (an Index picks an option), run; its key and its new value."""
-    widget = find(app, kind, pattern)
-    before = widget.value
-    if isinstance(value, Index):  # a radio has no select_index; its options are its values' labels
-        value = widget.options[value.i] if not hasattr(widget, "select_index") else value
-    widget.select_index(value.i) if isinstance(value, Index) else widget.set_value(value)
-    app.run()
-    assert_clean(app, (kind, pattern))
-    after = find(app, kind, pattern).value
-    assert after != before, f"{pattern} was already {before!r}: the test would not see a lost value"
-    return widget.key, after
 
 
 def test_every_page_has_a_link_description():
@@ -56,16 +24,7 @@ def test_every_page_has_a_link_description():
 def test_the_link_reopens_the_same_view(page):
     view = VIEWS.get(page.stem)
     assert view is not None, f"say in tests/link_views.py what the link test changes on {page.stem}"
-    app = open_link(page, {k: json.dumps(v) for k, v in view.start.items()})
-    assert_clean(app)
-    if view.tab:
-        key, label = view.tab
-        assert app.session_state[key] != label, f"{label} is the first tab: the test would not see it lost"
-        app.session_state[key] = label
-        app.run()
-        assert_clean(app, label)
-    changed = dict(change(app, *c) for c in view.changes)
-
+    app, changed = changed_view(page, view)
     link = dict(app.query_params)
     (control,) = [c for c in app.sidebar.code if c.value.startswith("?")]  # the copy-link control
     assert control.value == "?" + urlencode(link)
