@@ -86,7 +86,11 @@ def test_every_pages_link_opens_its_view_in_a_fresh_browser(app_server, _browser
         tab = VIEWS[script.stem].tab
         if tab:
             assert fresh.get_by_role("tab", name=tab[1], exact=True).get_attribute("aria-selected") == "true"
-        # The page writes its settings back to the address: a value the link lost would read its default.
+        # A rerun ("r") writes the page's settings back to the address: a lost value would read its default.
+        fresh.locator("h1").first.click()
+        fresh.keyboard.press("r")
+        fresh.wait_for_timeout(500)
+        wait_for_app(fresh)
         shown = dict(parse_qsl(urlparse(fresh.url).query))
         assert {k: shown.get(k) for k in link} == link
     finally:
