@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import page_url, screenshot, wait_for_app
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from txviz.app import teaching
 
@@ -17,8 +18,17 @@ def test_the_notice_defines_head_on_hover(app_server, browser_page):
     wait_for_app(page)
     notice = page.locator('[data-testid="stCaptionContainer"]', has_text="What to notice")
     notice.wait_for(timeout=120_000)
-    notice.locator('[data-testid="stTooltipHoverTarget"]').hover()
+    target = notice.locator('[data-testid="stTooltipHoverTarget"]')
+    target.scroll_into_view_if_needed()
     tooltip = page.locator('[data-testid="stTooltipContent"]')
-    tooltip.wait_for(timeout=10_000)
+    for _ in range(3):  # on a busy machine the first hover can land before the page settles
+        page.mouse.move(0, 0)
+        target.hover()
+        try:
+            tooltip.wait_for(timeout=15_000)
+            break
+        except PlaywrightTimeout:
+            continue
+    tooltip.wait_for(timeout=15_000)
     assert teaching.GLOSSARY["head"].split(":")[0] in tooltip.inner_text()
     screenshot(page, "explorer_notice_hover")
