@@ -494,9 +494,31 @@ if linear_tab.open:
             "Same q, k, v as above (MiniLM's captured queries and keys). Linformer learns E while it trains; "
             "here E is fixed, a random Gaussian N(0, 1/kp) (averaged over 5 draws) or the mean of kp "
             "contiguous segments (at kp = n the identity: exactly softmax). A random E mixes values MiniLM "
-            "never meant to mix, so its error is large. Performer's curve is averaged over 5 draws of the "
-            "features; its variance grows like exp(|q + k|²/√d), and MiniLM's q and k are long "
-            f"(max |q + k|²/√d = {versus.spread:.0f} on this head), so it needs many features here."
+            "never meant to mix, so its error is large. Performer's curves are averaged over 5 draws of the "
+            "features."
+        )
+        calm = versus.calm_temperature
+        cols = st.columns(2)
+        cols[0].metric(
+            "This head: max |q + k|²/√d, one feature's relative variance",
+            f"{versus.spread:.1f}, {efficient.feature_variance(versus.spread):.1e}",
+        )
+        cols[1].metric(
+            f"Cooled, q and k / √{calm}: the same",
+            f"{versus.calm_spread:.1f}, {efficient.feature_variance(versus.calm_spread):.1e}",
+        )
+        st.markdown(
+            "**Why Performer fails on this head and converges on the cooled one.** One positive random "
+            "feature estimates exp(q·k/√d) with relative variance exp(|q + k|²/√d) − 1 (Choromanski et al. "
+            "2021, Lemma 2), and |q + k|² = |q|² + |k|² + 2 q·k: it grows exponentially with the lengths of "
+            "the queries and keys. m features divide it by m, so the error falls only like "
+            "√((exp(|q + k|²/√d) − 1)/m). MiniLM's trained queries and keys are long: on this head the "
+            f"worst pair needs about {efficient.feature_variance(versus.spread):.0e} features per unit of "
+            "squared relative error, far beyond any m here, so the curve barely moves. Divide q and k by "
+            f"√{calm} (softmax at temperature T = {calm}, a flatter map) and the same head's pairs stay "
+            f"below |q + k|²/√d = {versus.calm_spread:.1f}: its curve falls towards zero as m grows, "
+            "compared with softmax at that same temperature. Performer works where a model learns short "
+            "queries and keys, which is why it is trained with its features, not bolted onto a softmax model."
         )
 
         st.subheader("Where each family of efficient transformers is shown (probml fig. 15.29)")
@@ -508,6 +530,8 @@ if linear_tab.open:
         ui.show_figure(figs.families_figure(efficient.FAMILIES, titles), key="efficient_families")
         for family in efficient.FAMILIES:
             st.markdown(f"**{family.name}**: {family.idea}. {family.members}.")
+            if family.note:
+                st.markdown(family.note)
             for family_page, what in family.shown:
                 st.page_link(
                     navigation.feature_page(paths.PAGES / family_page),
@@ -515,8 +539,9 @@ if linear_tab.open:
                     icon=":material/open_in_new:",
                 )
         st.caption(
-            "Not shown in txviz: Reformer's hashing, Transformer-XL's segment memory and the Set "
-            "Transformer's inducing points; the links go to the nearest idea txviz draws."
+            "Not shown in txviz: Reformer's hashing and the Routing Transformer's clustering (the learnable "
+            "patterns that do save), Transformer-XL's segment memory and the Set Transformer's inducing "
+            "points; the links go to the nearest idea txviz draws."
         )
 
 

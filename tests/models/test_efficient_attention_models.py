@@ -21,3 +21,14 @@ def test_efficient_attention_on_a_minilm_head(minilm):
     spread = max(np.sum((q + k) ** 2) / np.sqrt(d) for q in head.queries for k in head.keys)
     assert abs(versus.spread - spread) < 1e-9
     assert 0 < versus.comparison.performer_distance < 1
+
+
+def test_performer_fails_on_the_trained_head_and_converges_once_cooled(minilm):
+    head = linear.minilm_head(minilm, TEXT, 2, 3)
+    versus = efficient.versus_softmax(head, 4, "segment means", 64)
+    assert versus.spread > 20 and versus.calm_spread <= efficient.WELL_CONDITIONED
+    assert abs(versus.calm_spread - versus.spread / versus.calm_temperature) < 1e-9
+    _, trained = versus.curves[efficient.PERFORMER]
+    _, calm = versus.curves[efficient.calm_name(versus.calm_temperature)]
+    assert min(trained) > 0.3  # thousands of features still leave a third of the output wrong
+    assert calm[-1] < 0.05 and calm[-1] < calm[0] / 4  # the cooled head converges

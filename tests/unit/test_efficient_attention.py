@@ -106,3 +106,34 @@ def test_families_point_at_pages_that_exist():
     for family in ef.FAMILIES:
         for page, _ in family.shown:
             assert (paths.PAGES / page).exists(), page
+
+
+def test_one_features_relative_variance_is_lemma_2s():
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(scale=0.3, size=(2, 4))  # |x + y|^2 near 1: the sample variance settles
+    w = rng.normal(size=(400_000, 4))
+    single = np.exp(w @ x - x @ x / 2) * np.exp(w @ y - y @ y / 2)  # one feature each, m = 1
+    relative = single.var() / np.exp(x @ y) ** 2
+    assert relative == pytest.approx(np.expm1(np.sum((x + y) ** 2)), rel=0.05)
+    assert ef.feature_variance(np.sum((x + y) ** 2)) == pytest.approx(np.expm1(np.sum((x + y) ** 2)))
+
+
+def test_cooling_divides_every_spread_by_the_temperature():
+    from txviz.selfattention.linear import HeadQKV
+
+    q, k, v = small_head(n=6, d=16, size=2.0)
+    head = HeadQKV(tuple("abcdef"), q, k, v, np.zeros((6, 6)))
+    wide = max(np.sum((a + b) ** 2) for a in q for b in k) / 4  # sqrt(16) = 4
+    assert ef.spread(head) == pytest.approx(wide)
+    t = ef.calm_temperature(wide)
+    assert wide / t <= ef.WELL_CONDITIONED < wide / (t / 2) or t == 1
+    assert ef.spread(ef.cooled(head, t)) == pytest.approx(wide / t)
+    cooled = ef.cooled(head, t)
+    np.testing.assert_allclose(cooled.queries @ cooled.keys.T, q @ k.T / t)  # scores at temperature T
+    assert ef.calm_temperature(1.0) == 1 and ef.calm_temperature(30.8) == 8
+
+
+def test_learnable_patterns_say_top_k_saves_nothing():
+    (learnable,) = [f for f in ef.FAMILIES if f.name == "Learnable patterns"]
+    assert "save" in learnable.note and "n² scores" in learnable.note and "Not shown" in learnable.note
+    assert all("not this family" in what for _, what in learnable.shown)

@@ -8,13 +8,15 @@ trained with full softmax, so the error shows what the projection alone loses.
 
 Performer (Choromanski et al. 2021, FAVOR+) writes exp(q.k) = E_w[phi(q) phi(k)] with positive
 random features phi(x) = exp(w.x - |x|^2 / 2) / sqrt(m), w ~ N(0, I) drawn orthogonal in blocks:
-an unbiased estimate of the softmax kernel that tightens as the number of features m grows. The
+an unbiased estimate of the softmax kernel that tightens as the number of features m grows. One
+feature's estimate of exp(x.y) has relative variance exp(|x + y|^2) - 1 (Choromanski et al., Lemma 2;
+x, y are q, k over d^(1/4)): long queries and keys need exponentially many features. The
 numbers are hand-written in numpy, as linear.py's are, so each step can be read beside the formula.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -187,6 +189,7 @@ class Family:
     idea: str
     members: str
     shown: tuple[tuple[str, str], ...]  # (page file, what to open there)
+    note: str = ""  # what the links do not show, said plainly
 
 
 FAMILIES = (
@@ -198,9 +201,19 @@ FAMILIES = (
     ),
     Family(
         "Learnable patterns",
-        "the content decides which keys a query reads: buckets, clusters, top-k",
+        "the content decides which keys a query reads, from cheap hashes or clusters, before any score "
+        "is computed",
         "Reformer (LSH), Routing Transformer (k-means), Sinkhorn",
-        (("7_Soft_vs_Hard.py", "top-k and sparsemax keep a content-chosen set of keys"),),
+        (
+            (
+                "7_Soft_vs_Hard.py",
+                "not this family: top-k and sparsemax sparsify the weights after all n² scores",
+            ),
+        ),
+        "Not shown in txviz: hashing and clustering, which pick each query's keys before scoring and so "
+        "compute fewer than n² scores. Soft vs Hard's top-k and sparsemax also keep a content-chosen set "
+        "of keys, but only after computing every one of the n² scores: they sparsify the weights and save "
+        "nothing.",
     ),
     Family(
         "Low rank and kernels",
@@ -226,24 +239,64 @@ FAMILIES = (
 )
 
 
+WELL_CONDITIONED = 4.0  # max |q + k|^2 / sqrt(d) where a few thousand features are enough
+
+
+def spread(head: HeadQKV) -> float:
+    """max over pairs of |q_i + k_j|^2 / sqrt(d): |x + y|^2 for Performer's scaled x = q / d^(1/4)."""
+    sums = head.queries[:, None, :] + head.keys[None, :, :]
+    return float((sums**2).sum(-1).max() / np.sqrt(head.queries.shape[-1]))
+
+
+def feature_variance(spread_value: float) -> float:
+    """Relative variance of one positive feature's estimate of exp(x.y): exp(|x + y|^2) - 1."""
+    return float(np.expm1(spread_value))
+
+
+def cooled(head: HeadQKV, temperature: float) -> HeadQKV:
+    """The head with q and k divided by sqrt(T): scores over T, every |q + k|^2 over T."""
+    shrink = 1 / np.sqrt(temperature)
+    return replace(head, queries=head.queries * shrink, keys=head.keys * shrink)
+
+
+def calm_temperature(spread_value: float, target: float = WELL_CONDITIONED) -> int:
+    """The smallest power of two T with spread / T <= target (1 when the head is already calm)."""
+    return int(2 ** max(0, int(np.ceil(np.log2(max(spread_value, 1e-12) / target)))))
+
+
 @dataclass(frozen=True)
 class Versus:
     """What the page shows for one head: the comparison, the error curves, and how long q + k gets."""
 
     comparison: EfficientComparison
-    curves: dict[str, tuple[list[int], list[float]]]
+    curves: dict[str, tuple[list[int], list[float]]]  # Linformer's over kp, Performer's over m
     spread: float  # max over pairs of |q_i + k_j|^2 / sqrt(d): Performer's variance grows like its exp
+    calm_temperature: int  # T that brings the spread to WELL_CONDITIONED or below
+    calm_spread: float  # the spread at that T
+
+
+PERFORMER = "Performer (FAVOR+)"
+
+
+def calm_name(temperature: int) -> str:
+    """The curve of the well-conditioned case."""
+    return f"Performer, q and k / √{temperature} (T = {temperature})"
 
 
 def versus_softmax(head: HeadQKV, kp: int, kind: str, m: int) -> Versus:
-    """The comparison at the chosen sizes and the curves over every size."""
-    sums = head.queries[:, None, :] + head.keys[None, :, :]
+    """The comparison at the chosen sizes and the curves over every size, the head as trained and cooled."""
+    wide = spread(head)
+    temperature = calm_temperature(wide)
+    calm = cooled(head, temperature)
     return Versus(
         compare(head, kp, m, kind),
         {
             "Linformer, random Gaussian E": linformer_curve(head, "random Gaussian"),
             "Linformer, segment means E": linformer_curve(head, "segment means"),
-            "Performer (FAVOR+)": performer_curve(head),
+            PERFORMER: performer_curve(head),
+            calm_name(temperature): performer_curve(calm),
         },
-        float((sums**2).sum(-1).max() / np.sqrt(head.queries.shape[-1])),
+        wide,
+        temperature,
+        spread(calm),
     )

@@ -219,17 +219,31 @@ def linear_cost_figure(ns: Sequence[int], softmax_s: Sequence[float], linear_s: 
 def efficient_error_figure(
     curves: dict[str, tuple[Sequence[int], Sequence[float]]], elu_error: float
 ) -> go.Figure:
-    """Output error against size: Linformer's kp and Performer's feature count m, elu + 1 as a line."""
-    figure = go.Figure()
+    """Output error against size, one panel each: Linformer over kp (1..n), Performer over m (log)."""
+    figure = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=("Linformer: projected keys kp", "Performer: random features m"),
+        horizontal_spacing=0.1,
+    )
     for name, (sizes, errors) in curves.items():
-        figure.add_trace(go.Scatter(x=list(sizes), y=list(errors), mode="lines+markers", name=plain(name)))
-    figure.add_hline(y=elu_error, line_dash="dot", annotation_text="elu + 1 (no size to choose)")
+        col = 1 if name.startswith("Linformer") else 2
+        figure.add_trace(
+            go.Scatter(x=list(sizes), y=list(errors), mode="lines+markers", name=plain(name)), row=1, col=col
+        )
+    for col in (1, 2):
+        figure.add_hline(
+            y=elu_error, line_dash="dot", annotation_text="elu + 1 (no size to choose)", row=1, col=col
+        )
+    figure.update_xaxes(title_text="kp (of n keys)", row=1, col=1)
+    figure.update_xaxes(title_text="m features", type="log", row=1, col=2)
+    figure.update_yaxes(title_text="relative output error", rangemode="tozero", row=1, col=1)
+    figure.update_yaxes(rangemode="tozero", row=1, col=2)
     figure.update_layout(
         title="Error against softmax: ‖O − O_soft‖ / ‖O_soft‖",
-        xaxis={"title": "projected keys kp (Linformer) or random features m (Performer)", "type": "log"},
-        yaxis={"title": "relative output error", "rangemode": "tozero"},
-        height=380,
-        margin=margin(top=40),
+        height=420,
+        legend={"orientation": "h", "y": -0.25},
+        margin=margin(top=70),
     )
     return figure
 
@@ -242,6 +256,8 @@ def families_figure(families: Sequence, page_titles: dict[str, str]) -> go.Figur
     for i, family in enumerate(families):
         figure.add_shape(type="line", x0=(count - 1) / 2, y0=0.93, x1=i, y1=0.8, line={"color": "grey"})
         where = "<br>".join(f"→ {plain(page_titles[page])}" for page, _ in family.shown)
+        if getattr(family, "note", ""):  # the links show a contrast, not the family itself
+            where = f"not shown<br>(contrast: {where.removeprefix('→ ')})"
         members = "<br>".join(plain(m.strip()) for m in family.members.split(","))
         figure.add_annotation(
             x=i,
