@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+import pytest
 from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
@@ -95,7 +97,13 @@ def test_linear_tab_shows_linformer_performer_and_the_families():
     at = run_page("Linear attention")
     assert not at.exception and not at.error
     values = metric_values(at)
-    assert len(values) == 7 and all(v >= 0 for v in values[4:])  # Linformer, Performer, elu + 1
+    assert len(values) == 11 and all(v >= 0 for v in values[4:])  # Linformer, Performer, elu + 1, spreads
+    spread, variance, calm, calm_variance = values[7:]
+    assert spread > 20 and calm <= 4  # MiniLM's long q and k; the cooled head is well conditioned
+    assert variance == pytest.approx(np.expm1(spread), rel=0.02)  # exp(|q + k|²/√d) - 1, as shown
+    assert calm_variance == pytest.approx(np.expm1(calm), rel=0.02)
+    assert any("relative variance exp(|q + k|²/√d) − 1" in m.value for m in at.markdown)
+    assert any("save nothing" in m.value for m in at.markdown)  # top-k and sparsemax, said plainly
     assert any("Performer" in s.value for s in at.subheader)
     families = [link for link in at.get("page_link") if not link.proto.label.startswith(("Back:", "Next:"))]
     assert len(families) == 6  # one per page each family points at (the Start here path's links apart)
