@@ -3,7 +3,8 @@
 import streamlit as st
 
 from txviz.app import serving, teaching, ui, widgets
-from txviz.vision import curves, figures
+from txviz.vision import book, curves, figures
+from txviz.vision import book_figures as book_figs
 from txviz.vision.images import load_image
 from txviz.vision.notes import outside_note
 from txviz.vision.runs import trace_image
@@ -16,6 +17,9 @@ ui.setup_page(
     "[CLS] token in front, and classifies from what [CLS] gathers. Pick a sample or upload a "
     "picture, then see where each head of each layer looks.",
     share=(
+        "vit_view",
+        "book_photo",
+        "book_patch",
         "vision_model",
         "image_source",
         "sample",
@@ -28,115 +32,8 @@ ui.setup_page(
     ),
 )
 
-model_name = ui.model_picker(kinds=("vision",), default="digits-vit", key="vision_model")
-loaded = ui.load_model(model_name, kinds=("vision",))
-if loaded.meta.get("heldout_accuracy") is not None:
-    st.caption(
-        f"{loaded.description} Held-out accuracy {loaded.meta['heldout_accuracy']:.1%}; "
-        "it learned light digits on a dark background."
-    )
-
-sources = ["Sample", "Upload"]
-source = st.radio(
-    "Image", sources, index=ui.link_index("image_source", sources), horizontal=True, key="image_source"
-)
-if source == "Sample":
-    samples = sample_names()
-    sample = st.selectbox("Sample image", samples, index=ui.link_index("sample", samples), key="sample")
-    image = sample_image(sample)
-else:
-    upload = st.file_uploader(
-        "A PNG, JPEG, WebP or GIF image", type=["png", "jpg", "jpeg", "webp", "gif"], key="upload"
-    )
-    if upload is None:
-        st.info("Choose an image file to upload.")
-        st.stop()
-    with ui.user_errors():
-        loaded_image = load_image(ui.checked_upload(upload), serving.config().max_image_pixels)
-    for note in loaded_image.notes:
-        st.info(note)
-    image = loaded_image.image
-
-with ui.user_errors():
-    result = trace_image(loaded, image)
-grid = result.grid
-
-left, right = st.columns(2)
-with left:
-    ui.show_figure(figures.patch_grid_figure(result.image, grid), key="grid")
-with right:
-    if result.probabilities is not None:
-        ui.show_figure(figures.probability_bars_figure(result.labels, result.probabilities))
-        known_digit = source == "Sample" and sample.startswith("digit ")
-        if note := outside_note(loaded.name, loaded.meta, image, known_digit):
-            st.info(note)
-    else:
-        st.info(f"{loaded.name} has no classification head: there is no class to predict.")
-ui.show_figure(figures.patch_sequence_figure(result.image, grid), key="sequence")
-teaching.notice(
-    "the transformer reads the image as this sequence of patch tokens, row by row, like words: which patches "
-    "are neighbours it knows only from the position embeddings."
-)
-st.caption(
-    "ViT-Base (Dosovitskiy et al. 2021) cuts a 224 px image into 16 x 16 px patches: a 14 x 14 grid, 196 "
-    f"patches. The model here uses its own patch size: its {grid.image_height} x {grid.image_width} px input "
-    f"in {grid.patch_height} x {grid.patch_width} px patches, {grid.rows} x {grid.cols} = {grid.n_patches}."
-)
-
-st.subheader("Attention on the image")
-controls, picture = st.columns([1, 2])
-with controls:
-    view = st.radio("Show", VIEWS, index=ui.link_index("view", VIEWS), key="view")
-    layer = widgets.index_picker("Layer", result.trace.n_layers, "layer", result.trace.n_layers - 1)
-    head_options = ["mean over heads"] + list(range(result.trace.n_heads))
-    head_choice = st.selectbox(
-        "Head",
-        head_options,
-        index=ui.link_index("head", head_options),
-        key="head",
-        disabled=view == VIEWS[2],
-    )
-    patch = st.slider(
-        "Patch (raster order)",
-        0,
-        grid.n_patches - 1,
-        ui.link_value("patch", grid.n_patches // 2, range(grid.n_patches)),
-        key="patch",
-        disabled=view != VIEWS[1],
-    )
-    opacity = st.slider(
-        "Opacity", 0.0, 1.0, ui.link_value("opacity", 0.6, lambda v: 0 <= v <= 1), 0.05, key="opacity"
-    )
-    threshold = st.slider(
-        "Hide patches below this share of the maximum",
-        0.0,
-        1.0,
-        ui.link_value("threshold", 0.0, lambda v: 0 <= v <= 1),
-        0.05,
-        key="threshold",
-    )
-
-head = None if head_choice == "mean over heads" else int(head_choice)
-values, title = overlay_values(result, view, layer, head, patch)
-marked = patch if view == VIEWS[1] else None
-with picture:
-    ui.show_figure(
-        figures.attention_overlay_figure(
-            result.image, values, grid, opacity, threshold, title, marked, ui.presenting()
-        ),
-        key="overlay",
-    )
-
-st.subheader("Which heads look locally, which globally")
-entropy = attention_entropy(result.trace.weights)
-distance = mean_attention_distance(result.trace.weights, grid)
-ui.show_figure(figures.head_statistics_figure(entropy, distance), key="heads")
-st.caption(
-    "Distance is in pixels of the model's input image, between patch centres, weighted by "
-    "attention (Dosovitskiy et al. 2021). Rollout (Abnar & Zuidema 2020) averages heads, adds "
-    "the skip connection and multiplies layers. Attention shows where information flows, not "
-    "why the model decided."
-)
+TABS = ["This model's attention", "ViT-Base as the books draw it"]
+model_tab, book_tab = st.tabs(TABS, key="vit_view", on_change="rerun", default=ui.link_tab("vit_view", TABS))
 
 
 @ui.shared_resource(spinner="Reading the learning curves...")
@@ -144,20 +41,221 @@ def learning_curves():
     return curves.load()
 
 
-st.subheader("Data hunger: a small CNN against this ViT (probml 15.5.6)")
-shipped_curves = learning_curves()
-ui.show_figure(figures.learning_curves_figure(shipped_curves), key="curves")
-st.markdown(curves.reading(shipped_curves))
-st.caption(
-    f"Both models read the same 24 px images and are trained with the same recipe on the first N training "
-    f"digits (about N/10 of each), 30 passes over the subset and at least 400 steps "
-    f"({', '.join(map(str, shipped_curves.steps[curves.MODELS[1]]))} steps), then scored on the same "
-    f"{shipped_curves.heldout_images} held-out digits. The CNN has {shipped_curves.weights[curves.MODELS[0]]:,} "
-    f"weights, the ViT {shipped_curves.weights[curves.MODELS[1]]:,}. A convolution looks at neighbouring "
-    "pixels with the same weights everywhere: locality and translation equivariance come built in. The ViT "
-    "must learn from the data that neighbouring patches matter, so it is behind with few images and closes "
-    "the gap as they grow; the book's crossing happens at millions of images (ImageNet-21k, JFT-300M), far "
-    "beyond 1,437 digits. Honest limits: one seed per point (a few points of noise), and these 8x8 digits "
-    "are easy enough that a logistic regression on the raw pixels matches both networks. Measured by "
-    "`python -m txviz train curves`; nothing is trained here."
-)
+@ui.shared_resource(spinner="Cutting the photograph into patches...")
+def book_embedding(photo: str):
+    return book.embed(book.square_photo(photo))
+
+
+if model_tab.open:
+    with model_tab:
+        model_name = ui.model_picker(kinds=("vision",), default="digits-vit", key="vision_model")
+        loaded = ui.load_model(model_name, kinds=("vision",))
+        if loaded.meta.get("heldout_accuracy") is not None:
+            st.caption(
+                f"{loaded.description} Held-out accuracy {loaded.meta['heldout_accuracy']:.1%}; "
+                "it learned light digits on a dark background."
+            )
+
+        sources = ["Sample", "Upload"]
+        source = st.radio(
+            "Image",
+            sources,
+            index=ui.link_index("image_source", sources),
+            horizontal=True,
+            key="image_source",
+        )
+        if source == "Sample":
+            samples = sample_names()
+            sample = st.selectbox(
+                "Sample image", samples, index=ui.link_index("sample", samples), key="sample"
+            )
+            image = sample_image(sample)
+        else:
+            upload = st.file_uploader(
+                "A PNG, JPEG, WebP or GIF image", type=["png", "jpg", "jpeg", "webp", "gif"], key="upload"
+            )
+            if upload is None:
+                st.info("Choose an image file to upload.")
+                st.stop()
+            with ui.user_errors():
+                loaded_image = load_image(ui.checked_upload(upload), serving.config().max_image_pixels)
+            for note in loaded_image.notes:
+                st.info(note)
+            image = loaded_image.image
+
+        with ui.user_errors():
+            result = trace_image(loaded, image)
+        grid = result.grid
+
+        left, right = st.columns(2)
+        with left:
+            ui.show_figure(figures.patch_grid_figure(result.image, grid), key="grid")
+        with right:
+            if result.probabilities is not None:
+                ui.show_figure(figures.probability_bars_figure(result.labels, result.probabilities))
+                known_digit = source == "Sample" and sample.startswith("digit ")
+                if note := outside_note(loaded.name, loaded.meta, image, known_digit):
+                    st.info(note)
+            else:
+                st.info(f"{loaded.name} has no classification head: there is no class to predict.")
+        ui.show_figure(figures.patch_sequence_figure(result.image, grid), key="sequence")
+        teaching.notice(
+            "the transformer reads the image as this sequence of patch tokens, row by row, like words: which patches "
+            "are neighbours it knows only from the position embeddings."
+        )
+        st.caption(
+            "ViT-Base (Dosovitskiy et al. 2021) cuts a 224 px image into 16 x 16 px patches: a 14 x 14 grid, 196 "
+            f"patches. The model here uses its own patch size: its {grid.image_height} x {grid.image_width} px input "
+            f"in {grid.patch_height} x {grid.patch_width} px patches, {grid.rows} x {grid.cols} = {grid.n_patches}."
+        )
+
+        st.subheader("Attention on the image")
+        controls, picture = st.columns([1, 2])
+        with controls:
+            view = st.radio("Show", VIEWS, index=ui.link_index("view", VIEWS), key="view")
+            layer = widgets.index_picker("Layer", result.trace.n_layers, "layer", result.trace.n_layers - 1)
+            head_options = ["mean over heads"] + list(range(result.trace.n_heads))
+            head_choice = st.selectbox(
+                "Head",
+                head_options,
+                index=ui.link_index("head", head_options),
+                key="head",
+                disabled=view == VIEWS[2],
+            )
+            patch = st.slider(
+                "Patch (raster order)",
+                0,
+                grid.n_patches - 1,
+                ui.link_value("patch", grid.n_patches // 2, range(grid.n_patches)),
+                key="patch",
+                disabled=view != VIEWS[1],
+            )
+            opacity = st.slider(
+                "Opacity", 0.0, 1.0, ui.link_value("opacity", 0.6, lambda v: 0 <= v <= 1), 0.05, key="opacity"
+            )
+            threshold = st.slider(
+                "Hide patches below this share of the maximum",
+                0.0,
+                1.0,
+                ui.link_value("threshold", 0.0, lambda v: 0 <= v <= 1),
+                0.05,
+                key="threshold",
+            )
+
+        head = None if head_choice == "mean over heads" else int(head_choice)
+        values, title = overlay_values(result, view, layer, head, patch)
+        marked = patch if view == VIEWS[1] else None
+        with picture:
+            ui.show_figure(
+                figures.attention_overlay_figure(
+                    result.image, values, grid, opacity, threshold, title, marked, ui.presenting()
+                ),
+                key="overlay",
+            )
+
+        st.subheader("Which heads look locally, which globally")
+        entropy = attention_entropy(result.trace.weights)
+        distance = mean_attention_distance(result.trace.weights, grid)
+        ui.show_figure(figures.head_statistics_figure(entropy, distance), key="heads")
+        st.caption(
+            "Distance is in pixels of the model's input image, between patch centres, weighted by "
+            "attention (Dosovitskiy et al. 2021). Rollout (Abnar & Zuidema 2020) averages heads, adds "
+            "the skip connection and multiplies layers. Attention shows where information flows, not "
+            "why the model decided."
+        )
+
+        st.subheader("Data hunger: a small CNN against this ViT (probml 15.5.6)")
+        shipped_curves = learning_curves()
+        curve_col, table_col = st.columns([3, 2])
+        with curve_col:
+            ui.show_figure(figures.learning_curves_figure(shipped_curves), key="curves")
+        with table_col:
+            st.markdown("**The book's transfer figures** (not run here)")
+            st.dataframe(
+                [
+                    {"pre-trained on": d.name, "classes": d.classes, "images": d.images, "then": d.outcome}
+                    for d in book.TRANSFER
+                ],
+                hide_index=True,
+                width="stretch",
+            )
+            st.caption(f"Source: {book.SOURCE}")
+        st.markdown(curves.reading(shipped_curves))
+        st.caption(
+            f"Both models read the same 24 px images and are trained with the same recipe on the first N training "
+            f"digits (about N/10 of each), 30 passes over the subset and at least 400 steps "
+            f"({', '.join(map(str, shipped_curves.steps[curves.MODELS[1]]))} steps), then scored on the same "
+            f"{shipped_curves.heldout_images} held-out digits. The CNN has {shipped_curves.weights[curves.MODELS[0]]:,} "
+            f"weights, the ViT {shipped_curves.weights[curves.MODELS[1]]:,}. A convolution looks at neighbouring "
+            "pixels with the same weights everywhere: locality and translation equivariance come built in. The ViT "
+            "must learn from the data that neighbouring patches matter, so it is behind with few images and closes "
+            "the gap as they grow; the book's crossing happens at millions of images (ImageNet-21k, JFT-300M), far "
+            "beyond 1,437 digits. Honest limits: one seed per point (a few points of noise), and these 8x8 digits "
+            "are easy enough that a logistic regression on the raw pixels matches both networks. Measured by "
+            "`python -m txviz train curves`; nothing is trained here. What runs a model on this tab: the prediction, "
+            f"the attention views and the head statistics ({loaded.name}, live). The curves are txviz's own measured "
+            "runs; the table beside them is the book's figures."
+        )
+
+
+if book_tab.open:
+    with book_tab:
+        st.markdown(
+            "ViT-Base (Dosovitskiy et al. 2021, probml 15.5.6) reads a 224 x 224 px image as 196 words: "
+            "cut it into 16 x 16 px patches (a 14 x 14 grid), flatten each patch to 16 · 16 · 3 = 768 "
+            "numbers, project them linearly to D, put a learned [CLASS] token in front and add position "
+            "embeddings. The encoder reads z0; the classifier reads [CLASS]'s last state."
+        )
+        st.latex(
+            r"z_0 = [\,x_{\text{class}};\; x_p^1 E;\; x_p^2 E;\; \dots;\; x_p^{196} E\,] + E_{pos},"
+            r"\quad E \in \mathbb{R}^{768 \times D},\; E_{pos} \in \mathbb{R}^{197 \times D}"
+        )
+        st.caption(
+            "No model runs in this tab. The photograph, the cut into patches and the flattening are exact. "
+            "txviz ships no trained ViT-Base, so E and x_class are random (seed 0, at ViT's initial scale: "
+            "E ~ N(0, 1/768), x_class ~ N(0, 0.02²)) and E_pos is the sinusoid of the Positional Encoding page "
+            "(ViT-Base learns its own): the shapes and steps are the book's, the projected numbers are not "
+            "ViT-Base's. The other tab runs a real (small) ViT."
+        )
+        left, right = st.columns([3, 2])
+        with left:
+            photo = st.radio(
+                "Photograph (scikit-learn's samples)",
+                book.PHOTOS,
+                index=ui.link_index("book_photo", book.PHOTOS),
+                horizontal=True,
+                key="book_photo",
+            )
+        embedded = book_embedding(photo)
+        n_patches = embedded.grid.n_patches
+        with right:
+            chosen = st.slider(
+                "Patch to follow (raster order)",
+                0,
+                n_patches - 1,
+                ui.link_value("book_patch", 90, range(n_patches)),
+                key="book_patch",
+            )
+        left, right = st.columns([3, 2])
+        with left:
+            ui.show_figure(book_figs.cut_figure(embedded, chosen), key="book_cut")
+        with right:
+            ui.show_figure(book_figs.patch_figure(embedded, chosen), key="book_patch_figure")
+        teaching.notice(
+            "one patch becomes one token: its 768 pixel values are a vector, and a single matrix E, the same "
+            "for every patch, turns it into the model's width D."
+        )
+        ui.show_figure(book_figs.flatten_figure(embedded, chosen), key="book_flatten")
+        ui.show_figure(book_figs.sequence_figure(embedded), key="book_sequence")
+        d = embedded.projected.shape[1]
+        st.dataframe(
+            [
+                {"step": "photograph, resized", "shape": "224 x 224 x 3"},
+                {"step": "cut into patches", "shape": f"{n_patches} x (16 x 16 x 3)"},
+                {"step": "each patch flattened: x_p", "shape": f"{n_patches} x {embedded.pixels.shape[1]}"},
+                {"step": "projected: x_p E", "shape": f"{n_patches} x {d}"},
+                {"step": "[CLASS] in front", "shape": f"{embedded.grid.n_tokens} x {d}"},
+                {"step": "+ E_pos: z0", "shape": " x ".join(map(str, embedded.z0.shape))},
+            ],
+            hide_index=True,
+        )
