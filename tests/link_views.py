@@ -121,6 +121,7 @@ VIEWS = {
         ),
         ("iv_view", "Every head"),
     ),
+    "22_Course_Map": LinkView((("selectbox", "map_part", Index(2)),), None),
     "19_Long_Documents": LinkView(
         (("slider", "layer", 2), ("slider", "head", 3), ("slider", "queries", (3, 9))),
         ("view", "Detail"),

@@ -44,7 +44,9 @@ def test_home_groups_a_card_per_page_as_the_sidebar_does():
     labels = [link.proto.label for link in app.get("page_link")]
     steps = [f"{i}. {step.label}" for i, step in enumerate(path.STEPS, 1)]
     assert labels[: len(steps)] == steps  # the path first, in order
-    cards = labels[len(steps) :]
+    assert labels[len(steps)].startswith("Course map:")  # then the course map, named with what it finds
+    assert any("mixture of experts" in c.value and "il/elle" in c.value for c in app.caption)
+    cards = labels[len(steps) + 1 :]
     expected = [name.replace("_", " ") for names in navigation.SECTIONS.values() for name in names]
     assert sorted(cards) == sorted(expected) and len(cards) == len(navigation.PAGE_FILES)  # in 3 columns
     research = navigation.SECTIONS["Research tools"]

@@ -51,6 +51,7 @@ def builders() -> list[str]:
 CASES: dict[str, Callable[[], tuple]] = {}  # name -> () -> (figure or figures, hostile texts fed)
 NO_TEXT = {  # builders that take no token or user text at all (numbers and fixed labels only)
     "coref.figures.cv_chart",
+    "coursemap.figures.course_map_figure",  # the map's own part names and page titles
     "generation.figures.kv_cache_growth",
     "generation.figures.kv_cache_per_layer",
     "masks.figures.swin_figure",

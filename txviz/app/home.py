@@ -42,6 +42,25 @@ def start_here() -> None:
             with column.container(border=True):
                 path.step_link(step, f"{i}. {step.label}")
                 st.caption(step.what)
+    course_map()
+
+
+COURSE_MAP = "Course_Map"
+FOUND_THERE = (
+    "efficient transformers (over two pages), BERT and GPT objectives, using the encoder, mixture of "
+    "experts, the il/elle example and the ViT as the books draw it"
+)
+
+
+def course_map() -> None:
+    """Under the path: the course map, and the items found through it rather than in a page's first tab."""
+    (script,) = [s for s in navigation.PAGE_FILES if navigation.url_name(s) == COURSE_MAP]
+    st.page_link(
+        navigation.feature_page(script),
+        label="Course map: self-attention grown into the transformer, each part linked to its page and tab",
+        icon=":material/map:",
+    )
+    st.caption(f"Also found there, in later tabs of their pages: {FOUND_THERE}.")
 
 
 def lesson_cards() -> None:

@@ -30,11 +30,13 @@ ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
     "Entailment": ":material/rule:",
     "Interventions": ":material/content_cut:",
     "Long_Documents": ":material/article:",
+    "Course_Map": ":material/map:",
 }
 
 
 SECTIONS = {  # sidebar and home-page groups, in order; every page sits in exactly one
     "Attention": (
+        "Course_Map",
         "Self_Attention",
         "Attention_Explorer",
         "Masking_Patterns",

@@ -1,0 +1,60 @@
+"""Course map: self-attention growing into the transformer, each part linked to the page and tab that shows it."""
+
+import streamlit as st
+
+from txviz.app import path, teaching, ui
+from txviz.coursemap import figures
+from txviz.coursemap.parts import ADDITIONS, BURIED, CORE, PARTS, SUMMARY, Part, part
+
+ui.setup_page(
+    "Course map",
+    "Self-attention plus four additions (positions, several heads, a nonlinearity, masked decoding) is the "
+    "transformer; a block, residuals and norms wrap it. Every part links to the page and tab that shows it, "
+    "and the items the pages keep in later tabs are found here too.",
+    share=("map_part",),
+)
+
+keys = [p.key for p in PARTS]
+chosen = st.selectbox(
+    "Follow one part",
+    keys,
+    index=ui.link_index("map_part", keys),
+    format_func=lambda key: part(key).name,
+    key="map_part",
+)
+ui.show_figure(figures.course_map_figure(chosen), key="course_map")
+teaching.notice(
+    "self-attention alone is a weighted average that ignores order, has one way of looking and no "
+    "nonlinearity; each addition fixes one of these, and the decoder's mask keeps it from reading the future."
+)
+
+
+def links(item: Part) -> None:
+    """The part's name, what it adds, and a link to each page and tab that shows it."""
+    st.markdown(f"**{item.name}**: {item.adds}.")
+    for link in item.links:
+        where = f"{link.page.replace('_', ' ')}" + (f", tab {link.tab}" if link.tab else "")
+        path.step_link(path.Step(link.page, link.what, link.what, link.settings), f"{where}: {link.what}")
+
+
+st.info(f"**{part(chosen).name}**: {part(chosen).adds}.")
+first, second = st.columns(2)
+with first:
+    st.subheader("Self-attention and its four additions")
+    st.caption("CS60010's four additions that turn self-attention into a transformer, in its order.")
+    for item in (CORE, *ADDITIONS):
+        links(item)
+with second:
+    st.subheader("The transformer summary")
+    st.caption("What the block and the stack add around them.")
+    for item in SUMMARY:
+        links(item)
+st.subheader("Found here: items the pages keep in later tabs")
+st.caption(
+    "Efficient transformers span two pages; the objectives and using the encoder are the last tabs of Masking "
+    "Patterns, mixture of experts a late tab of Transformer Block, il/elle the end of Coreference."
+)
+columns = st.columns(2)
+for i, item in enumerate(BURIED):
+    with columns[i % 2]:
+        links(item)

@@ -1,0 +1,177 @@
+"""The course map: self-attention growing into the transformer (the CS60010 slides' four additions and
+their transformer summary), and the items the pages keep in later tabs, each with the page and tab
+that shows it.
+
+A link is a page's URL name and the settings its link opens (the tab's key and label, as the page's
+``ui.link_tab`` reads them, and any other link value), so it opens the right tab, not the first one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Link:
+    """Where a part is shown: a page (URL name), what to look at, the settings the link carries."""
+
+    page: str
+    what: str
+    settings: dict = field(default_factory=dict)
+    tab_key: str | None = None  # which of the settings names the tab
+
+    @property
+    def tab(self) -> str | None:
+        """The tab's label, or None for a link to a page without tabs."""
+        return self.settings[self.tab_key] if self.tab_key else None
+
+
+@dataclass(frozen=True)
+class Part:
+    """One box of the map: its name, what it adds, and the pages that show it."""
+
+    key: str
+    name: str
+    adds: str
+    links: tuple[Link, ...]
+
+
+def tab(page: str, key: str, label: str, what: str, **settings) -> Link:
+    """A link that opens ``page`` on the tab ``label`` of its tabs keyed ``key``."""
+    return Link(page, what, {key: label, **settings}, key)
+
+
+CORE = Part(
+    "self_attention",
+    "Self-attention",
+    "each output is a weighted average of the values, weighted by softmax(q · k / √d)",
+    (tab("Self_Attention", "view", "One head, by hand", "queries, keys, softmax and the weighted sum"),),
+)
+
+ADDITIONS = (  # CS60010's four additions that turn self-attention into a transformer, in its order
+    Part(
+        "positions",
+        "+ Positions",
+        "attention alone ignores order: shuffle the tokens and every output only moves with them",
+        (
+            tab("Self_Attention", "view", "Shuffle the tokens", "without positions, order is lost"),
+            tab(
+                "Positional_Encoding",
+                "view",
+                "Sinusoids",
+                "sinusoidal, learned, rotary and relative positions",
+            ),
+        ),
+    ),
+    Part(
+        "multi_head",
+        "+ Multi-head",
+        "one head averages one way; several heads look at several things at once",
+        (tab("Self_Attention", "view", "Several heads", "why several heads, and their concatenation"),),
+    ),
+    Part(
+        "nonlinearity",
+        "+ Nonlinearity",
+        "attention is linear in the values: a feed-forward network on each token adds the nonlinearity",
+        (tab("Transformer_Block", "block_view", "One block", "the block as code: attention, then the MLP"),),
+    ),
+    Part(
+        "masked_decoding",
+        "+ Masked decoding",
+        "a decoder must not read the future: the causal mask hides the keys after each query",
+        (
+            tab("Masking_Patterns", "view", "Gallery", "the causal mask", gallery_pattern="causal"),
+            tab("Encoder_Decoder", "view", "Teacher forcing", "training every position at once, masked"),
+        ),
+    ),
+)
+
+SUMMARY = (  # the transformer summary: what the block and the stack add around the four
+    Part(
+        "residual",
+        "Residual stream",
+        "each sub-block adds to the stream instead of replacing it",
+        (tab("Transformer_Block", "block_view", "Residual stream", "what each layer adds"),),
+    ),
+    Part(
+        "layer_norm",
+        "Layer normalisation",
+        "each token's vector is normalised on its own, not across the batch",
+        (
+            tab(
+                "Transformer_Block",
+                "block_view",
+                "LayerNorm vs BatchNorm",
+                "the two normalisations side by side",
+            ),
+        ),
+    ),
+    Part(
+        "block",
+        "The transformer block",
+        "attention, MLP, residuals and norms in one forward pass, stacked L times",
+        (tab("Transformer_Block", "block_view", "Data flow", "one forward pass, box by box"),),
+    ),
+    Part(
+        "cross_attention",
+        "Encoder-decoder",
+        "the decoder's queries read the encoder's keys and values: cross-attention",
+        (tab("Encoder_Decoder", "view", "Cross-attention arithmetic", "cross-attention computed by hand"),),
+    ),
+)
+
+BURIED = (  # items the pages keep in later tabs or at their end: the map is where they are found
+    Part(
+        "efficient",
+        "Efficient transformers",
+        "attention in less than n² time and memory: sparse patterns, low rank, kernels",
+        (
+            tab(
+                "Self_Attention",
+                "view",
+                "Linear attention",
+                "linear attention, Linformer, Performer, the families",
+            ),
+            tab(
+                "Masking_Patterns", "view", "Real cost", "a block-sparse kernel timed against dense attention"
+            ),
+        ),
+    ),
+    Part(
+        "objectives",
+        "BERT and GPT objectives",
+        "masked-token prediction against next-token prediction, on the same text",
+        (tab("Masking_Patterns", "view", "GPT vs BERT objectives", "the two training objectives"),),
+    ),
+    Part(
+        "using_the_encoder",
+        "Using the encoder",
+        "a sentence vector from [CLS] and a label per token, from a frozen encoder",
+        (tab("Masking_Patterns", "view", "Using the encoder", "sentence and token tasks on the encoder"),),
+    ),
+    Part(
+        "moe",
+        "Mixture of experts",
+        "a router sends each token to one of several MLPs",
+        (tab("Transformer_Block", "block_view", "Mixture of experts", "routing tokens to experts"),),
+    ),
+    Part(
+        "il_elle",
+        "il / elle",
+        "the book's translation example: which heads link 'it' to the animal or the street",
+        (Link("Coreference", "the book's il/elle example, at the end of the page"),),
+    ),
+    Part(
+        "vit_book",
+        "ViT as the books draw it",
+        "a 224 px photograph in 196 patches of 16 x 16 px, flattened and projected",
+        (tab("Vision_Transformer", "vit_view", "ViT-Base as the books draw it", "patches, flattening, z0"),),
+    ),
+)
+
+PARTS = (CORE, *ADDITIONS, *SUMMARY, *BURIED)
+
+
+def part(key: str) -> Part:
+    """The part called ``key``."""
+    return next(p for p in PARTS if p.key == key)
