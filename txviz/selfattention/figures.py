@@ -233,7 +233,7 @@ def efficient_error_figure(
         )
     for col in (1, 2):
         figure.add_hline(
-            y=elu_error, line_dash="dot", annotation_text="elu + 1 (no size to choose)", row=1, col=col
+            y=elu_error, line_dash="dot", annotation_text="elu + 1, T = 1 (no size to choose)", row=1, col=col
         )
     figure.update_xaxes(title_text="kp (of n keys)", row=1, col=1)
     figure.update_xaxes(title_text="m features", type="log", row=1, col=2)

@@ -59,7 +59,7 @@ def flatten_figure(embedded: Embedded, chosen: int) -> go.Figure:
     fig = make_subplots(
         rows=3,
         cols=1,
-        vertical_spacing=0.14,
+        vertical_spacing=0.2,
         subplot_titles=(
             f"x_p: the patch flattened, {len(pixels)} = 16 x 16 x 3 values, row by row, R G B per pixel",
             f"x_p E: projected to D = {d} (E random, seed {embedded.seed}: not ViT-Base's trained E)",
@@ -103,7 +103,7 @@ def flatten_figure(embedded: Embedded, chosen: int) -> go.Figure:
     fig.update_xaxes(title_text="dimension of D", row=2, col=1)
     fig.update_xaxes(title_text="dimension of D", row=3, col=1)
     fig.update_yaxes(title_text="pixel in [-1, 1]", row=1, col=1)
-    fig.update_layout(height=640, margin=margin(top=60), legend={"orientation": "h", "y": -0.12})
+    fig.update_layout(height=720, margin=margin(top=60), legend={"orientation": "h", "y": -0.12})
     return fig
 
 
