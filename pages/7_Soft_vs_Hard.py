@@ -63,7 +63,10 @@ teaching.notice(
 )
 st.caption(
     "Each normalizer runs in every layer, so from layer 1 on the scores themselves differ. "
-    "Layer 0 reads the same scores under all five: there the panels differ by the normalizer alone."
+    "Layer 0 reads the same scores under all five: there the panels differ by the normalizer alone. "
+    "Zeros save no work here: every normalizer reads all n² scores first. Efficient transformers that "
+    "choose keys by content (Reformer's hashing, the Routing Transformer's clusters) choose them before "
+    "scoring; txviz does not show those."
 )
 measures = ["entropy", "keys kept"]
 measure = st.radio(

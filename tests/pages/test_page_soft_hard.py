@@ -30,6 +30,7 @@ def test_widgets_move_without_errors():
     tables = [d.value for d in at.dataframe]
     assert list(tables[-1]["accuracy, read with argmax"]) == [1.0, 1.0]  # the shipped runs
     assert any("Jain and Wallace" in i.value and "Wiegreffe" in i.value for i in at.info)
+    assert any("Zeros save no work here: every normalizer reads all n² scores" in c.value for c in at.caption)
 
 
 @pytest.mark.parametrize(
