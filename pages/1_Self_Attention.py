@@ -502,7 +502,9 @@ if linear_tab.open:
         cols[0].metric("This head: max |q + k|²/√d", f"{versus.spread:.2f}")
         cols[1].metric("One feature's relative variance", f"{efficient.feature_variance(versus.spread):.2e}")
         cols[2].metric(f"Cooled (q, k / √{calm}): max |q + k|²/√d", f"{versus.calm_spread:.2f}")
-        cols[3].metric("Cooled: one feature's variance", f"{efficient.feature_variance(versus.calm_spread):.2e}")
+        cols[3].metric(
+            "Cooled: one feature's variance", f"{efficient.feature_variance(versus.calm_spread):.2e}"
+        )
         st.markdown(
             "**Why Performer fails on this head and converges on the cooled one.** One positive random "
             "feature estimates exp(q·k/√d) with relative variance exp(|q + k|²/√d) − 1 (Choromanski et al. "
