@@ -505,19 +505,29 @@ if linear_tab.open:
         cols[3].metric(
             "Cooled: one feature's variance", f"{efficient.feature_variance(versus.calm_spread):.2e}"
         )
-        st.markdown(
-            "**Why Performer fails on this head and converges on the cooled one.** One positive random "
-            "feature estimates exp(q·k/√d) with relative variance exp(|q + k|²/√d) − 1 (Choromanski et al. "
-            "2021, Lemma 2), and |q + k|² = |q|² + |k|² + 2 q·k: it grows exponentially with the lengths of "
-            "the queries and keys. m features divide it by m, so the error falls only like "
-            "√((exp(|q + k|²/√d) − 1)/m). MiniLM's trained queries and keys are long: on this head the "
-            f"worst pair needs about {efficient.feature_variance(versus.spread):.0e} features per unit of "
-            "squared relative error, far beyond any m here, so the curve barely moves. Divide q and k by "
-            f"√{calm} (softmax at temperature T = {calm}, a flatter map) and the same head's pairs stay "
-            f"below |q + k|²/√d = {versus.calm_spread:.1f}: its curve falls towards zero as m grows, "
-            "compared with softmax at that same temperature. Performer works where a model learns short "
-            "queries and keys, which is why it is trained with its features, not bolted onto a softmax model."
+        why = (
+            "One positive random feature estimates exp(q·k/√d) with relative variance exp(|q + k|²/√d) − 1 "
+            "(Choromanski et al. 2021, Lemma 2), and |q + k|² = |q|² + |k|² + 2 q·k: it grows exponentially "
+            "with the lengths of the queries and keys. m features divide it by m, so the error falls like "
+            "√((exp(|q + k|²/√d) − 1)/m)."
         )
+        if calm == 1:
+            st.markdown(
+                f"**Why Performer converges on this head.** {why} This head's queries and keys are short "
+                f"(max |q + k|²/√d = {versus.spread:.1f}), so a few thousand features are enough."
+            )
+        else:
+            needed = 100 * efficient.feature_variance(versus.spread)
+            st.markdown(
+                f"**Why Performer fails on this head and converges on the cooled one.** {why} MiniLM's trained "
+                f"queries and keys are long: for a 10% error on its worst pair this head would need about "
+                f"m = 100 (e^{versus.spread:.1f} − 1) ≈ {needed:.0e} features, far beyond any m here, so its "
+                f"curve barely moves. Divide q and k by √{calm} (softmax at temperature T = {calm}, a flatter "
+                f"map) and every pair stays below |q + k|²/√d = {versus.calm_spread:.1f}: that curve falls "
+                "towards zero as m grows, measured against softmax at the same temperature. Performer works "
+                "where a model learns short queries and keys, which is why it is trained with its features, "
+                "not bolted onto a model trained with softmax."
+            )
 
         st.subheader("Where each family of efficient transformers is shown (probml fig. 15.29)")
         titles = {

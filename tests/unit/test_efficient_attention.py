@@ -137,3 +137,22 @@ def test_learnable_patterns_say_top_k_saves_nothing():
     (learnable,) = [f for f in ef.FAMILIES if f.name == "Learnable patterns"]
     assert "save" in learnable.note and "n² scores" in learnable.note and "Not shown" in learnable.note
     assert all("not this family" in what for _, what in learnable.shown)
+
+
+def test_a_head_already_well_conditioned_gets_no_second_curve():
+    from txviz.selfattention.linear import HeadQKV
+
+    q, k, v = small_head(size=0.3)
+    calm = ef.versus_softmax(
+        HeadQKV(tuple("abcdefghijkl"), q, k, v, np.zeros((12, 12))), 4, "segment means", 64
+    )
+    assert calm.calm_temperature == 1 and calm.spread <= ef.WELL_CONDITIONED
+    assert [name for name in calm.curves if name.startswith("Performer")] == [ef.PERFORMER]
+    q, k, v = small_head(size=2.0)
+    wide = ef.versus_softmax(
+        HeadQKV(tuple("abcdefghijkl"), q, k, v, np.zeros((12, 12))), 4, "segment means", 64
+    )
+    assert wide.calm_temperature > 1
+    _, trained = wide.curves[ef.PERFORMER]
+    _, cooled = wide.curves[ef.calm_name(wide.calm_temperature)]
+    assert cooled[-1] < trained[-1]

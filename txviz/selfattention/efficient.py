@@ -288,15 +288,11 @@ def versus_softmax(head: HeadQKV, kp: int, kind: str, m: int) -> Versus:
     wide = spread(head)
     temperature = calm_temperature(wide)
     calm = cooled(head, temperature)
-    return Versus(
-        compare(head, kp, m, kind),
-        {
-            "Linformer, random Gaussian E": linformer_curve(head, "random Gaussian"),
-            "Linformer, segment means E": linformer_curve(head, "segment means"),
-            PERFORMER: performer_curve(head),
-            calm_name(temperature): performer_curve(calm),
-        },
-        wide,
-        temperature,
-        spread(calm),
-    )
+    curves = {
+        "Linformer, random Gaussian E": linformer_curve(head, "random Gaussian"),
+        "Linformer, segment means E": linformer_curve(head, "segment means"),
+        PERFORMER: performer_curve(head),
+    }
+    if temperature > 1:  # a head already well conditioned needs no second curve
+        curves[calm_name(temperature)] = performer_curve(calm)
+    return Versus(compare(head, kp, m, kind), curves, wide, temperature, spread(calm))
