@@ -268,3 +268,8 @@ def tally(question: Question, answers: Iterable[Any], truth: Truth | None = None
     if question.kind == "number":
         return {label: counts[label] for label in bin_labels(question)}
     return dict(counts.most_common())
+
+
+def truth_label(question: Question, truth: Truth) -> str | None:
+    """The tally label the truth falls under (a number's bin), to mark it in a tally."""
+    return _label(question, truth.value, truth.tokens)
