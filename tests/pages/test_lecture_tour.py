@@ -107,6 +107,23 @@ def test_a_reload_resumes_the_tour_at_its_step(short_tour):
     assert app.session_state["_tour"]["step"] == 1
 
 
+def test_a_learner_who_wanders_off_gets_back_to_the_step(short_tour):
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240).run()
+    app.switch_page("pages/20_Lectures.py").run()
+    app.button(key="start_tour").click().run()
+    follow(app, short_tour).run()
+    app.slider(key="n_tokens").set_value(5).run()  # explore the step's page
+    app.switch_page("pages/14_Why_Attention.py").run()  # and wander to another
+    assert_clean(app)
+    assert "step 1 of 3" in bar_text(app)
+    app.button(key="_tour_back").click().run()
+    follow(app, short_tour).run()
+    assert_clean(app)
+    assert app.session_state["view"] == "Several heads" and app.session_state["n_heads"] == 4
+    assert app.session_state["n_tokens"] != 5  # the step's own settings, not the wanderer's
+    assert "_tour_back" not in [b.key for b in app.button]  # on the step's page: nothing to go back to
+
+
 @pytest.mark.parametrize(
     "bad", [{"tour": "nope"}, {"tour": "short", "tour_step": "x"}, {"tour": "short", "tour_step": "99"}]
 )
