@@ -12,7 +12,8 @@ ui.setup_page(
     "you to predict what the model will do before the live model answers.",
     share=("lecture", "tour_model"),
 )
-lectures = tour.lectures()
+with ui.user_errors():  # a malformed lecture file: its message names the file and the step
+    lectures = tour.lectures()
 names = list(lectures)
 name = st.selectbox(
     "Lecture",

@@ -77,9 +77,15 @@ def lecture_bar(page: str, load: Callable[[str], object]) -> None:
     """While a tour is on: where it is, the step's points and question, and previous / next.
 
     ``load`` gives the model of a name (ui.load_model: the app's one model cache)."""
-    _restore()
-    tour = st.session_state.get(TOUR)
-    lecture = lectures().get(tour["lecture"]) if tour else None
+    if TOUR not in st.session_state and LECTURE_PARAM not in st.query_params:
+        return  # the common case: no tour, and no lecture file read
+    try:
+        _restore()
+        tour = st.session_state.get(TOUR)
+        lecture = lectures().get(tour["lecture"]) if tour else None
+    except UserError as error:  # a lecture file broken since the tour began: say so, the page goes on
+        st.warning(str(error))
+        return
     if lecture is None:
         return
     going = st.session_state.pop(GO, None)
