@@ -69,8 +69,9 @@ def _answer_widget(question: Question, key: str, options: tuple[str, ...], locke
             "The next token", [*options, TYPED], index=None, key=pick, disabled=locked, horizontal=True
         )
         if choice == TYPED:
-            limit = min(50, serving.config().max_text_chars)
-            st.text_input("Your token", key=f"{key}_typed", max_chars=limit, disabled=locked)
+            st.text_input(
+                "Your token", key=f"{key}_typed", max_chars=serving.max_text_chars(50), disabled=locked
+            )
     elif question.kind == "number":
         step = (question.high - question.low) / 100
         middle = round((question.low + question.high) / 2, 6)

@@ -13,6 +13,7 @@ from txviz import models
 from txviz.app import legacy_pages, links, navigation, path, projector, serving, tour
 from txviz.app.caching import cached, cached_data, clear_cached, shared_resource  # noqa: F401 (pages' names)
 from txviz.app.links import MAX_LINK_CHARS, link_index, link_set, link_tab, link_value  # noqa: F401 (pages' names)
+from txviz.app.serving import max_text_chars
 from txviz.core.errors import UserError, require_kind
 from txviz.figures import export
 from txviz.models import LoadedModel, ModelLoadError
@@ -260,12 +261,6 @@ def decode_upload(data: bytes, name: str = "file") -> str:
         raise UserError(
             f"{name} is not UTF-8 text (byte {error.start} cannot be read). Save it as UTF-8 and retry."
         ) from error
-
-
-def max_text_chars(cap: int | None = None) -> int:
-    """Characters a text box takes: the server's max_text_chars, or a page's tighter cap under it."""
-    limit = serving.config().max_text_chars
-    return limit if cap is None else min(cap, limit)
 
 
 def checked_upload(upload) -> bytes:
