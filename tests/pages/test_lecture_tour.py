@@ -93,6 +93,17 @@ def test_a_tour_runs_from_start_to_score(short_tour):
     assert_clean(app)
     (score,) = app.metric
     assert score.value == "1 of 2"
+    app.button(key="_tour_again").click().run()
+    follow(app, short_tour).run()
+    assert_clean(app)
+    assert "step 1 of 3" in bar_text(app) and not app.success  # asked afresh
+    assert app.button(key="_tour_q_short_0_lock").disabled  # nothing picked yet
+    app.button(key="_tour_next").click().run()
+    follow(app, short_tour).run()
+    app.button(key="_tour_next").click().run()
+    follow(app, short_tour).run()
+    app.button(key="_tour_finish").click().run()
+    assert app.metric[0].value == "0 of 2"
     app.button(key="_tour_leave").click().run()
     assert_clean(app)
     assert "tour" not in app.query_params and "_tour" not in app.session_state

@@ -25,6 +25,8 @@ def lectures() -> dict[str, Lecture]:
 def start(name: str, step: int = 0, model: str | None = None) -> None:
     """A callback: begin the lecture's tour at ``step`` (the page switches at the next run); ``model``
     answers every question instead of the lecture's own models."""
+    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(f"_tour_q_{name}_")]:
+        del st.session_state[key]  # a tour taken again asks its questions afresh
     st.session_state[TOUR] = {"lecture": name, "step": step, "right": {}, "done": False, "model": model}
     st.session_state[GO] = step
 
