@@ -78,8 +78,8 @@ def test_a_tour_runs_from_start_to_score(short_tour):
     assert_clean(app)
     follow(app, short_tour)
     assert app.session_state["view"] == "Binary" and "step 2 of 3" in bar_text(app)
-    pills = app.get("button_group")[0]
-    assert "animal" not in str(pills.proto)  # the tokens of the question's own text
+    labels = [option.content for option in app.get("button_group")[0].proto.options]
+    assert labels == ["the", "cat", "sat", "because", "it", "was", "warm", "."]  # no [CLS] or [SEP]
     app.session_state["_tour_q_short_1_pick"] = 1  # 'the': not where the head sends 'it'
     app.run()
     app.button(key="_tour_q_short_1_lock").click().run()
@@ -147,3 +147,22 @@ def test_a_bad_tour_link_is_ignored_or_clamped(short_tour, bad):
         assert "_tour" not in app.session_state
     else:
         assert app.session_state["_tour"]["step"] in (0, 2)
+
+
+def test_another_model_answers_the_questions_when_chosen(short_tour):
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300).run()
+    app.switch_page("pages/20_Lectures.py").run()
+    app.selectbox(key="tour_model").set_value("smollm2").run()
+    app.button(key="start_tour").click().run()
+    follow(app, short_tour).run()
+    app.button(key="_tour_next").click().run()
+    follow(app, short_tour).run()
+    assert_clean(app)
+    labels = [option.content for option in app.get("button_group")[0].proto.options]
+    assert labels[0] == "The"  # SmolLM2's own tokens of the text (MiniLM's are lower case)
+    app.session_state["_tour_q_short_1_pick"] = 0
+    app.run()
+    app.button(key="_tour_q_short_1_lock").click().run()
+    assert_clean(app)
+    said = [m.value for m in (*app.success, *app.warning)]
+    assert len(said) == 1 and "smollm2 says" in said[0]
