@@ -65,6 +65,15 @@ def test_a_good_file_loads_with_its_settings_as_link_values(tmp_path):
             ["step 2", "kind"],
         ),
         ("  - title: [unclosed\n", ["not valid YAML"]),
+        ("  - title: Typo\n    page: 2_Attention_Explorer\n    point: [x]\n", ["step 2", "no field point"]),
+        (
+            "  - title: Q\n    page: 2_Attention_Explorer\n    question: {kind: attends_to, prompt: 'W?', text: Hi, layr: 1, head: 0, layer: 0, word: hi}\n",
+            ["step 2", "no field layr"],
+        ),
+        (
+            "  - title: Q\n    page: 2_Attention_Explorer\n    question: {kind: choice, prompt: 'W?', options: [a], answer: a}\n",
+            ["step 2", "two options"],
+        ),
     ],
 )
 def test_a_malformed_file_names_its_bad_step(tmp_path, steps, says):
@@ -79,6 +88,8 @@ def test_a_file_with_no_steps_or_no_title_is_refused(tmp_path):
         load_lecture(write(tmp_path, " []\n"))
     with pytest.raises(LectureError, match="no title"):
         load_lecture(write(tmp_path, GOOD_STEP, head="model: minilm\n"))
+    with pytest.raises(LectureError, match="no field modle"):
+        load_lecture(write(tmp_path, GOOD_STEP, head="title: T\nmodle: minilm\n"))
 
 
 def test_pattern_keys_and_the_projector_key_are_known(tmp_path):

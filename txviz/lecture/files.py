@@ -18,7 +18,15 @@ from txviz.core.errors import UserError
 from txviz.lecture.questions import Question, question_from
 
 LECTURES = paths.LECTURES
-ALWAYS_KNOWN = ("present",)  # projector mode's link parameter, which every page reads
+ALWAYS_KNOWN = ("present",)
+LECTURE_FIELDS = ("title", "source", "model", "steps")
+STEP_FIELDS = (
+    "title",
+    "page",
+    "settings",
+    "points",
+    "question",
+)  # projector mode's link parameter, which every page reads
 
 
 class LectureError(UserError):
@@ -87,6 +95,9 @@ def step_url(step: Step) -> str:
 def _step(data: Any, where: str) -> Step:
     if not isinstance(data, dict):
         raise LectureError(f"{where} is not a mapping with title, page and settings.")
+    unknown = sorted(str(k) for k in data if k not in STEP_FIELDS)
+    if unknown:
+        raise LectureError(f"{where} has no field {', '.join(unknown)}; a step has {', '.join(STEP_FIELDS)}.")
     title, page = data.get("title"), data.get("page")
     if not isinstance(title, str) or not title.strip():
         raise LectureError(f"{where} has no title.")
@@ -133,6 +144,11 @@ def load_lecture(path: Path) -> Lecture:
     title = data.get("title")
     if not isinstance(title, str) or not title.strip():
         raise LectureError(f"{path.name} has no title.")
+    unknown = sorted(str(k) for k in data if k not in LECTURE_FIELDS)
+    if unknown:
+        raise LectureError(
+            f"{path.name} has no field {', '.join(unknown)}; a lecture has {', '.join(LECTURE_FIELDS)}."
+        )
     steps = tuple(_step(s, f"{path.name}, step {i + 1}") for i, s in enumerate(data["steps"]))
     return Lecture(
         path.stem, title.strip(), str(data.get("source", "")), str(data.get("model", "minilm")), steps

@@ -52,6 +52,9 @@ class Question:
         return self.kind != "choice"
 
 
+FIELDS = tuple(Question.__dataclass_fields__)
+
+
 @dataclass(frozen=True, eq=False)
 class Truth:
     """What the live model (or, for a choice, the file) says, with what explains it."""
@@ -89,6 +92,11 @@ def question_from(data: Any) -> Question:
         raise UserError(f"a question's kind must be one of {', '.join(KINDS)}, not {kind!r}.")
     if not isinstance(prompt, str) or not prompt.strip():
         raise UserError(f"the {kind} question has no prompt.")
+    unknown = sorted(str(k) for k in data if k not in FIELDS)
+    if unknown:
+        raise UserError(
+            f"the {kind} question has no field {', '.join(unknown)}; its fields are {', '.join(FIELDS)}."
+        )
     if kind == "attends_to":
         _need(data, ("text", "layer", "head", "word"), kind, "the text, layer, head and word")
     elif kind == "next_token":
@@ -107,6 +115,8 @@ def question_from(data: Any) -> Question:
     answer = data.get("answer")
     if kind == "choice":
         _need(data, ("options", "answer"), kind, "options and the answer")
+        if len(options) < 2:
+            raise UserError("a choice question needs at least two options.")
         if isinstance(answer, str) and answer in options:
             answer = options.index(answer)
         if not isinstance(answer, int) or isinstance(answer, bool) or not 0 <= answer < len(options):
