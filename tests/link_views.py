@@ -130,6 +130,10 @@ VIEWS = {
             "text": "A short document. It has three sentences. The last one ends here.",
         },
     ),
+    "20_Lectures": LinkView(
+        (("selectbox", "lecture", Index(1)), ("selectbox", "tour_model", Index(1))),
+        None,
+    ),
 }
 
 

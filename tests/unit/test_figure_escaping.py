@@ -844,6 +844,49 @@ def _():
     return interventions_figures().attention_change(weights(4, 4), weights(4, 4), TOKENS, BOLD), HOSTILE
 
 
+def lecture_question(kind: str, **fields):
+    from txviz.lecture.questions import Question
+
+    return Question(kind, BOLD, text=LINK, layer=1, head=2, **fields)
+
+
+@case("lecture.figures.bars")
+def _():
+    from txviz.lecture import figures
+
+    return figures.bars(TOKENS, [0.1, 0.2, 0.3, 0.4], BOLD, "weight", truth=1, marked=2), HOSTILE
+
+
+@case("lecture.figures.truth_figure")
+def _():
+    from txviz.lecture import figures
+    from txviz.lecture.questions import Truth
+
+    row = Truth("attends_to", 0, BOLD, TOKENS, np.full(len(TOKENS), 0.25), query=1)
+    candidates = Candidates((1, 2, 3), HOSTILE, np.full((1, 3), 0.3, np.float32))
+    nxt = Truth("next_token", BOLD, BOLD, candidates=candidates)
+    return [
+        figures.truth_figure(lecture_question("attends_to", word=1), row, 2),
+        figures.truth_figure(lecture_question("next_token"), nxt, LINK),
+    ], HOSTILE
+
+
+@case("lecture.figures.tally_figure")
+def _():
+    from txviz.lecture import figures
+
+    return figures.tally_figure(dict.fromkeys(HOSTILE, 2), BOLD), HOSTILE
+
+
+@case("lecture.figures.outline_figure")
+def _():
+    from txviz.lecture import figures
+    from txviz.lecture.files import Lecture, Step
+
+    steps = tuple(Step(text, "2_Attention_Explorer", {}) for text in HOSTILE)
+    return figures.outline_figure(Lecture("x", BOLD, LINK, "minilm", steps)), HOSTILE
+
+
 def test_every_figure_builder_is_checked_or_listed_as_showing_no_text():
     found = set(builders())
     assert len(found) > 40, "discovery found too few builders: is the module walk broken?"

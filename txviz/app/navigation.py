@@ -31,6 +31,7 @@ ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
     "Interventions": ":material/content_cut:",
     "Long_Documents": ":material/article:",
     "Course_Map": ":material/map:",
+    "Lectures": ":material/school:",
 }
 
 
@@ -58,6 +59,7 @@ SECTIONS = {  # sidebar and home-page groups, in order; every page sits in exact
         "Image_Captioning",
     ),
     "Research tools": ("Head_Detectors", "Query_Key_Space", "Interventions", "Long_Documents"),
+    "Teaching": ("Lectures",),
 }
 
 

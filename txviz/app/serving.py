@@ -151,3 +151,9 @@ def check_allowed(name: str, registry: list[str]) -> None:
             + (f" and {', '.join(cfg.allowed_models)}" if cfg.allowed_models else "")
             + ". Local folders and Hugging Face ids typed here are not loaded."
         )
+
+
+def max_text_chars(cap: int | None = None) -> int:
+    """Characters a text box takes: the server's max_text_chars, or a page's tighter cap under it."""
+    limit = config().max_text_chars
+    return limit if cap is None else min(cap, limit)
