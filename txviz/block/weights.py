@@ -116,7 +116,13 @@ def _feed_forward(parts: FeedForwardParts, block, config) -> FeedForward:
 def block_weights(layout: Layout, model, stack: str, layer: int) -> BlockWeights:
     """The weights of block ``layer`` of ``stack``, read where the family's record says they are."""
     record = layout.record
-    if record is None or not record.code:
+    if record is not None and not record.code:
+        raise UnknownLayoutError(
+            f"txviz does not write out the block of a '{layout.model_type}' model as code yet (it writes out "
+            f"{WRITTEN_OUT}; this one has {record.note}). Its residual stream, logit lens and interventions "
+            "work."
+        )
+    if record is None:
         raise UnknownLayoutError(
             f"txviz cannot write out the block of a '{layout.model_type}' model as code: it writes out "
             f"{WRITTEN_OUT}. Its residual stream and logit lens still work on this page."

@@ -45,6 +45,9 @@ CONTEXT_KWARGS = frozenset({
     "output_attentions", "output_hidden_states", "output_router_logits", "return_dict",
     "encoder_hidden_states", "position_embeddings", "token_type_ids",
 })  # fmt: skip
+# Switches of a fused kernel that change no number of a forward in evaluation (ModernBERT asks flash
+# attention for a deterministic backward): accepted and ignored.
+SWITCH_KWARGS = frozenset({"deterministic"})
 # Those that change the maths, each applied by the explicit computation below.
 MATHS_KWARGS = frozenset({"sliding_window", "softcap", "s_aux", "sinks", "position_bias"})
 
@@ -59,7 +62,11 @@ class UnsupportedAttention(UserError):
 
 def check_kwargs(module: torch.nn.Module, kwargs: dict) -> None:
     """Refuse an attention argument that would change the maths and that txviz does not apply."""
-    unknown = sorted(k for k, v in kwargs.items() if v is not None and k not in CONTEXT_KWARGS | MATHS_KWARGS)
+    unknown = sorted(
+        k
+        for k, v in kwargs.items()
+        if v is not None and k not in CONTEXT_KWARGS | SWITCH_KWARGS | MATHS_KWARGS
+    )
     if unknown:
         raise UnsupportedAttention(
             f"{type(module).__name__} passes {', '.join(unknown)} to its attention, which txviz does not "

@@ -222,6 +222,22 @@ RECORDS = (
         code=True,
     ),
     Record(
+        "marian", ("marian",), (("encoder", "encoder.layers"), ("decoder", "decoder.layers")),
+        _bart_attention("self_attn"), FeedForwardParts("fc1", "fc1", "fc2"),
+        (("norm1", "self_attn_layer_norm"), ("norm2", "final_layer_norm"),
+         ("norm_cross", "encoder_attn_layer_norm")),
+        form="post-LN", cross=_bart_attention("encoder_attn"), owner="stack", tokens="embed_tokens",
+        positions=Positions("learned", "+ sinusoidal positions", "Marian adds a fixed sine/cosine vector per "
+                            "position.", table="embed_positions"),
+        note="BART's block with fixed sinusoidal positions",
+    ),
+    Record(
+        "modernbert", ("modernbert",), (("encoder", "layers"),),
+        AttentionParts("attn", "attn.Wo", qkv="attn.Wqkv"), FeedForwardParts("mlp", "mlp.Wi", "mlp.Wo"),
+        (("norm1", "attn_norm"), ("norm2", "mlp_norm")), final_norm="final_norm", head=None, positions=ROTARY,
+        note="local and global attention layers, a gated FFN in one input projection",
+    ),
+    Record(
         "qwen3", ("qwen3",), DECODER, replace(LLAMA_ATTENTION, **QK_NORMS), GATED,
         PRE_NORMS, final_norm="norm", positions=ROTARY, note="q/k norms",
     ),
