@@ -273,6 +273,7 @@ RECORDS = (
         form=_opt_form, final_norm="decoder.final_layer_norm", owner="stack", tokens="embed_tokens",
         positions=Positions("learned", "+ learned positions", "OPT adds a learned vector per position.",
                             table="embed_positions", offset="offset"),
+        note="learned positions with an offset and a switch between pre- and post-norm",
     ),
     Record(
         "gpt_oss", ("gpt_oss",), DECODER, LLAMA_ATTENTION, FeedForwardParts("mlp", experts=True), PRE_NORMS,
