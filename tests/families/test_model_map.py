@@ -122,3 +122,18 @@ def test_a_layer_out_of_range_is_refused():
     ours, _ = _pair("OPT")
     with pytest.raises(InterventionError, match="layers 0 to 1"):
         run(ours, CaptureSettings(interventions=[Ablate("head", 2, head=0)]), input_ids=IDS)
+
+
+@pytest.mark.parametrize("name", ("T5", "Marian", "OPT", "Gemma 2"))
+def test_the_lens_last_row_is_the_models_own_distribution(tmp_path, name):
+    """The lens reads the last stream as the model does (T5 scales it before its tied head)."""
+    from txviz import models
+    from txviz.block.lens import logit_lens
+    from txviz.block.recording import run_text
+
+    loaded = models.load(str(zoo.folders(tmp_path, {name})[name]), "cpu")
+    block = run_text(loaded, "the cat sat on the mat and the dog ran")
+    lens = logit_lens(loaded, block)
+    torch.testing.assert_close(
+        torch.tensor(lens.top_probs[-1]), torch.tensor(block.top_probs), atol=1e-5, rtol=0
+    )

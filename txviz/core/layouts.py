@@ -91,7 +91,7 @@ class Layout:
 
     def block_points(self, stack: Stack) -> dict[str, str]:
         """Stage kind -> path in the block of the module whose output the block adds to the stream."""
-        return self.record.points(stack.cross) if self.record else {}
+        return self.record.in_stack(stack.name).points(stack.cross) if self.record else {}
 
     def check_layer(self, stack: str, layer: int) -> Stack:
         found = self.stack(stack)
@@ -187,7 +187,7 @@ def _placed(model: torch.nn.Module, model_type: str, record: Record) -> Layout:
                 f"This {model_type} model has no {name} blocks where txviz expects them ({full})."
             )
         cross = record.cross is not None and name == "decoder"
-        missing = [p for p in record.required(cross) if not _has(blocks[0], p)]
+        missing = [p for p in record.in_stack(name).required(cross) if not _has(blocks[0], p)]
         extra = [p for p in record.forbidden if _has(blocks[0], p)]
         if missing or extra:
             what = f"lacks {', '.join(missing)}" if missing else f"also has {', '.join(extra)}"
