@@ -137,3 +137,15 @@ def test_the_lens_last_row_is_the_models_own_distribution(tmp_path, name):
     torch.testing.assert_close(
         torch.tensor(lens.top_probs[-1]), torch.tensor(block.top_probs), atol=1e-5, rtol=0
     )
+
+
+def test_discovery_reuses_the_load_probe_instead_of_running_the_model_again(tmp_path, monkeypatch):
+    from txviz import models
+    from txviz.core.layouts import cached_layout
+
+    monkeypatch.delitem(model_map.BY_MODEL_TYPE, "qwen3")
+    loaded = models.load(str(zoo.folders(tmp_path, {"Qwen3"})["Qwen3"]), "cpu")
+    calls = []
+    loaded.model.register_forward_pre_hook(lambda module, args: calls.append(1))
+    layout = cached_layout(loaded.model)
+    assert layout.attention == "self_attn" and not calls

@@ -245,23 +245,35 @@ def _generic(model: torch.nn.Module, model_type: str) -> Layout:
     return Layout(GENERIC, "unknown", base, stacks, final, head, model_type, None, attention, missing)
 
 
+_probed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> attention modules called
+
+
+def remember_probe(model: torch.nn.Module, called: list[str]) -> None:
+    """The modules that called the attention function in the load's own probe forward, in call order."""
+    _probed[model] = tuple(called)
+
+
 def discover_attention(model: torch.nn.Module, path: str, n_layers: int) -> tuple[str | None, str]:
     """(path in each block of the module that calls the attention function, "") or (None, why not).
 
-    One short forward under the capture ContextVar: the attention function names every module
-    that calls it, in call order.
+    The load's probe forward ran under the capture ContextVar, where the attention function names
+    every module that calls it, in call order; a model built elsewhere gets one short probe here.
     """
     from txviz.core.capture import CaptureSettings  # the capture module reads layouts: import late
     from txviz.core.running import reads_eager, run
 
     if reads_eager(model):
         return None, "it computes attention in its own code, not through transformers' attention interface."
-    device = next(model.parameters()).device
-    ids = torch.tensor([[1, 2, 3]], device=device) % max(int(getattr(model.config, "vocab_size", 4) or 4), 4)
-    try:
-        called = list(run(model, CaptureSettings(record={"weights"}), input_ids=ids).attention)
-    except Exception as error:  # noqa: BLE001 - a model that cannot run a short probe is refused by name
-        return None, f"a short probe forward failed ({type(error).__name__})."
+    called = _probed.get(model)
+    if called is None:
+        device = next(model.parameters()).device
+        ids = torch.tensor([[1, 2, 3]], device=device) % max(
+            int(getattr(model.config, "vocab_size", 4) or 4), 4
+        )
+        try:
+            called = list(run(model, CaptureSettings(record={"weights"}), input_ids=ids).attention)
+        except Exception as error:  # noqa: BLE001 - a model that cannot run a short probe is refused by name
+            return None, f"a short probe forward failed ({type(error).__name__})."
     parts = {}
     for name in called:
         layer, _, part = name.removeprefix(f"{path}.").partition(".")
