@@ -24,19 +24,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-# Stage points of a block, in the order the block computes them.
-BLOCK_POINTS = ("attn", "cross", "ffn", "resid")
-ATTENTION_POINT = "head_out"  # recorded inside the attention function, not by a hook
-
-
-def place(stack: str, point: str, layer: int | None = None) -> str:
-    """The canonical name of a place: ('decoder', 'ffn', 3) -> 'decoder.3.ffn'."""
-    if point == "final_norm":
-        return "final_norm"
-    if point == "embed":
-        return f"{stack}.embed"
-    return f"{stack}.{layer}.{point}"
-
 
 @dataclass(frozen=True)
 class AttentionParts:
