@@ -149,3 +149,18 @@ def test_discovery_reuses_the_load_probe_instead_of_running_the_model_again(tmp_
     loaded.model.register_forward_pre_hook(lambda module, args: calls.append(1))
     layout = cached_layout(loaded.model)
     assert layout.attention == "self_attn" and not calls
+
+
+ADDING = [f.name for f in zoo.FAMILIES if f.kind == "decoder" and f.name not in ("Falcon", "GPT-J", "Bloom")]
+
+
+@pytest.mark.parametrize("name", ADDING)
+def test_what_attention_and_the_ffn_add_sums_to_the_next_stream(name):
+    """The map's 'attn' and 'ffn' points are what each block adds: stream before + both = stream after."""
+    ours, _ = _pair(name)
+    got = run(ours, CaptureSettings(stages={"attn", "ffn", "resid", "embed"}), input_ids=IDS)
+    before = got["embed"]
+    for layer in range(2):
+        after = got["resid", layer]
+        torch.testing.assert_close(before + got["attn", layer] + got["ffn", layer], after, atol=1e-5, rtol=0)
+        before = after
