@@ -66,14 +66,15 @@ class BlockRun:
         raise UserError(f"This model has no {name}; it has {', '.join(s.name for s in self.stacks)}.")
 
 
-def _stack_stages(recorder: Run, stack: str, n_layers: int, kinds: frozenset[str]) -> dict:
-    """Stacked (N, T, ...) arrays of each stage recorded for one stack."""
+def _stack_stages(recorder: Run, stack: str, n_layers: int, kinds: frozenset[str], hidden: bool) -> dict:
+    """Stacked (N, T, ...) arrays of each stage recorded for one stack; ``hidden``: the FFN point's
+    input is the FFN's hidden activations (its down projection is the point)."""
     out = {}
     for kind in ("attn", "cross", "ffn"):
         records = [recorder.stage(f"{stack}.{i}.{kind}") for i in range(n_layers)]
         if kind in kinds and all(records):
             out[kind] = np.stack([r.output[0].float().cpu().numpy() for r in records])
-            if kind == "ffn" and all(r.input is not None for r in records):
+            if kind == "ffn" and hidden and all(r.input is not None for r in records):
                 out["ffn_hidden"] = np.stack([r.input[0].float().cpu().numpy() for r in records])
     return out
 
@@ -124,6 +125,7 @@ def run_ids(
     out = recorder.output
     final_in = recorder.stage("final_norm")
     runs = []
+    reads_hidden = layout.record is not None and layout.record.ffn.reads_hidden
     for stack in layout.stacks:
         if stack.name == "decoder" and loaded.kind == "encoder-decoder":
             stack_ids, states = inputs["decoder_input_ids"][0].tolist(), out.decoder_hidden_states
@@ -139,7 +141,7 @@ def run_ids(
                 tokens,
                 tuple(stack_ids),
                 _hidden(states, pre_final),
-                **_stack_stages(recorder, stack.name, stack.n_layers, kinds),
+                **_stack_stages(recorder, stack.name, stack.n_layers, kinds, reads_hidden),
             )  # fmt: skip
         )
     final = states[-1][0].float().cpu().numpy() if final_in is not None else None

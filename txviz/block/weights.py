@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from txviz.core.layouts import Layout, UnknownLayoutError
+from txviz.core.model_map import WRITTEN_OUT, AttentionParts, FeedForwardParts
 
 
 @dataclass(frozen=True)
@@ -69,12 +70,9 @@ def _float(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def _linear(module) -> Linear:
+    if type(module).__name__ == "Conv1D":  # GPT-2's Conv1D stores W as (in, out) and computes x W + b
+        return Linear(_float(module.weight).T, _float(module.bias))
     return Linear(_float(module.weight), None if module.bias is None else _float(module.bias))
-
-
-def _conv1d(weight: torch.Tensor, bias: torch.Tensor) -> Linear:
-    """GPT-2's Conv1D stores W as (in, out) and computes x W + b."""
-    return Linear(_float(weight).T, _float(bias))
 
 
 def _norm(module) -> Norm:
@@ -86,76 +84,60 @@ def _norm(module) -> Norm:
     raise UnknownLayoutError(f"txviz cannot write out a {type(module).__name__} as code.")
 
 
-def _bart_attention(module, causal: bool) -> Attention:
-    heads = module.num_heads
+def _attention(parts: AttentionParts, block, causal: bool, rotary: bool) -> Attention:
+    """The record's attention parts read as plain (out, in) weights; head counts from their shapes."""
+    module = block.get_submodule(parts.module)
+    head_dim = int(getattr(module, "head_dim", None) or module.attention_head_size)
+    if parts.qkv:  # one fused projection: rows q, then k, then v
+        fused = _linear(block.get_submodule(parts.qkv))
+        n = fused.weight.shape[0] // 3
+        q, k, v = (
+            Linear(
+                fused.weight[i * n : (i + 1) * n],
+                None if fused.bias is None else fused.bias[i * n : (i + 1) * n],
+            )
+            for i in range(3)
+        )
+    else:
+        q, k, v = (_linear(block.get_submodule(p)) for p in (parts.q, parts.k, parts.v))
     return Attention(
-        _linear(module.q_proj), _linear(module.k_proj), _linear(module.v_proj), _linear(module.out_proj),
-        heads, heads, module.head_dim, float(module.scaling), causal, False,
+        q, k, v, _linear(block.get_submodule(parts.o)), q.weight.shape[0] // head_dim,
+        k.weight.shape[0] // head_dim, head_dim, float(module.scaling), causal, rotary,
     )  # fmt: skip
 
 
+def _feed_forward(parts: FeedForwardParts, block, config) -> FeedForward:
+    gate = _linear(block.get_submodule(parts.gate)) if parts.gate else None
+    activation = getattr(config, "activation_function", None) or config.hidden_act
+    return FeedForward(_linear(block.get_submodule(parts.up)), _linear(block.get_submodule(parts.down)), gate,
+                       activation)  # fmt: skip
+
+
 def block_weights(layout: Layout, model, stack: str, layer: int) -> BlockWeights:
-    """The weights of block ``layer`` of ``stack``."""
-    if layout.family == "generic":
+    """The weights of block ``layer`` of ``stack``, read where the family's record says they are."""
+    record = layout.record
+    if record is not None and not record.code:
+        raise UnknownLayoutError(
+            f"txviz does not write out the block of a '{layout.model_type}' model as code yet (it writes out "
+            f"{WRITTEN_OUT}; this one has {record.note}). Its residual stream, logit lens and interventions "
+            "work."
+        )
+    if record is None:
         raise UnknownLayoutError(
             f"txviz cannot write out the block of a '{layout.model_type}' model as code: it writes out "
-            "BERT-style encoders, Llama-style and GPT-2-style decoders, and BART. Its residual stream and "
-            "logit lens still work on this page."
+            f"{WRITTEN_OUT}. Its residual stream and logit lens still work on this page."
         )
-    block, cfg = layout.block(model, stack, layer), model.config
-    if layout.family == "bert":
-        self_attn, heads = block.attention.self, cfg.num_attention_heads
-        attention = Attention(
-            _linear(self_attn.query), _linear(self_attn.key), _linear(self_attn.value),
-            _linear(block.attention.output.dense), heads, heads, self_attn.attention_head_size,
-            float(self_attn.scaling), bool(cfg.is_decoder), False,
-        )  # fmt: skip
-        ffn = FeedForward(
-            _linear(block.intermediate.dense), _linear(block.output.dense), None, cfg.hidden_act
-        )
-        return BlockWeights(
-            layout.form,
-            attention,
-            _norm(block.attention.output.LayerNorm),
-            ffn,
-            _norm(block.output.LayerNorm),
-        )
-    if layout.family == "llama":
-        a, mlp = block.self_attn, block.mlp
-        attention = Attention(
-            _linear(a.q_proj), _linear(a.k_proj), _linear(a.v_proj), _linear(a.o_proj),
-            cfg.num_attention_heads, cfg.num_key_value_heads, a.head_dim, float(a.scaling), True, True,
-        )  # fmt: skip
-        ffn = FeedForward(
-            _linear(mlp.up_proj), _linear(mlp.down_proj), _linear(mlp.gate_proj), cfg.hidden_act
-        )
-        return BlockWeights(
-            layout.form, attention, _norm(block.input_layernorm), ffn, _norm(block.post_attention_layernorm)
-        )
-    if layout.family == "gpt2":
-        a, d = block.attn, cfg.hidden_size
-        w, b = a.c_attn.weight, a.c_attn.bias
-        q, k, v = (_conv1d(w[:, i * d : (i + 1) * d], b[i * d : (i + 1) * d]) for i in range(3))
-        attention = Attention(
-            q, k, v, _conv1d(a.c_proj.weight, a.c_proj.bias), a.num_heads, a.num_heads, a.head_dim,
-            float(a.scaling), True, False,
-        )  # fmt: skip
-        mlp = block.mlp
-        ffn = FeedForward(
-            _conv1d(mlp.c_fc.weight, mlp.c_fc.bias), _conv1d(mlp.c_proj.weight, mlp.c_proj.bias), None,
-            cfg.activation_function,
-        )  # fmt: skip
-        return BlockWeights(layout.form, attention, _norm(block.ln_1), ffn, _norm(block.ln_2))
-    if layout.family == "bart":
-        decoder = stack == "decoder"
-        ffn = FeedForward(_linear(block.fc1), _linear(block.fc2), None, cfg.activation_function)
-        return BlockWeights(
-            layout.form,
-            _bart_attention(block.self_attn, causal=decoder),
-            _norm(block.self_attn_layer_norm),
-            ffn,
-            _norm(block.final_layer_norm),
-            _bart_attention(block.encoder_attn, causal=False) if decoder else None,
-            _norm(block.encoder_attn_layer_norm) if decoder else None,
-        )
-    raise UnknownLayoutError(f"No block code for the {layout.family} family.")
+    block, cfg, record = layout.block(model, stack, layer), model.config, record.in_stack(stack)
+    cross = layout.stack(stack).cross
+    causal = stack == "decoder" or bool(getattr(cfg, "is_decoder", False))
+    rotary = record.positions is not None and record.positions.kind == "rotary"
+    norm = lambda role: _norm(block.get_submodule(record.norm(role)))  # noqa: E731
+    return BlockWeights(
+        layout.form,
+        _attention(record.attention, block, causal, rotary),
+        norm("norm1"),
+        _feed_forward(record.ffn, block, cfg),
+        norm("norm2"),
+        _attention(record.cross, block, False, False) if cross else None,
+        norm("norm_cross") if cross else None,
+    )
