@@ -115,6 +115,13 @@ def exact(outputs: list[str], sources: list) -> float:
     return float(np.mean([o == " ".join(nb.english(s)) for o, s in zip(outputs, sources, strict=True)]))
 
 
+def digit_share(held_out: int = PeekConfig.held_out, rows: int = 400) -> float:
+    """The share of next tokens that are digits in the held-out packed rows that `losses` scores."""
+    sources = nb.split(held_out)[1]
+    targets = batch(packed(sources, rows, torch.Generator().manual_seed(nb.HELD_OUT_SEED)))[1]
+    return float(((targets >= nb.INDEX["1"]) & (targets <= nb.INDEX["9"])).float().mean())
+
+
 def digit_floor() -> float:
     """The loss no model can beat on the digits: a digit not yet seen is one of 9, so ln 9 nats."""
     return math.log(9)

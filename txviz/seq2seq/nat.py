@@ -24,7 +24,6 @@ from safetensors.torch import load_model, save_model
 from torch import nn
 
 from txviz.core import paths
-from txviz.core.errors import UserError
 from txviz.seq2seq import numbers as nb
 
 ASSETS_DIR = paths.ASSETS / "nat"
@@ -36,10 +35,6 @@ MODELS = {
     "nat_english": ("non-autoregressive", "english"),
 }
 VERDICTS = ("English", "French", "neither")
-
-
-class NumberInputError(UserError):
-    """Digits the toy cannot read, with a message fit for the user."""
 
 
 @dataclass(frozen=True)
@@ -54,16 +49,6 @@ class NatConfig:
     lr: float = 3e-3
     held_out: int = 500
     seed: int = 0
-
-
-def read_digits(text: str) -> tuple[str, ...]:
-    """ "3 1 4" or "314" -> ("3", "1", "4"); 2 to 4 digits from 1 to 9."""
-    digits = tuple(text.replace(" ", ""))
-    if not nb.MIN_DIGITS <= len(digits) <= nb.MAX_DIGITS or any(d not in nb.DIGITS for d in digits):
-        raise NumberInputError(
-            f"Type {nb.MIN_DIGITS} to {nb.MAX_DIGITS} digits from 1 to 9 (no 0), such as 3 1 4."
-        )
-    return digits
 
 
 def answer(digits: tuple[str, ...], french: bool) -> tuple[str, ...]:
@@ -260,3 +245,16 @@ def example(models: dict, digits: tuple[str, ...]) -> dict:
         )
     lengths = {n: round(float(p), 3) for n, p in enumerate(nat.length_probs[0]) if p > 0.01}
     return {"rows": rows, "positions": positions, "lengths": lengths}
+
+
+WHY_AT_WINS = (
+    "Why NAT lags AT: a non-autoregressive decoder predicts every position from the source alone, so "
+    "each position's distribution is the average over every right answer, and nothing ties position 2's "
+    "choice to position 1's. When a source has one right answer this costs little (the English-only "
+    "row); when it has several, position-wise choices mix them into an answer that is none of them. An "
+    "autoregressive decoder conditions each word on the words already written: its first word picks a "
+    "language and the rest follow. NAT buys one decoder pass instead of one per word, and pays in "
+    "multi-modality. The remedies in the literature shrink the choice before decoding: train on one "
+    "teacher's outputs (distillation picks one answer per source), give the decoder a latent plan "
+    "(fertilities, Gu et al. 2018), or refine over a few passes (Mask-Predict)."
+)

@@ -14,6 +14,8 @@ import math
 import torch
 from torch import nn
 
+from txviz.core.errors import UserError
+
 DIGITS = tuple("123456789")
 ENGLISH = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 FRENCH = ("un", "deux", "trois", "quatre", "cinq", "six", "sept", "huit", "neuf")
@@ -24,6 +26,18 @@ INDEX = {w: i for i, w in enumerate(WORDS)}
 PAD, START, END, EQUALS = (INDEX[w] for w in SPECIAL[:4])
 MIN_DIGITS, MAX_DIGITS = 2, 4
 HELD_OUT_SEED = 12_345
+
+
+class NumberInputError(UserError):
+    """Digits the toy cannot read, with a message fit for the user."""
+
+
+def read_digits(text: str) -> tuple[str, ...]:
+    """ "3 1 4" or "314" -> ("3", "1", "4"); 2 to 4 digits from 1 to 9."""
+    digits = tuple(text.replace(" ", ""))
+    if not MIN_DIGITS <= len(digits) <= MAX_DIGITS or any(d not in DIGITS for d in digits):
+        raise NumberInputError(f"Type {MIN_DIGITS} to {MAX_DIGITS} digits from 1 to 9 (no 0), such as 3 1 4.")
+    return digits
 
 
 def english(digits: tuple[str, ...]) -> tuple[str, ...]:
