@@ -95,19 +95,20 @@ def losses(model: TinyDecoder, causal: bool, sources: list, rows: int = 400) -> 
 
 
 def generate(model: TinyDecoder, causal: bool, sources: list) -> list[str]:
-    """Greedy answers: feed "3 1 4 =", append the likeliest token, again, until <end> (or the length limit)."""
-    outputs = []
+    """Greedy answers: feed "3 1 4 =", append the likeliest token, again, as long as the right answer."""
+    # sources of one length run as one batch; each step reads the whole row so far, as generation does
+    outputs: dict[int, str] = {}
     with torch.no_grad():
-        for digits in sources:
-            tokens = nb.ids((*digits, "="))
-            while len(tokens) < len(sequence(digits)):  # room for the right answer, no more
-                logits = model(torch.tensor([tokens]), causal)[0, -1]
-                logits[[nb.PAD, nb.START]] = float("-inf")
-                tokens.append(int(logits.argmax()))
-                if tokens[-1] == nb.END:
-                    break
-            outputs.append(nb.text(tokens[len(digits) + 1 :]))
-    return outputs
+        for k in sorted({len(s) for s in sources}):
+            rows = [i for i, s in enumerate(sources) if len(s) == k]
+            tokens = torch.tensor([nb.ids((*sources[i], "=")) for i in rows])
+            while tokens.shape[1] < 2 * k + 3:  # k digits, "=", k + 1 words and <end>
+                logits = model(tokens, causal)[:, -1]
+                logits[:, [nb.PAD, nb.START]] = float("-inf")
+                tokens = torch.cat([tokens, logits.argmax(-1, keepdim=True)], 1)
+            for i, row in zip(rows, tokens[:, k + 1 :].tolist(), strict=True):
+                outputs[i] = nb.text(row)
+    return [outputs[i] for i in range(len(sources))]
 
 
 def exact(outputs: list[str], sources: list) -> float:

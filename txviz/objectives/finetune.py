@@ -72,8 +72,8 @@ def evaluate(loaded, heads: nn.ModuleDict, examples: list[tasks.Example]) -> dic
     }
 
 
-def train(frozen: bool, config: FinetuneConfig = FinetuneConfig()) -> dict:
-    """Train the two heads (and, unless frozen, the encoder) on the training sentences; held-out numbers after."""
+def train(frozen: bool, config: FinetuneConfig = FinetuneConfig()) -> tuple[dict, dict]:
+    """Train the two heads (and, unless frozen, the encoder) on the training sentences: (weights, numbers)."""
     train_examples, heldout = tasks.train_and_heldout(tasks.SEED)
     loaded = load_mlm()  # a fresh copy: fine-tuning changes its weights
     for p in loaded.model.parameters():
@@ -100,7 +100,10 @@ def train(frozen: bool, config: FinetuneConfig = FinetuneConfig()) -> dict:
         optimiser.step()
         curve.append(round(float(loss.detach()), 4))
     seconds = time.perf_counter() - start
-    return {
+    weights = {f"heads.{k}": v for k, v in heads.state_dict().items()}
+    if not frozen:  # the frozen run's encoder is tiny-mlm's own
+        weights |= {f"bert.{k}": v for k, v in loaded.model.bert.state_dict().items()}
+    return weights, {
         "heldout": evaluate(loaded, heads, heldout),
         "train": evaluate(loaded, heads, train_examples[:600]),
         "trained_weights": sum(p.numel() for p in trained),
@@ -109,23 +112,53 @@ def train(frozen: bool, config: FinetuneConfig = FinetuneConfig()) -> dict:
     }
 
 
-def measure(config: FinetuneConfig = FinetuneConfig()) -> dict:
-    """Both runs, and the baselines, on the same held-out sentences."""
+def measure(config: FinetuneConfig = FinetuneConfig()) -> tuple[dict, dict]:
+    """Both runs, and the baselines, on the same held-out sentences: (weights per run, numbers)."""
     train_examples, heldout = tasks.train_and_heldout(tasks.SEED)
     baseline = tasks.word_tag_baseline(train_examples)
-    return {
+    trained = {name: train(name == "frozen", config) for name in RUNS}
+    return {name: weights for name, (weights, _) in trained.items()}, {
         "config": asdict(config),
         "heldout_sentences": len(heldout),
         "majority_accuracy": tasks.majority_accuracy(train_examples, heldout),
         "word_tag_baseline": tasks.tag_scores(
             [np.array([baseline.get(w, 0) for w in e.words]) for e in heldout], heldout
         ),
-        **{name: train(name == "frozen", config) for name in RUNS},
+        **{name: numbers for name, (_, numbers) in trained.items()},
     }
 
 
 def load(path=ASSETS_FILE) -> dict:
     return json.loads(path.read_text())
+
+
+def weights_file(name: str, path=ASSETS_FILE):
+    return path.parent / f"{name}.safetensors"
+
+
+def save(weights: dict, runs: dict, path=ASSETS_FILE) -> None:
+    """runs.json and, per run, its trained weights (the heads; the fine-tuned encoder too)."""
+    from safetensors.torch import save_file
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(runs) + "\n")
+    for name, tensors in weights.items():
+        save_file({k: v.contiguous() for k, v in tensors.items()}, str(weights_file(name, path)))
+
+
+def load_run(name: str, path=ASSETS_FILE):
+    """The tiny BERT and the two heads of one shipped run, ready for `evaluate`."""
+    from safetensors.torch import load_file
+
+    tensors = load_file(str(weights_file(name, path)))
+    loaded = load_mlm()
+    bert = {k.removeprefix("bert."): v for k, v in tensors.items() if k.startswith("bert.")}
+    if bert:
+        loaded.model.bert.load_state_dict(bert)
+    d = loaded.model.config.hidden_size
+    heads = nn.ModuleDict({"sentence": nn.Linear(d, 2), "tag": nn.Linear(d, 2)})
+    heads.load_state_dict({k.removeprefix("heads."): v for k, v in tensors.items() if k.startswith("heads.")})
+    return loaded, heads
 
 
 def score_rows(runs: dict, probes: dict) -> list[dict]:

@@ -1,12 +1,11 @@
-"""Fine-tune the tiny BERT for the sentence and word tasks, against the frozen one; write assets/finetune/."""
+"""Fine-tune the tiny BERT for the sentence and word tasks, against heads on the frozen one; write assets/finetune/."""
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from txviz.objectives.finetune import ASSETS_FILE, RUNS, FinetuneConfig, measure
+from txviz.objectives.finetune import ASSETS_FILE, RUNS, FinetuneConfig, measure, save
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(1)  # a tiny model: one thread keeps runs identical and leaves the other core free
-    runs = measure(FinetuneConfig(seed=args.seed, steps=args.steps))
+    weights, runs = measure(FinetuneConfig(seed=args.seed, steps=args.steps))
     print(
         f"baselines: majority {runs['majority_accuracy']:.4f}; each word's most frequent tag "
         f"{runs['word_tag_baseline']['word_accuracy']:.4f} ({runs['heldout_sentences']} held-out sentences)"
@@ -31,9 +30,8 @@ def main(argv: list[str] | None = None) -> int:
             f"false sentences exact {held['tagger']['false_sentences_exact']:.4f}; "
             f"{runs[name]['trained_weights']:,} weights trained in {runs[name]['seconds']} s"
         )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(runs) + "\n")
-    print(f"wrote {args.out}")
+    save(weights, runs, args.out)
+    print(f"wrote {args.out} and the runs' weights beside it")
     return 0
 
 
