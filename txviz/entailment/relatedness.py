@@ -4,7 +4,8 @@ The pairs come from the entailment corpus's scenes. A second scene changes each 
 (who, doing what, how they look, where) or keeps it, and the gold score is 5 times a weighted
 agreement of the parts: the same word or a synonym agrees fully, a more general word
 (person for man, moving for running) by 0.6, a part only one sentence names by 0.5, another word
-not at all. So "a man is running" / "the guy is running" scores 5 with no content word in common.
+not at all. So "a man is running" / "the guy is running" scores 5, though word overlap
+sees one content word of three in common.
 The model is the entailment page's attend, compare, aggregate with one output instead of three,
 trained on squared error; the baselines are the training mean and a line fitted to word overlap.
 """

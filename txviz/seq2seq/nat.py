@@ -1,14 +1,14 @@
 """Non-autoregressive decoding done properly: a length predictor, and two right answers to choose from.
 
-Three tiny encoder-decoders read digits aloud (seq2seq/numbers.py). The autoregressive one (AT)
+Three tiny encoder-decoders read digits aloud. The autoregressive one (AT)
 writes one word per pass, each pass reading the words already written, until <end>. The
 non-autoregressive ones (NAT, Gu et al. 2018) first predict the output's length from the encoder
 (a classifier on its mean output), then fill every position in one pass: the decoder's inputs are
 positions only, so no position knows what another one wrote. Trained on English and French
 answers at once, every position's distribution is a mix of both languages and the length's a mix
-of both lengths; picking each position's likeliest word independently gives "three un and quatre",
-which is neither. The AT decoder commits with its first word and every later word follows it.
-A NAT trained on English alone, one answer per source, does fine: the gap is the multi-modality.
+of both lengths; picking each position's likeliest word independently gives answers such as
+"trois one quatre four", which is neither. The AT decoder commits with its first word and every
+later word follows it. A NAT trained on English alone, one answer per source, does fine: the gap is the multi-modality.
 """
 
 from __future__ import annotations
@@ -35,6 +35,11 @@ MODELS = {
     "nat_english": ("non-autoregressive", "english"),
 }
 VERDICTS = ("English", "French", "neither")
+LABELS = {
+    "at": "autoregressive",
+    "nat": "non-autoregressive",
+    "nat_english": "non-autoregressive, English only",
+}
 
 
 @dataclass(frozen=True)
@@ -222,7 +227,7 @@ def example(models: dict, digits: tuple[str, ...]) -> dict:
     outputs = {name: decode(model, [digits]) for name, model in models.items()}
     rows = [
         {
-            "model": name,
+            "model": LABELS[name],
             "output": out.texts[0],
             "verdict": verdict(out.texts[0], digits),
             "passes": out.passes[0],
