@@ -78,3 +78,10 @@ def test_fine_tuned_and_frozen_runs_give_their_held_out_numbers():
     tuned, frozen = shipped["fine-tuned"]["heldout"], shipped["frozen"]["heldout"]
     assert tuned["sentence_accuracy"] > frozen["sentence_accuracy"] > shipped["majority_accuracy"]
     assert tuned["tagger"]["word_accuracy"] > frozen["tagger"]["word_accuracy"]
+
+
+def test_a_short_peeking_run_repeats_exactly_from_its_seed():
+    config = peeking.PeekConfig(steps=15, held_out=20)
+    first, second = peeking.train(False, config)[1], peeking.train(False, config)[1]
+    assert first["curve"] == second["curve"] and first["heldout_loss"] == second["heldout_loss"]
+    assert first["curve"][-1] < first["curve"][0]
