@@ -3,7 +3,7 @@
 import streamlit as st
 
 from txviz.app import teaching, ui
-from txviz.entailment import contextual, corpus, train
+from txviz.entailment import contextual, corpus, relatedness, train
 from txviz.entailment import figures as figs
 from txviz.entailment.equations import tag
 from txviz.entailment.model import LABELS, probabilities, run_steps
@@ -268,3 +268,27 @@ with st.expander("Held-out accuracy per rule, and sample pairs"):
         hide_index=True,
     )
     st.dataframe([vars(p) for p in corpus.generate(12, seed=config["seed"])], hide_index=True)
+
+
+@ui.shared_resource(spinner="Loading the relatedness model...")
+def relatedness_model():
+    return relatedness.load()
+
+
+st.header("Retargeted: relatedness, 0 to 5")
+scorer, related_runs = relatedness_model()
+st.markdown(relatedness.__doc__.split("\n\n", 1)[1].replace("\n", " "))
+st.metric(
+    "Relatedness of the premise and hypothesis above (0 unrelated, 5 the same meaning)",
+    f"{relatedness.score(scorer, a, b):.2f}",
+)
+st.dataframe(relatedness.score_rows(related_runs), hide_index=True)
+st.dataframe(relatedness.examples(scorer, related_runs, vectors), hide_index=True)
+related = related_runs["config"]
+st.caption(
+    f"Held-out errors on {related['held_out_pairs']:,} generated pairs never trained on (RMSE and MAE in "
+    "score points; Pearson's r is STS-B's measure). Trained by `python -m txviz train relatedness` (seed "
+    f"{related['seed']}, {related['steps']:,} steps of {related['batch_size']} on {related['train_pairs']:,} "
+    "pairs, about a minute on one CPU thread); the word-overlap line is fitted to the same training pairs. "
+    "The gold scores are our rule, not people's judgements as in STS-B."
+)

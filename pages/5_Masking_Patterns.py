@@ -5,11 +5,12 @@ import streamlit as st
 from txviz.app import teaching, ui, widgets
 from txviz.bench import masks as bench
 from txviz.masks import figures as figs
-from txviz.masks import merging
+from txviz.masks import merging, peeking
 from txviz.masks import patterns as masks
 from txviz.masks.effects import DecoderEffect, apply_pattern, prediction_rows
-from txviz.objectives import causal, encoder_tasks, masked
+from txviz.objectives import causal, encoder_tasks, finetune, masked
 from txviz.objectives import figures as objective_figs
+from txviz.seq2seq import numbers
 
 COST_SIZES = (256, 512, 1024, 2048)  # live measurement stays well under a minute after compiling
 PAIRS_NS = (16, 32, 64, 128, 256, 512, 1024, 2048)
@@ -39,8 +40,9 @@ VIEWS = [
     "Images (Swin)",
     "GPT vs BERT objectives",
     "Using the encoder",
+    "Why a decoder needs its mask",
 ]
-gallery_tab, model_tab, cost_tab, swin_tab, objectives_tab, encoder_tab = st.tabs(
+gallery_tab, model_tab, cost_tab, swin_tab, objectives_tab, encoder_tab, peek_tab = st.tabs(
     VIEWS, key="view", on_change="rerun", default=ui.link_tab("view", VIEWS)
 )
 labels = {key: p.label for key, p in masks.PATTERNS.items()}
@@ -327,3 +329,55 @@ if encoder_tab.open:
         )
         st.dataframe(encoder_tasks.score_rows(probes.runs), hide_index=True, width="stretch")
         st.caption(encoder_tasks.LIMITS)
+        st.markdown(
+            "**Fine-tuning.** Unfreeze the encoder and train every weight with the two heads: the same "
+            "heads, batches, steps and held-out sentences as the frozen run, the heads' learning rate the "
+            "same in both. The frozen encoder's features were made for guessing masked words; fine-tuning "
+            "reshapes them for the task, at the cost of a copy of the whole model per task."
+        )
+        tuned = finetune.load()
+        st.dataframe(finetune.score_rows(tuned, probes.runs), hide_index=True, width="stretch")
+        st.caption(
+            f"Held-out: {tuned['heldout_sentences']} sentences never trained on (nor pretrained on). Both heads "
+            f"train together ({tuned['config']['batch_size']} sentences a step, seed {tuned['config']['seed']}). "
+            "Run by `python -m txviz train finetune`: about two minutes on one CPU thread."
+        )
+
+
+@ui.shared_resource(spinner="Loading the two decoders...")
+def peeking_decoders():
+    return peeking.load()
+
+
+if peek_tab.open:
+    with peek_tab:
+        st.markdown(peeking.__doc__.split("\n\n", 1)[1].replace("\n", " "))
+        decoders, peek_runs = peeking_decoders()
+        share = peeking.digit_share(peek_runs["config"]["held_out"])
+        curves = {mask: peek_runs[mask]["curve"] for mask in peeking.MASKS}
+        ui.show_figure(
+            objective_figs.mask_or_not_curves(curves, peek_runs["digit_floor"], share), key="peek_curves"
+        )
+        teaching.notice(
+            "The unmasked decoder's loss falls far below the dashed floor: it is not predicting the next "
+            "token, it is reading it. Then it cannot write a single held-out answer."
+        )
+        st.dataframe(peeking.score_rows(peek_runs), hide_index=True, width="stretch")
+        with ui.user_errors():
+            digits = numbers.read_digits(
+                st.text_input(
+                    "Digits to read aloud (2 to 4, from 1 to 9)",
+                    "3 1 4",
+                    key="peek_digits",
+                    max_chars=ui.max_text_chars(12),
+                )
+            )
+            st.dataframe(peeking.examples(decoders, digits), hide_index=True, width="stretch")
+        config = peek_runs["config"]
+        st.caption(
+            f"Both decoders: {config['layers']} layers × {config['heads']} heads, d = {config['d_model']}, the "
+            f"same initial weights (seed {config['seed']}) and the same {config['steps']} batches of "
+            f"{config['batch_size']} rows of {peeking.WINDOW} tokens, examples packed one after another. "
+            f"Held-out: {config['held_out']} digit strings never trained on, answered greedily. Trained by "
+            "`python -m txviz train peeking` (about two minutes on one CPU thread)."
+        )

@@ -8,7 +8,7 @@ from txviz.explain.methods import METHODS
 from txviz.explain.seq2seq import attribute_source
 from txviz.selfattention import figures as sa_figs
 from txviz.selfattention import toy as ta
-from txviz.seq2seq import arithmetic, parallel, teacher
+from txviz.seq2seq import arithmetic, nat, numbers, parallel, teacher
 from txviz.seq2seq import figures as figs
 from txviz.seq2seq.decoding import decode
 
@@ -89,8 +89,14 @@ with ui.user_errors():
 
 if trace.notice:
     st.warning(trace.notice)
-VIEWS = ["Decoding step by step", "Cross-attention arithmetic", "Teacher forcing", "All positions at once"]
-decode_tab, arithmetic_tab, forcing_tab, parallel_tab = st.tabs(
+VIEWS = [
+    "Decoding step by step",
+    "Cross-attention arithmetic",
+    "Teacher forcing",
+    "All positions at once",
+    "NAT trained for it",
+]
+decode_tab, arithmetic_tab, forcing_tab, parallel_tab, nat_tab = st.tabs(
     VIEWS, key="view", on_change="rerun", default=ui.link_tab("view", VIEWS)
 )
 
@@ -289,7 +295,7 @@ if parallel_tab.open:
             "pass reads a placeholder at every position and predicts them all; each later pass re-masks "
             "the least confident positions and predicts them again from the rest. **Jacobi** "
             "re-predicts every position from the previous pass instead. The target length is given "
-            "(greedy's here; Mask-Predict predicts it)."
+            "(greedy's here; Mask-Predict predicts it; the next tab's models predict it)."
         )
         cols = st.columns(2)
         strategy = cols[0].radio("Refinement", parallel.STRATEGIES, key="parallel_strategy", horizontal=True)
@@ -314,4 +320,39 @@ if parallel_tab.open:
             "out of its training distribution, so one pass fails; a model trained for it (Gu et al. 2018, "
             "Ghazvininejad et al. 2019) learns to predict from a masked target. Passes count decoder "
             "passes; the encoder runs once either way."
+        )
+
+
+@ui.shared_resource(spinner="Loading the digit readers...")
+def digit_readers():
+    return nat.load()
+
+
+if nat_tab.open:
+    with nat_tab:
+        st.markdown(nat.__doc__.split("\n\n", 1)[1].replace("\n", " "))
+        readers, nat_runs = digit_readers()
+        st.dataframe(nat.score_rows(nat_runs), hide_index=True, width="stretch")
+        with ui.user_errors():
+            digits = numbers.read_digits(
+                st.text_input(
+                    "Digits to read aloud (2 to 4, from 1 to 9)",
+                    "3 1 4",
+                    key="nat_digits",
+                    max_chars=ui.max_text_chars(12),
+                )
+            )
+        shown = nat.example(readers, digits)
+        st.dataframe(shown["rows"], hide_index=True, width="stretch")
+        lengths = ", ".join(f"{n} words: {p:.2f}" for n, p in shown["lengths"].items())
+        st.markdown(f"The NAT trained on both languages predicts the length first ({lengths}), then:")
+        st.dataframe(shown["positions"], hide_index=True, width="stretch")
+        st.markdown(nat.WHY_AT_WINS)
+        config = nat_runs["config"]
+        st.caption(
+            f"Each model: encoder and decoder of {config['layers']} layers × {config['heads']} heads, d = "
+            f"{config['d_model']}, {config['steps']} Adam steps of {config['batch_size']} sources, seed "
+            f"{config['seed']} (it also draws each answer's language, 50/50). Held-out: {config['held_out']} "
+            "digit strings never trained on, decoded greedily. Trained by `python -m txviz train nat` "
+            "(about a minute and a half on one CPU thread)."
         )

@@ -57,6 +57,7 @@ NO_TEXT = {  # builders that take no token or user text at all (numbers and fixe
     "masks.figures.swin_figure",
     "entailment.figures.probabilities",  # the three labels and two fixed model names
     "entailment.figures.sums",
+    "objectives.figures.mask_or_not_curves",  # two fixed run names and numbers
     "why.figures.cost_lines",  # CNN / RNN / attention: fixed names and numbers
     "why.figures.dependence_grids",
     "why.figures.depth_against_n",

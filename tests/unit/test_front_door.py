@@ -8,13 +8,17 @@ ROOT = Path(__file__).resolve().parents[2]
 # benchmarks, whose baselines time the bare model.
 EXEMPT_DIRS = ("txviz/core/", "txviz/training/", "txviz/bench/")
 # Small networks of the project's own, trained here and no transformers model, with no attention
-# function to record (decomposable attention, the mixture-of-experts toy, the one-vs-two heads toy):
-# their files call those networks directly.
+# function to record (decomposable attention and its relatedness head, the mixture-of-experts toy, the
+# one-vs-two heads toy, the decoder with and without its mask, the digit readers): their files call
+# those networks directly.
 EXEMPT_FILES = {
     "txviz/entailment/model.py",
     "txviz/entailment/train.py",
     "txviz/block/moe.py",
     "txviz/selfattention/twoheads.py",
+    "txviz/entailment/relatedness.py",
+    "txviz/masks/peeking.py",
+    "txviz/seq2seq/nat.py",
 }
 MODEL_NAMES = {"model", "vit", "gpt", "encoder", "decoder"}
 

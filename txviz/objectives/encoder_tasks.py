@@ -235,7 +235,7 @@ EXAMPLE = "the dog meows loudly in the garden"
 LIMITS = (
     "Limits: a made-up grammar of 180 words and sentences of at most 10 words, where every fact is a "
     "lookup; one kind of mistake (a single word swapped for another of its kind); a frozen encoder and "
-    "linear probes, so no fine-tuning (which would also change where [CLS] looks). Held out: the corpus's "
+    "linear probes (fine-tuning, which also changes where [CLS] looks, is compared below). Held out: the corpus's "
     "held-out sentences, which the tiny BERT never saw in pretraining either. Trained by `python -m txviz "
     "train encoder_tasks` (fixed seed, one thread); the regularisation of each probe was chosen by "
     "cross-validation on the training sentences only."

@@ -121,3 +121,27 @@ def word_tags_figure(reading: Reading) -> go.Figure:
         height=320,
     )
     return fig
+
+
+def mask_or_not_curves(curves: dict[str, list[float]], floor: float, digit_share: float) -> go.Figure:
+    """Training loss per step of the decoder with and without its causal mask, and the honest floor."""
+    figure = go.Figure()
+    names = {"causal": "causal mask", "none": "no mask"}
+    for i, (mask, curve) in enumerate(curves.items()):
+        figure.add_trace(
+            go.Scatter(y=curve, mode="lines", name=names[mask], line={"color": PALETTE[i % len(PALETTE)]})
+        )
+    figure.add_hline(
+        y=floor * digit_share,
+        line_dash="dash",
+        line_color="grey",
+        annotation_text=f"floor without peeking: ln 9 × digits' share = {floor * digit_share:.2f}",
+    )
+    figure.update_layout(
+        title="Training loss of the same decoder, with and without the mask",
+        xaxis={"title": "Adam step"},
+        yaxis={"title": "next-token loss (nats per token)", "rangemode": "tozero"},
+        height=380,
+        margin=margin(top=60),
+    )
+    return figure
