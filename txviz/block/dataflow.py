@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from txviz.block.recording import BlockRun
+from txviz.core.running import run_module
 from txviz.core.tokens import readable_tokens
 from txviz.models import LoadedModel
 
@@ -102,7 +103,7 @@ def _positions(loaded: LoadedModel, run: BlockRun, stack: str, n: int) -> np.nda
         rows = table.weight[table.offset : table.offset + n]
     else:
         x = torch.zeros(1, n, 1, device=loaded.device)
-        cos, _ = module.rotary_emb(x, torch.arange(n, device=loaded.device)[None])
+        cos, _ = run_module(module.rotary_emb, x, torch.arange(n, device=loaded.device)[None])
         rows = cos[0, :, : cos.shape[-1] // 2]  # the two halves repeat the same angles
     return rows.detach().float().cpu().numpy()
 
@@ -117,7 +118,7 @@ def stage_values(loaded: LoadedModel, run: BlockRun, stack: str, key: str, layer
     if key == "embedding":
         module = _stack_module(loaded, run, stack)
         table = module.embed_tokens if run.layout.family == "bart" else loaded.model.get_input_embeddings()
-        return StageValues("Token embedding rows E[id]", table(ids).float().cpu().numpy())
+        return StageValues("Token embedding rows E[id]", run_module(table, ids).float().cpu().numpy())
     if key == "positions":
         return StageValues("Position information", _positions(loaded, run, stack, len(data.ids)))
     if key == "stream":

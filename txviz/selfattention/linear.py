@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from txviz.core.errors import UserError, require_kind
+from txviz.core.running import run_module
 from txviz.core.tracing import trace_run
 
 
@@ -96,7 +97,12 @@ def minilm_head(loaded, text: str, layer: int, head: int, max_tokens: int = 128)
     hidden = result.hidden_states[layer][0]  # (n, D)
     d = trace.queries.shape[-1]
     weight = attention.value.weight  # the stream is float32; the projection runs in the weights' precision
-    values = attention.value(hidden.to(weight.dtype)).float().cpu().numpy()[:, head * d : (head + 1) * d]
+    values = (
+        run_module(attention.value, hidden.to(weight.dtype))
+        .float()
+        .cpu()
+        .numpy()[:, head * d : (head + 1) * d]
+    )
     return HeadQKV(
         tuple(trace.query_tokens),
         trace.queries[layer, head].astype(np.float64),
