@@ -22,17 +22,20 @@ EXEMPT_FILES = {
 }
 
 
-def _sources() -> list[Path]:
-    return [*sorted((ROOT / "txviz").rglob("*.py")), *sorted((ROOT / "pages").glob("*.py")), ROOT / "app.py"]
+def violations(root: Path) -> list[str]:
+    """Every forward call outside the front door in the tree at ``root``, as "path:line"."""
+    found = []
+    for path in [*sorted((root / "txviz").rglob("*.py")), *sorted((root / "pages").glob("*.py"))]:
+        name = path.relative_to(root).as_posix()
+        if not (name.startswith(EXEMPT_DIRS) or name in EXEMPT_FILES):
+            found += [f"{name}:{line}" for line in forward_calls(path.read_text())]
+    if (root / "app.py").exists():
+        found += [f"app.py:{line}" for line in forward_calls((root / "app.py").read_text())]
+    return found
 
 
 def test_no_forward_call_outside_the_front_door():
-    found = []
-    for path in _sources():
-        name = path.relative_to(ROOT).as_posix()
-        if name.startswith(EXEMPT_DIRS) or name in EXEMPT_FILES:
-            continue
-        found += [f"{name}:{line}" for line in forward_calls(path.read_text())]
+    found = violations(ROOT)
     assert not found, (
         "run the model through txviz.core.running (run, step, generate; run_module for a piece):\n"
         + "\n".join(found)
@@ -133,5 +136,17 @@ def fine(loaded, corpus, tokenizer, ids, layout):
 
 def test_a_synthetic_violation_in_a_topic_fails_the_check(tmp_path):
     """The repository check itself fails when a topic runs a piece of the model by hand."""
-    violation = "def lens(loaded, layout, h):\n    return loaded.model.get_submodule(layout.lm_head)(h)\n"
-    assert forward_calls(violation) == [2]
+    (tmp_path / "txviz" / "lens").mkdir(parents=True)
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "txviz" / "lens" / "fine.py").write_text(
+        "from txviz.core.running import run_module\n\ndef lens(loaded, layout, h):\n"
+        "    return run_module(loaded.model.get_submodule(layout.lm_head), h)\n"
+    )
+    assert violations(tmp_path) == []
+    (tmp_path / "txviz" / "lens" / "by_hand.py").write_text(
+        "def lens(loaded, layout, h):\n    head = loaded.model.get_submodule(layout.lm_head)\n    return head(h)\n"
+    )
+    (tmp_path / "pages" / "1_Page.py").write_text(
+        "from txviz import models\nloaded = models.load('x')\nloaded.model(ids)\n"
+    )
+    assert violations(tmp_path) == ["txviz/lens/by_hand.py:3", "pages/1_Page.py:3"]
