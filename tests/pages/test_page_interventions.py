@@ -85,7 +85,9 @@ def test_the_models_own_answer_is_one_queued_forward_however_often_the_page_reru
     top_next_token = runs.top_next_token
     monkeypatch.setattr(runs, "top_next_token", counted)
     text = "The capital of Italy is"  # no other test asks for this one's answer
-    at = fresh(model="smollm2", text=text, answer="", target="head", iv_layer=1, iv_head=2)
+    at = fresh(
+        model="smollm2", text=text, answer="", metric="log_probability", target="head", iv_layer=1, iv_head=2
+    )
     ok(at)
     assert any("likeliest next token" in i.value for i in at.info)
     at.selectbox(key="mode").set_value("mean").run()
