@@ -44,17 +44,20 @@ ui.setup_page(
 
 
 @ui.cached(max_entries=8, spinner="Running the model...")
+@ui.heavy
 def cached_run(loaded, text: str, stages: tuple[str, ...]):
     # Shared by every session: arrays locked read-only. The first view asks for no stages.
     return read_only(run_text(loaded, text, frozenset(stages)))
 
 
 @ui.cached(max_entries=8, spinner="Running the block as code...")
+@ui.heavy
 def cached_block(loaded, text: str, stack: str, layer: int):
     return open_block(loaded, cached_run(loaded, text, ()), stack, layer)
 
 
 @ui.cached(max_entries=4, spinner="Reading every layer with the output head...")
+@ui.heavy
 def cached_lens(loaded, text: str):
     run = cached_run(loaded, text, ())
     return lens.logit_lens(loaded, run, slice(-LENS_POSITIONS, None))

@@ -33,6 +33,7 @@ def digit_of(choice: str) -> int | None:
 
 
 @ui.cached(max_entries=32, spinner=False)
+@ui.heavy
 def drawn(loaded, digit: int | None, temperature: float, top_k: int, seed: int) -> list[drawing.PixelStep]:
     # Cached for every session: the same seed always draws the same image.
     return list(drawing.draw(loaded, digit, SamplingSettings(temperature, top_k, seed=seed)))

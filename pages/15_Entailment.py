@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import teaching, ui
+from txviz.app import teaching, ui, widgets
 from txviz.entailment import contextual, corpus, relatedness, train
 from txviz.entailment import figures as figs
 from txviz.entailment.equations import tag
@@ -49,6 +49,7 @@ def shipped():
 
 
 @ui.cached(max_entries=64, spinner="MiniLM reads both sentences...")
+@ui.heavy
 def minilm_alignment(loaded, premise: tuple, hypothesis: tuple):
     return contextual.alignment(loaded, premise, hypothesis)
 
@@ -126,9 +127,8 @@ st.latex(
     r"\alpha_j = \sum_{i=1}^{m} \frac{\exp(e_{ij})}{\sum_{k=1}^{m} \exp(e_{kj})}\, a_i \qquad "
     + tag("alpha_j")
 )
-left, right = st.columns(2)
-with left:
-    ui.show_figure(
+widgets.side_by_side(
+    [
         figs.word_heatmap(
             steps.to_b,
             steps.premise,
@@ -137,10 +137,6 @@ with left:
             "weight",
             presenting=ui.presenting(),
         ),
-        key="to_b",
-    )
-with right:
-    ui.show_figure(
         figs.word_heatmap(
             steps.to_a,
             steps.premise,
@@ -149,8 +145,9 @@ with right:
             "weight",
             presenting=ui.presenting(),
         ),
-        key="to_a",
-    )
+    ],
+    keys=["to_b", "to_a"],
+)
 st.caption(
     "a_i and b_j are word vectors: MiniLM's input embedding of the word (before any attention layer, frozen, "
     "averaged over its pieces) times one learnt 384 x 64 matrix, as Parikh et al. project GloVe. f is a "
@@ -159,9 +156,8 @@ st.caption(
 
 st.subheader("Beside it: MiniLM's contextual vectors, untrained for this task")
 alignment = minilm_alignment(loaded, premise.words, hypothesis.words)
-left, right = st.columns(2)
-with left:
-    ui.show_figure(
+widgets.side_by_side(
+    [
         figs.word_heatmap(
             steps.to_b,
             steps.premise,
@@ -170,10 +166,6 @@ with left:
             "weight",
             presenting=ui.presenting(),
         ),
-        key="trained_side",
-    )
-with right:
-    ui.show_figure(
         figs.word_heatmap(
             alignment.to_b,
             steps.premise,
@@ -182,8 +174,9 @@ with right:
             "weight",
             presenting=ui.presenting(),
         ),
-        key="minilm_side",
-    )
+    ],
+    keys=["trained_side", "minilm_side"],
+)
 st.caption(
     "Right: e_ij = f(a_i)^T f(b_j) with a fixed f(x) = x / (|x| √0.1), so e_ij is the cosine over 0.1, "
     "and a_i, b_j MiniLM's last-layer vectors (each sentence encoded alone, pieces averaged per word); "
@@ -194,21 +187,17 @@ st.caption(
 st.header("2. Compare")
 st.latex(r"v_{A,i} = g([a_i, \beta_i]),\ i = 1..m \qquad " + tag("v_A,i"))
 st.latex(r"v_{B,j} = g([b_j, \alpha_j]),\ j = 1..n \qquad " + tag("v_B,j"))
-left, right = st.columns(2)
-with left:
-    ui.show_figure(
+widgets.side_by_side(
+    [
         figs.vectors_heatmap(
             steps.v_a, steps.premise, "v_A,i: each premise word compared", "v_A", ui.presenting()
         ),
-        key="v_a",
-    )
-with right:
-    ui.show_figure(
         figs.vectors_heatmap(
             steps.v_b, steps.hypothesis, "v_B,j: each hypothesis word compared", "v_B", ui.presenting()
         ),
-        key="v_b",
-    )
+    ],
+    keys=["v_a", "v_b"],
+)
 
 st.header("3. Aggregate")
 st.latex(r"v_A = \sum_{i=1}^{m} v_{A,i} \qquad " + tag("v_A"))

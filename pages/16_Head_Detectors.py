@@ -44,6 +44,7 @@ loaded = ui.load_model(name, kinds=("encoder", "decoder"))
 
 
 @ui.cached(max_entries=8, progress="Scoring heads...")
+@ui.heavy
 def _scores(loaded, texts: corpus.Corpus, repeats: runs.RepeatSettings, offset: int, progress):
     return runs.score_heads(loaded, texts, repeats, offset, progress=progress)
 
@@ -172,6 +173,7 @@ if detectors_tab.open:
 
 
 @ui.cached(max_entries=8, spinner="Running gradients and integrated gradients...")
+@ui.heavy
 def compared(loaded, text: str, other: str, skip_special: bool):
     if loaded.kind == "decoder":
         return attribution.explain_next_token(loaded, text, skip_special)
@@ -291,7 +293,7 @@ def compare_view(texts, repeats, offset) -> None:
                 key=f"cmp_head_{side}",
             )
             with ui.user_errors():
-                trace = ui.cached_trace(loaded_model.name, text)
+                trace = ui.cached_trace(loaded_model, text)
             ui.show_figure(
                 attention_heatmap(
                     trace.head(layer, int(head)),

@@ -30,6 +30,7 @@ loaded = ui.load_model(name, kinds=("encoder", "decoder"))
 
 
 @ui.cached(max_entries=4, spinner="Recording queries and keys...")
+@ui.heavy
 def traces_of(loaded, texts: tuple[str, ...]) -> list:
     return [read_only(t) for t in qkspace.trace_texts(loaded, texts)]
 

@@ -55,25 +55,35 @@ device = loaded.device
 
 
 @ui.cached(max_entries=16)
+@ui.heavy
 def cached_ablation(loaded, text, kind, answer, wrong, parts, mode, reference, edges, view):
     metric = metrics.make_metric(loaded, kind, answer, wrong)
     return ablation.ablate(loaded, text, metric, parts, mode, reference, edges, view)
 
 
 @ui.cached(max_entries=4, spinner="Ablating every head and MLP, one per batch row...")
+@ui.heavy
 def cached_sweep(loaded, text, kind, answer, wrong, mode, reference):
     return ablation.sweep(loaded, text, metrics.make_metric(loaded, kind, answer, wrong), mode, reference)
 
 
 @ui.cached(max_entries=4, spinner="Patching every layer, position, head and MLP...")
+@ui.heavy
 def cached_patch(loaded, clean, corrupt, kind, answer, wrong):
     return patching.patch(loaded, clean, corrupt, metrics.make_metric(loaded, kind, answer, wrong))
 
 
 @ui.cached(max_entries=8, spinner="Generating with and without the steering vector...")
+@ui.heavy
 def cached_steer(loaded, positive, negative, layer, prompt, strength, max_new):
     found = steering.direction(loaded, positive, negative, layer)
     return found.norm, steering.steered_pair(loaded, prompt, found, strength, max_new)
+
+
+@ui.cached(max_entries=32, spinner=False)
+@ui.heavy
+def top_token(loaded, text):
+    return runs.top_next_token(loaded, text)
 
 
 def metric_inputs(text: str, key: str = "") -> tuple[str, str, str]:
@@ -96,7 +106,7 @@ def metric_inputs(text: str, key: str = "") -> tuple[str, str, str]:
     )
     if not answer and kind != "logit_difference":
         with ui.user_errors():
-            answer = runs.top_next_token(loaded, text)
+            answer = top_token(loaded, text)
         st.info(f"No answer given: scoring the model's own likeliest next token {answer!r}.")
     wrong = ""
     if kind == "logit_difference":
@@ -119,10 +129,6 @@ def script_download(script: str, key: str) -> None:
         st.download_button("Download the script", script, f"{key}.py", "text/x-python", key=f"{key}_script")
 
 
-def int_input(label: str, key: str, count: int, column=st) -> int:
-    return int(column.number_input(label, 0, count - 1, ui.link_value(key, 0, range(count)), key=key))
-
-
 # One prompt for the page: Ablate, Every head and Patch (as its clean prompt) all read it.
 text = ui.text_input("Prompt", TEXT)
 tab = st.tabs(VIEWS, key="iv_view", on_change="rerun", default=ui.link_tab("iv_view", VIEWS))
@@ -136,14 +142,14 @@ if ablate_tab.open:
         target = left.selectbox(
             "Ablate", targets, index=targets.index(ui.link_value("target", "head", targets)), key="target"
         )
-        layer = int_input("Layer", "iv_layer", loaded.n_layers, middle)
+        layer = widgets.index_picker("Layer", loaded.n_layers, "iv_layer", widget="number", where=middle)
         modes = list(ablation.MODES)
         mode = right.selectbox(
             "By", modes, index=modes.index(ui.link_value("mode", "zero", modes)), key="mode"
         )
         reference, parts, edges, head = "", (), (), 0
         if target == "head":
-            head = int_input("Head", "iv_head", loaded.n_heads, middle)
+            head = widgets.index_picker("Head", loaded.n_heads, "iv_head", widget="number", where=middle)
             parts = (ablation.Component("head", layer, head),)
         elif target == "MLP":
             parts = (ablation.Component("mlp", layer),)
@@ -315,8 +321,14 @@ if patch_tab.open:
                 "(Nanda 2023). Where the rank correlation is low, trust the exact grid."
             )
             pick_layer, pick_head = st.columns(2)
-            layer = int_input("Open layer", "patch_layer", loaded.n_layers, pick_layer)
-            head = int_input("head", "patch_head", loaded.n_heads, pick_head)
+            layer, head = widgets.layer_head_picker(
+                loaded.n_layers,
+                loaded.n_heads,
+                ("patch_layer", "patch_head"),
+                widget="number",
+                columns=(pick_layer, pick_head),
+                labels=("Open layer", "head"),
+            )
             st.page_link(
                 navigation.feature_page(paths.PAGES / "2_Attention_Explorer.py"),
                 label=f"Open layer {layer}, head {head} in the Attention Explorer",
@@ -331,23 +343,8 @@ if patch_tab.open:
 
 if steer_tab.open:
     with steer_tab:
-        left, right = st.columns(2)
-        positive = steering.prompt_lines(
-            left.text_area(
-                "Steer towards (one prompt per line)",
-                ui.link_value("positive", NEGATIVE),  # the plain continuation is upbeat: sour shows steering
-                key="positive",
-                max_chars=ui.max_text_chars(4000),
-            )
-        )
-        negative = steering.prompt_lines(
-            right.text_area(
-                "Away from (one prompt per line)",
-                ui.link_value("negative", POSITIVE),
-                key="negative",
-                max_chars=ui.max_text_chars(4000),
-            )
-        )
+        # the plain continuation is upbeat: steering towards sour shows the change
+        positive, negative = widgets.steering_sets(("positive", "negative"), (NEGATIVE, POSITIVE))
         prompt = st.text_input(
             "Prompt to continue",
             ui.link_value("steer_prompt", "I think the movie was"),
@@ -363,22 +360,8 @@ if steer_tab.open:
         if cut:
             st.warning(cut)
         a, b, c = st.columns(3)
-        layer = int(
-            a.number_input(
-                "Layer",
-                0,
-                loaded.n_layers - 1,
-                ui.link_value("steer_layer", loaded.n_layers // 3, range(loaded.n_layers)),
-                key="steer_layer",
-            )
-        )
-        strength = b.slider(
-            "Strength",
-            -10.0,
-            10.0,
-            ui.link_value("strength", STEER_STRENGTH, lambda v: -10 <= v <= 10),
-            0.5,
-            key="strength",
+        layer, strength = widgets.steering_strength(
+            loaded.n_layers, ("steer_layer", "strength"), STEER_STRENGTH, (a, b), widget="number"
         )
         max_new = int(
             c.number_input("New tokens", 1, 64, ui.link_value("steer_new", 24, range(1, 65)), key="steer_new")

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import teaching, ui
+from txviz.app import teaching, ui, widgets
 from txviz.longdoc import drill, views
 from txviz.longdoc import overview as longdoc
 from txviz.longdoc.sample import SAMPLE
@@ -36,22 +36,15 @@ ui.setup_page(
     max_entries=4,
     spinner="Reading the document: every layer's summaries, and this layer's maps block by block...",
 )
+@ui.heavy
 def _overview(loaded, text: str, max_tokens: int, layer: int) -> longdoc.Overview:
     return longdoc.overview(loaded, text, max_tokens, layer)
 
 
 @ui.cached(max_entries=16, spinner="Computing this layer's exact rows...")
+@ui.heavy
 def _rows(loaded, text: str, max_tokens: int, layer: int, start: int, stop: int) -> drill.Rows:
     return drill.drill_down(loaded, text, max_tokens, layer, start, stop)
-
-
-def _clamped(key: str, low: int, high: int, default: tuple[int, int]) -> tuple[int, int]:
-    """A range slider's value kept inside [low, high] when the document changes under it."""
-    pair = lambda v: len(v) == 2 and all(type(x) is int for x in v)  # noqa: E731
-    a, b = st.session_state.get(key, ui.link_value(key, list(default), pair))
-    a, b = min(max(a, low), high - 1), min(max(b, low + 1), high)
-    st.session_state[key] = (a, max(b, a + 1))
-    return st.session_state[key]
 
 
 def _select_region() -> None:
@@ -101,15 +94,16 @@ with right:
     text = ui.text_input("Document", SAMPLE, height=220)
 
 c1, c2, c3 = st.columns(3)
-layer = c1.slider(
-    "Layer",
-    0,
-    loaded.n_layers - 1,
-    ui.link_value("layer", loaded.n_layers - 1, range(loaded.n_layers)),
-    key="layer",
-    help="Summaries cover every layer; the maps are this layer's (another layer takes one more pass).",
+layer, head = widgets.layer_head_picker(
+    loaded.n_layers,
+    loaded.n_heads,
+    default=(loaded.n_layers - 1, 0),
+    columns=(c1, c2),
+    helps=(
+        "Summaries cover every layer; the maps are this layer's (another layer takes one more pass).",
+        None,
+    ),
 )
-head = c2.slider("Head", 0, loaded.n_heads - 1, ui.link_value("head", 0, range(loaded.n_heads)), key="head")
 with ui.user_errors():
     view = _overview(loaded, text, max_tokens, layer)
 if view.notice:
@@ -177,13 +171,9 @@ if detail_tab.open:
             on_change=_select_sentence,
         )
         last = (max(0, n - 32), n)
-        q0, q1 = st.slider("Queries", 0, n, _clamped("queries", 0, n, last), key="queries")
-        k0, k1 = st.slider(
-            f"Keys shown (at most {views.MAX_KEYS})",
-            0,
-            n,
-            _clamped("keys", 0, n, (max(0, n - 256), n)),
-            key="keys",
+        q0, q1 = widgets.range_picker("Queries", n, "queries", last)
+        k0, k1 = widgets.range_picker(
+            f"Keys shown (at most {views.MAX_KEYS})", n, "keys", (max(0, n - 256), n)
         )
         with ui.user_errors():
             rows = _rows(loaded, text, max_tokens, layer, q0, q1)

@@ -73,6 +73,7 @@ start = pd.DataFrame(
 
 
 @ui.cached(max_entries=16)
+@ui.heavy
 def real_trace(loaded, text: str):
     """Every head's weights, scores, queries and keys for a text."""
     return trace_text(loaded, text, max_tokens=REAL_MAX_TOKENS, record=("scores", "queries", "keys"))
@@ -365,12 +366,14 @@ if additive_tab.open:
 
 
 @ui.cached(max_entries=16, spinner="Running MiniLM...")
+@ui.heavy
 def linear_head(loaded, text: str, layer: int, head: int):
     """One MiniLM head's q, k, v and weights (the model is always MiniLM here)."""
     return linear.minilm_head(loaded, text, layer, head)
 
 
 @ui.cached(max_entries=16, spinner="Linformer and Performer on this head...")
+@ui.heavy
 def efficient_numbers(loaded, text: str, layer: int, head: int, kp: int, kind: str, features: int):
     """Linformer, Performer and elu + 1 on one MiniLM head, and their error curves."""
     qkv = linear.minilm_head(loaded, text, layer, head)
@@ -554,6 +557,7 @@ if linear_tab.open:
 
 
 @ui.cached(max_entries=8)
+@ui.heavy
 def head_matrices(loaded, text: str, layer: int, head: int):
     """One MiniLM head's inputs, value weights, attention and output, and the block-matrix check."""
     matrices = blockmap.minilm_head_matrices(loaded, text, layer, head)

@@ -58,7 +58,7 @@ with right:
     text = ui.text_input("Text", DEFAULT_TEXT)
 loaded = ui.load_model(name, kinds=("encoder", "decoder"))
 with ui.user_errors():
-    trace = explorer.view(loaded, text, ui.cached_trace(name, text), hide_special, whole_words)
+    trace = explorer.view(loaded, text, ui.cached_trace(loaded, text), hide_special, whole_words)
 if trace.notice:
     st.warning(trace.notice)
 if unknown := unknown_note(loaded.tokenizer, text, trace.raw_tokens):

@@ -32,6 +32,7 @@ def train(corpus: str, target: int) -> bpe.BpeTrace:
 
 
 @ui.cached(max_entries=2, spinner=False)
+@ui.heavy
 def merge_ranks(loaded) -> subwords.MergeRanks:
     return subwords.MergeRanks.from_tokenizer(loaded.tokenizer)
 

@@ -98,6 +98,7 @@ if gallery_tab.open:
 
 
 @ui.cached(max_entries=8, spinner="Running the model with and without the pattern...")
+@ui.heavy
 def masked_run(loaded, text: str, pattern: str, params: tuple):
     return apply_pattern(loaded, text, pattern, **dict(params))
 
@@ -237,6 +238,7 @@ def tiny_bert():
 
 
 @ui.cached(max_entries=16, spinner="Scoring every next token...")
+@ui.heavy
 def next_token_run(loaded, text: str):
     return causal.next_token_objective(loaded, text)
 

@@ -37,6 +37,7 @@ ui.setup_page(
 
 
 @ui.cached(max_entries=64, spinner=False)
+@ui.heavy
 def pair_trace(loaded, pair: CorefPair, query: str) -> PairTrace:
     return trace_pair(loaded, pair, query)
 
@@ -45,16 +46,19 @@ CHUNK = 8  # pairs per cached step: the progress bar moves between steps
 
 
 @ui.cached(max_entries=512, spinner=False)  # 17 chunks of the set per model and reading
+@ui.heavy
 def chunk_attention(loaded, query: str, start: int) -> list[PairAttention]:
     return attention_over_pairs(loaded, load_pairs()[start : start + CHUNK], query)
 
 
 @ui.cached(max_entries=512, spinner=False)
+@ui.heavy
 def chunk_answers(loaded, method: str, start: int) -> list:
     return answers_over_pairs(loaded, load_pairs()[start : start + CHUNK], method)
 
 
 @ui.cached(max_entries=64, spinner=False)
+@ui.heavy
 def pair_answers(loaded, pair: CorefPair, method: str) -> tuple:
     return tuple(model_answer(loaded, pair, s, method) for s in (pair.sentence_a, pair.sentence_b))
 

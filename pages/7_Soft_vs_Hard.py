@@ -17,11 +17,13 @@ ui.setup_page(
 
 
 @ui.cached(max_entries=4, spinner="Running the model under each normalizer...")
+@ui.heavy
 def cached_comparison(loaded, text: str, temperature: float, k: int):
     return soft_hard.compare(loaded, text, soft_hard.NormalizerSettings(temperature, k))
 
 
 @ui.cached(max_entries=4, spinner="Generating under each normalizer...")
+@ui.heavy
 def cached_effect(loaded, text: str, temperature: float, k: int, new: int):
     settings = soft_hard.NormalizerSettings(temperature, k)
     return soft_hard.output_effect(loaded, text, settings, new)

@@ -119,34 +119,15 @@ if steer:
             "last token, added with this strength after the layer at every position. Same sampling "
             "settings and seed as the unsteered run: the steering is the only difference."
         )
-        towards_col, away_col = st.columns(2)
-        towards = steering.prompt_lines(
-            towards_col.text_area(
-                "Steer towards (one prompt per line)",
-                ui.link_value("gen_steer_towards", steering.POSITIVE),
-                key="gen_steer_towards",
-                max_chars=ui.max_text_chars(4000),
-            )
+        towards, away = widgets.steering_sets(
+            ("gen_steer_towards", "gen_steer_away"), (steering.POSITIVE, steering.NEGATIVE)
         )
-        away = steering.prompt_lines(
-            away_col.text_area(
-                "Away from (one prompt per line)",
-                ui.link_value("gen_steer_away", steering.NEGATIVE),
-                key="gen_steer_away",
-                max_chars=ui.max_text_chars(4000),
-            )
-        )
-        layer_col, strength_col = st.columns(2)
-        steer_layer = widgets.index_picker(
-            "Add after layer", loaded.n_layers, "gen_steer_layer", loaded.n_layers // 3, where=layer_col
-        )
-        strength = strength_col.slider(
-            "Strength",
-            -10.0,
-            10.0,
-            ui.link_value("gen_steer_strength", 4.0, lambda v: -10 <= v <= 10),
-            0.5,
-            key="gen_steer_strength",
+        steer_layer, strength = widgets.steering_strength(
+            loaded.n_layers,
+            ("gen_steer_layer", "gen_steer_strength"),
+            4.0,
+            st.columns(2),
+            layer_label="Add after layer",
         )
 
 
@@ -202,6 +183,7 @@ def show_steered(prompt, steered) -> None:
 
 
 @ui.cached(max_entries=8, spinner="Finding the steering direction: one forward per prompt...")
+@ui.heavy
 def steering_direction(loaded, towards, away, layer):
     return steering.direction(loaded, towards, away, layer)
 

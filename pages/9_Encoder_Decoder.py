@@ -43,12 +43,14 @@ ui.setup_page(
 
 
 @ui.cached(max_entries=16, spinner="Decoding...")
+@ui.heavy
 def run(loaded, source: str, method: str, beams: int, steps: int):
     """The decoding and its attention."""
     return decode(loaded, source, method=method, beams=beams, max_new_tokens=steps)
 
 
 @ui.cached(max_entries=32, spinner="Attributing the step to the source...")
+@ui.heavy
 def source_attribution(loaded, source: str, method: str, beams: int, steps: int, step: int, attribution: str):
     """One decoding step's attribution to the source tokens, beside its cross-attention."""
     return attribute_source(loaded, source, run(loaded, source, method, beams, steps), step, attribution)
@@ -180,6 +182,7 @@ if decode_tab.open:
 
 
 @ui.cached(max_entries=16, spinner="Recording cross-attention's queries and keys...")
+@ui.heavy
 def cross_run(loaded, source: str, method: str, beams: int, steps: int):
     """Cross-attention of the decoded target with queries, keys and scores."""
     return arithmetic.cross_attention_trace(loaded, source, run(loaded, source, method, beams, steps))
@@ -228,6 +231,7 @@ if arithmetic_tab.open:
 
 
 @ui.cached(max_entries=16, spinner="Decoding both ways...")
+@ui.heavy
 def forcing_run(loaded, source: str, reference: str):
     return teacher.compare(loaded, source, reference)
 
@@ -278,11 +282,13 @@ if forcing_tab.open:
 
 
 @ui.cached(max_entries=16, spinner="Decoding in parallel...")
+@ui.heavy
 def parallel_run(loaded, source: str, passes: int, strategy: str):
     return parallel.decode_one(loaded, source, passes, strategy)
 
 
 @ui.cached(max_entries=2, spinner="Decoding held-out dates every way...")
+@ui.heavy
 def parallel_heldout(loaded, examples: int):
     return parallel.compare_on_dates(loaded, examples=examples)
 

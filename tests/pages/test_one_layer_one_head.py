@@ -2,9 +2,15 @@
 
 A slider cannot span a single value (Streamlit refuses min == max), so these pages used to crash on
 such a model; the shared picker shows a caption instead. The models are random, built from configs.
+Every page whose model picker offers an encoder or a decoder is found in the page scripts (in the tab
+that holds the picker) and run with a one-layer, one-head model of each kind it offers; the views
+listed by hand below are further tabs of those pages.
 """
 
+import ast
 import shutil
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
@@ -147,3 +153,112 @@ def test_live_generation_steers_after_the_only_layer(one_head_llama):
     assert_runs(at, ("Add after layer 0 (the only one)",))
     steered = at.session_state["generation"]["steered"]
     assert steered["label"].endswith("after layer 0") and len(steered["steps"]) == 3
+
+
+@dataclass(frozen=True)
+class Picker:
+    """A page's model picker: its session key, the kinds it offers, and the tab that holds it."""
+
+    page: str
+    key: str
+    kinds: tuple[str, ...]
+    tab: tuple[str, str] | None  # (tabs key, label), None when the picker is outside any tab
+
+
+def _literal(tree: ast.Module, node: ast.expr):
+    """A literal, or the literal a module-level name is assigned."""
+    if isinstance(node, ast.Name):
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Assign) and any(getattr(t, "id", None) == node.id for t in stmt.targets):
+                return ast.literal_eval(stmt.value)
+        raise LookupError(node.id)
+    return ast.literal_eval(node)
+
+
+def _tabs(tree: ast.Module) -> dict[str, tuple[str, str]]:
+    """Tab variable -> (tabs key, label), from ``a, b = st.tabs(LABELS, key=K, ...)``."""
+    found = {}
+    for stmt in tree.body:
+        if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)):
+            continue
+        call, target = stmt.value, stmt.targets[0]
+        if not (
+            isinstance(call.func, ast.Attribute)
+            and call.func.attr == "tabs"
+            and isinstance(target, ast.Tuple)
+        ):
+            continue
+        labels = _literal(tree, call.args[0])
+        key = next(_literal(tree, k.value) for k in call.keywords if k.arg == "key")
+        found |= {t.id: (key, label) for t, label in zip(target.elts, labels, strict=True)}
+    return found
+
+
+def _enclosing_tab(parents: dict, node: ast.AST, tabs: dict) -> tuple[str, str] | None:
+    """The tab of the nearest ``if X.open:`` around ``node``."""
+    while node in parents:
+        node = parents[node]
+        test = getattr(node, "test", None)
+        if isinstance(node, ast.If) and isinstance(test, ast.Attribute) and test.attr == "open":
+            return tabs.get(getattr(test.value, "id", None))
+    return None
+
+
+def pickers(page: Path) -> list[Picker]:
+    """The model pickers of one page script that offer an encoder or a decoder."""
+    tree = ast.parse(page.read_text())
+    parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+    tabs, found = _tabs(tree), []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr != "model_picker":
+            continue
+        options = {k.arg: k.value for k in node.keywords}
+        kinds = tuple(_literal(tree, options["kinds"])) if "kinds" in options else ("encoder", "decoder")
+        key = _literal(tree, options["key"]) if "key" in options else "model"
+        tab = _enclosing_tab(parents, node, tabs)
+        function = next((p for p in _ancestors(parents, node) if isinstance(p, ast.FunctionDef)), None)
+        if tab is None and function is not None:  # a view drawn by a function: the tab that calls it
+            calls = [
+                n
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Call) and getattr(n.func, "id", "") == function.name
+            ]
+            tab = next((t for c in calls if (t := _enclosing_tab(parents, c, tabs))), None)
+        if {"encoder", "decoder"} & set(kinds):
+            found.append(Picker(page.name, key, kinds, tab))
+    return found
+
+
+def _ancestors(parents: dict, node: ast.AST):
+    while node in parents:
+        node = parents[node]
+        yield node
+
+
+PICKERS = [p for page in sorted((ROOT / "pages").glob("*.py")) for p in pickers(page)]
+CASES = [(p, kind) for p in PICKERS for kind in ("encoder", "decoder") if kind in p.kinds]
+
+
+def test_discovery_finds_every_model_picker_of_an_encoder_or_decoder():
+    pages = {p.page for p in PICKERS}
+    assert {
+        "18_Interventions.py",
+        "19_Long_Documents.py",
+        "8_Live_Generation.py",
+        "2_Attention_Explorer.py",
+    } <= pages
+    real = next(p for p in PICKERS if p.page == "1_Self_Attention.py")
+    assert real.key == "real_model" and real.tab == ("view", "On a real model")
+    second = next(p for p in PICKERS if p.key == "model_b")
+    assert second.tab[0] == "heads_view"  # drawn by a function the compare tab calls
+
+
+@pytest.mark.parametrize("picker, kind", CASES, ids=[f"{p.page}:{p.key}:{k}" for p, k in CASES])
+def test_every_page_runs_on_a_one_layer_one_head_model(picker, kind, one_head_bert, one_head_llama):
+    folder = one_head_bert if kind == "encoder" else one_head_llama
+    state = dict([picker.tab]) if picker.tab else {}
+    at = run(picker.page, picker.key, folder, **state)
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]

@@ -71,6 +71,31 @@ def test_a_test_this_head_link_opens_the_head_ablated(smollm2):
     assert at.text_area(key="text").value == "The capital of France is"
 
 
+def test_the_models_own_answer_is_one_queued_forward_however_often_the_page_reruns(smollm2, monkeypatch):
+    """A "test this head" link gives no answer: the likeliest next token is found once, in the queue."""
+    from txviz.app import serving
+    from txviz.interventions import runs
+
+    calls = []
+
+    def counted(loaded, text):
+        calls.append(getattr(serving._inside_job, "held", False))  # True: in the heavy-job queue
+        return top_next_token(loaded, text)
+
+    top_next_token = runs.top_next_token
+    monkeypatch.setattr(runs, "top_next_token", counted)
+    text = "The capital of Italy is"  # no other test asks for this one's answer
+    at = fresh(
+        model="smollm2", text=text, answer="", metric="log_probability", target="head", iv_layer=1, iv_head=2
+    )
+    ok(at)
+    assert any("likeliest next token" in i.value for i in at.info)
+    at.selectbox(key="mode").set_value("mean").run()
+    at.number_input(key="iv_head").set_value(3).run()
+    ok(at)
+    assert calls == [True]
+
+
 def open_tab(at: AppTest, view: str, **state) -> AppTest:
     """Switch tabs as a click does, keeping everything typed so far."""
     at.session_state["iv_view"] = view

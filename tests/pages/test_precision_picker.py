@@ -15,7 +15,7 @@ def _page(folder: str):
     ui.setup_page("Precision")
     loaded = ui.load_model(folder)
     st.text(f"loaded {loaded.dtype} {next(loaded.model.parameters()).dtype}")
-    trace = ui.cached_trace(folder, "the cat sat on the mat and the dog ran")
+    trace = ui.cached_trace(loaded, "the cat sat on the mat and the dog ran")
     st.text(f"weight {float(trace.weights[1, 2, 5, 1]):.9f} {trace.weights.dtype}")
 
 

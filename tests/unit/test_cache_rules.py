@@ -137,3 +137,35 @@ def plain(loaded): ...
 """
     found = model_cache_problems(source)
     assert [p.split(" on ")[1].split(",")[0] for p in found] == ["by_annotation", "by_name", "engine"], found
+
+
+def unqueued_problems(source: str, where: str = "page") -> list[str]:
+    """Every ``@ui.cached`` function without ``@ui.heavy`` right beneath it: its model work would skip
+    the heavy-job queue (the cache decorator only caches)."""
+    problems = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        names = [dotted(d) for d in node.decorator_list]
+        if "ui.cached" in names and names[names.index("ui.cached") + 1 : names.index("ui.cached") + 2] != [
+            "ui.heavy"
+        ]:
+            problems.append(
+                f"{where}:{node.lineno} {node.name} is cached but not queued: add @ui.heavy beneath"
+            )
+    return problems
+
+
+def test_every_cached_model_job_takes_its_place_in_the_queue():
+    problems = []
+    for path in [*sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "txviz" / "app").glob("*.py"))]:
+        problems += unqueued_problems(path.read_text(), path.relative_to(ROOT).as_posix())
+    assert not problems, "\n".join(problems)
+
+
+def test_the_queue_rule_sees_a_cached_job_without_its_place():
+    queued = "@ui.cached(spinner=False)\n@ui.heavy\ndef a(loaded): ...\n"
+    bare = "@ui.cached(max_entries=4)\ndef b(loaded): ...\n"
+    upside_down = "@ui.heavy\n@ui.cached()\ndef c(loaded): ...\n"
+    assert unqueued_problems(queued) == []
+    assert len(unqueued_problems(bare)) == 1 and len(unqueued_problems(upside_down)) == 1

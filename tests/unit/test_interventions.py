@@ -13,7 +13,7 @@ from transformers import PreTrainedTokenizerFast
 
 from txviz.core.capture import CaptureSettings
 from txviz.core.errors import UserError, WrongModelKind
-from txviz.core.interventions import Patch, Steer
+from txviz.core.interventions import Ablate, Knockout, Patch, Steer
 from txviz.core.running import run
 from txviz.interventions import ablation, metrics, patching, runs, steering
 from txviz.interventions.ablation import Component
@@ -293,3 +293,30 @@ def test_rank_correlation_ignores_float_noise_in_cells_that_are_zero():
     exact = np.array([0.0, 1e-7, -1e-7, 0.0, 0.2, 0.5, 0.9])
     estimate = np.array([-1e-7, 0.0, 1e-7, 2e-7, 0.1, 0.6, 0.8])
     assert patching.rank_correlation(exact, estimate) == pytest.approx(1.0)
+
+
+def _alone(tiny, ids, metric, edits) -> float:
+    """The metric of ``edits`` run alone, in a batch of one."""
+    result = runs.forward(tiny, runs.repeated(ids, 1), edits)
+    return float(metric(result.logits[:, -1])[0])
+
+
+def test_a_steer_in_a_batched_row_stays_a_steer(tiny, metric):
+    ids = tiny.tokenizer(CLEAN)["input_ids"]
+    steer = Steer("resid", 0, vector=torch.randn(tiny.model.config.hidden_size), strength=3.0)
+    assert isinstance(ablation._in_row(steer, 2), Steer) and ablation._in_row(steer, 2).rows == (2,)
+    jobs = [[], [steer], [Ablate("resid", 0)]]
+    got = ablation.batched_metrics(tiny, ids, metric, jobs, 3)
+    want = [_alone(tiny, ids, metric, job) for job in jobs]
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    assert abs(got[1] - got[2]) > 1e-4  # a steer is not a zero ablation
+
+
+def test_a_knockout_in_a_batched_row_cuts_that_row_only(tiny, metric):
+    ids = tiny.tokenizer(CLEAN)["input_ids"]
+    cut = Knockout(edges=[(len(ids) - 1, 0)], layers=[0, 1])
+    jobs = [[], [cut], [Knockout(edges=[(len(ids) - 1, 1)], layers=[1], heads=[0])]]
+    got = ablation.batched_metrics(tiny, ids, metric, jobs, 3)
+    want = [_alone(tiny, ids, metric, job) for job in jobs]
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    assert abs(got[1] - got[0]) > 1e-6

@@ -6,9 +6,9 @@ import pytest
 import torch
 from tiny_models import tiny_model
 
-from txviz.core.capture import PLAIN, CaptureSettings
+from txviz.core.capture import PLAIN, CaptureSettings, capture
 from txviz.core.interventions import Ablate, InterventionError, Knockout, Patch, Steer
-from txviz.core.running import generate, run, step
+from txviz.core.running import generate, run, run_module, step
 
 IDS = torch.tensor([[1, 5, 7, 9, 3, 11]])
 OTHER = torch.tensor([[2, 8, 4, 6, 10, 12]])
@@ -277,3 +277,43 @@ def test_a_step_with_a_cache_equals_the_full_pass_and_generate_goes_through_sett
         input_ids=IDS, max_new_tokens=3, do_sample=False,
     )  # fmt: skip
     assert plain.shape == (1, 9) and not torch.equal(plain, ablated)
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2"])
+def test_last_logits_are_the_last_row_of_the_logits(family):
+    model = tiny_llama() if family == "llama" else tiny_model("gpt2", 50)
+    full = run(model, outputs=("logits",), input_ids=IDS.repeat(2, 1)).logits
+    last = run(model, outputs=("last_logits",), input_ids=IDS.repeat(2, 1)).logits
+    assert last.shape == (2, 1, full.shape[-1])
+    torch.testing.assert_close(last, full[:, -1:], atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="not both"):
+        run(model, outputs=("logits", "last_logits"), input_ids=IDS)
+
+
+def test_last_logits_ask_the_model_for_one_row_where_it_can():
+    model = tiny_llama()
+    seen = []
+    handle = model.lm_head.register_forward_hook(lambda m, args, out: seen.append(args[0].shape[1]))
+    try:
+        run(model, outputs=("last_logits",), input_ids=IDS)
+        run(model, outputs=("logits",), input_ids=IDS)
+    finally:
+        handle.remove()
+    assert seen == [1, IDS.shape[1]]
+
+
+def test_run_module_runs_a_piece_plain_inside_a_capture_in_progress():
+    model = tiny_llama()
+    block, h = model.model.layers[0], torch.randn(1, 3, 16)
+    rotary = run_module(model.model.rotary_emb, h, torch.arange(3)[None])
+    alone = run_module(block, h, position_embeddings=rotary)
+    # the caller's capture zeroes block 0's output; a piece run through run_module does not see it
+    with capture(model, CaptureSettings(interventions=(Ablate("resid", 0),))):
+        inside = run_module(block, h, position_embeddings=rotary)
+        direct = block(h, position_embeddings=rotary)
+    first = lambda out: out[0] if isinstance(out, tuple) else out  # noqa: E731
+    assert first(direct).abs().max() == 0 and first(alone).abs().max() > 0
+    torch.testing.assert_close(first(inside), first(alone))
+    table = model.get_input_embeddings()
+    torch.testing.assert_close(run_module(table, IDS), table.weight[IDS])
+    assert not run_module(table, IDS).requires_grad and run_module(table, IDS, grad=True).requires_grad

@@ -21,7 +21,6 @@ def cached(
     max_entries: int = 8,
     spinner: str | bool = "Running the model...",
     progress: str | None = None,
-    queued: bool = True,
 ) -> Callable[[Callable[..., T]], Callable[..., T]]:
     """Decorator for a heavy result of ``func(loaded, *args)`` shared by every session.
 
@@ -30,23 +29,19 @@ def cached(
     read-only because every session gets the same object. The key is the model's name, device and
     precision plus the other arguments (hashed as cache_data would); the model itself is not held, so an
     evicted model is freed. With ``progress`` (a label), a progress bar replaces the spinner and
-    ``func`` gets its update function as ``progress=``. ``queued=False``: ``func`` takes its place
-    in the heavy-pass queue itself (a trace batched with other sessions').
+    ``func`` gets its update function as ``progress=``. It only caches: a function that runs a model
+    also carries ``@ui.heavy`` beneath it, its place in the heavy-job queue on a miss.
     """
 
     def decorate(func: Callable[..., T]) -> Callable[..., T]:
         def shared(_loaded: LoadedModel, name: str, device: str, dtype: str, *args: Any) -> T:
-            def compute() -> T:
-                if not progress:
-                    return func(_loaded, *args)
-                bar = st.progress(0.0, progress)  # made inside, so a cache hit replays it
-                try:
-                    return func(_loaded, *args, progress=bar.progress)
-                finally:
-                    bar.empty()
-
-            # in turn with other sessions (max_jobs)
-            return lock_arrays(serving.heavy(compute) if queued else compute())
+            if not progress:
+                return lock_arrays(func(_loaded, *args))
+            bar = st.progress(0.0, progress)  # made inside, so a cache hit replays it
+            try:
+                return lock_arrays(func(_loaded, *args, progress=bar.progress))
+            finally:
+                bar.empty()
 
         store = _named_store(shared, func, max_entries, False if progress else spinner)
 
@@ -58,6 +53,21 @@ def cached(
         return call
 
     return decorate
+
+
+def heavy(func: Callable[..., T]) -> Callable[..., T]:
+    """Decorator: ``func`` runs in this session's turn of the heavy-job queue (serving.heavy).
+
+    The one explicit way a page's model work waits for its place among sessions (``max_jobs`` at
+    once); under ``@ui.cached`` a cache hit never queues. A job run inside another runs in the outer
+    one's place.
+    """
+
+    @functools.wraps(func)
+    def queued(*args: Any, **kwargs: Any) -> T:
+        return serving.heavy(func, *args, **kwargs)
+
+    return queued
 
 
 def shared_resource(

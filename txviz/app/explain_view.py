@@ -24,6 +24,7 @@ DEFAULT_METHODS = ("gradient", "ig")  # feature ablation costs a forward per tok
 
 
 @ui.cached(max_entries=32, spinner="Attributing the choice to every earlier token...")
+@ui.heavy
 def _attribution(
     loaded, context: tuple[int, ...], chosen: int, alternative: int | None, methods: tuple[str, ...]
 ):
@@ -31,6 +32,7 @@ def _attribution(
 
 
 @ui.cached(max_entries=32, spinner="Reading the stream after every layer...")
+@ui.heavy
 def _lens(loaded, context: tuple[int, ...], chosen: int):
     return step_lens(loaded, context, chosen)
 

@@ -11,7 +11,7 @@ import streamlit as st
 
 from txviz import models
 from txviz.app import legacy_pages, links, navigation, path, projector, serving, tour
-from txviz.app.caching import cached, cached_data, clear_cached, shared_resource  # noqa: F401 (pages' names)
+from txviz.app.caching import cached, cached_data, clear_cached, heavy, shared_resource  # noqa: F401 (pages' names)
 from txviz.app.links import MAX_LINK_CHARS, link_index, link_set, link_tab, link_value  # noqa: F401 (pages' names)
 from txviz.app.serving import max_text_chars
 from txviz.core.errors import UserError, require_kind
@@ -349,12 +349,11 @@ def export_menu(figure, key: str, trace=None) -> None:
             st.caption(problem)
 
 
-@cached(max_entries=8, queued=False)
+@cached(max_entries=8)
 def _cached_trace(loaded: LoadedModel, text: str, record: tuple[str, ...]):
     return serving.trace(loaded, text, record)  # queued, in one pass with other sessions' texts
 
 
-def cached_trace(name: str, text: str, record: tuple[str, ...] = ("weights",)):
-    """The attention trace of ``text`` under model ``name``, shared by every session."""
-    loaded = _cached_model(name, current_device(), current_dtype())
+def cached_trace(loaded: LoadedModel, text: str, record: tuple[str, ...] = ("weights",)):
+    """The attention trace of ``text`` under the page's model, shared by every session."""
     return _cached_trace(loaded, text, tuple(sorted(record)))

@@ -1,5 +1,5 @@
-"""Widgets several pages share: the layer-and-head picker, clickable head grids, a corpus input,
-figures side by side, and a progress bar around a slow call."""
+"""Widgets several pages share: the layer-and-head picker, a range slider, clickable head grids, a
+corpus input, steering controls, figures side by side, and a progress bar around a slow call."""
 
 from __future__ import annotations
 
@@ -13,13 +13,22 @@ from txviz.app import navigation, projector, ui
 from txviz.core import paths
 from txviz.figures import grids
 from txviz.heads import corpus
+from txviz.interventions import steering
 
 T = TypeVar("T")
 Progress = Callable[[float, str], None]  # (fraction done, what is happening)
 CORPUS_SOURCES = ("Shipped examples", "Your text", "Upload a .txt corpus")
 
 
-def index_picker(label: str, count: int, key: str, default: int = 0, widget: str = "slider", where=st) -> int:
+def index_picker(
+    label: str,
+    count: int,
+    key: str,
+    default: int = 0,
+    widget: str = "slider",
+    where=st,
+    help: str | None = None,
+) -> int:
     """One layer or head number in [0, count): a slider (or number box), a caption when there is one.
 
     Its value comes, in order, from this session (a grid click or an earlier choice, kept in range when
@@ -36,7 +45,7 @@ def index_picker(label: str, count: int, key: str, default: int = 0, widget: str
     else:
         value = {"value": ui.link_value(key, min(max(default, 0), count - 1), range(count))}
     make = where.slider if widget == "slider" else where.number_input
-    return int(make(label, 0, count - 1, key=key, **value))
+    return int(make(label, 0, count - 1, key=key, help=help, **value))
 
 
 def layer_head_picker(
@@ -47,12 +56,63 @@ def layer_head_picker(
     widget: str = "slider",
     columns: Sequence[Any] | None = None,
     labels: tuple[str, str] = ("Layer", "Head"),
+    helps: tuple[str | None, str | None] = (None, None),
 ) -> tuple[int, int]:
     """A layer and a head, side by side (or in the given two columns); see index_picker."""
     left, right = columns if columns is not None else st.columns(2)
-    layer = index_picker(labels[0], n_layers, keys[0], default[0], widget, left)
-    head = index_picker(labels[1], n_heads, keys[1], default[1], widget, right)
+    layer = index_picker(labels[0], n_layers, keys[0], default[0], widget, left, helps[0])
+    head = index_picker(labels[1], n_heads, keys[1], default[1], widget, right, helps[1])
     return layer, head
+
+
+def range_picker(label: str, high: int, key: str, default: tuple[int, int], where=st) -> tuple[int, int]:
+    """A range slider over [0, high] whose value stays inside when ``high`` changes under it (a new text).
+
+    Its value comes from this session, a shared link, then ``default``; the range is never empty.
+    """
+    pair = lambda v: len(v) == 2 and all(type(x) is int for x in v)  # noqa: E731
+    a, b = st.session_state.get(key, ui.link_value(key, list(default), pair))
+    a, b = min(max(a, 0), high - 1), min(max(b, 1), high)
+    st.session_state[key] = (a, max(b, a + 1))
+    first, last = where.slider(label, 0, high, st.session_state[key], key=key)
+    return int(first), int(last)
+
+
+def steering_sets(
+    keys: tuple[str, str], defaults: tuple[str, str], max_chars: int = 4000
+) -> tuple[list, list]:
+    """Two prompt sets side by side, one prompt a line: what to steer towards and away from."""
+    towards_col, away_col = st.columns(2)
+    labels = ("Steer towards (one prompt per line)", "Away from (one prompt per line)")
+    sets = []
+    for column, label, key, default in zip((towards_col, away_col), labels, keys, defaults, strict=True):
+        typed = column.text_area(
+            label, ui.link_value(key, default), key=key, max_chars=ui.max_text_chars(max_chars)
+        )
+        sets.append(steering.prompt_lines(typed))
+    return sets[0], sets[1]
+
+
+def steering_strength(
+    n_layers: int,
+    keys: tuple[str, str],
+    default_strength: float,
+    columns: Sequence[Any],
+    layer_label: str = "Layer",
+    widget: str = "slider",
+) -> tuple[int, float]:
+    """The layer a steering vector is added after (a third of the way in by default) and its strength."""
+    layer_col, strength_col = columns
+    layer = index_picker(layer_label, n_layers, keys[0], n_layers // 3, widget, layer_col)
+    strength = strength_col.slider(
+        "Strength",
+        -10.0,
+        10.0,
+        ui.link_value(keys[1], default_strength, lambda v: -10 <= v <= 10),
+        0.5,
+        key=keys[1],
+    )
+    return layer, float(strength)
 
 
 def pick_from_grid(chart_key: str, keys: tuple[str, str]) -> None:

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from txviz.block.recording import BlockRun
+from txviz.core.running import run_module
 from txviz.core.tokens import readable_tokens
 from txviz.models import LoadedModel
 
@@ -82,7 +83,7 @@ def _positions(loaded: LoadedModel, run: BlockRun, stack: str, n: int) -> np.nda
     table = _stack_module(loaded, run, stack).get_submodule(positions.table)
     if positions.kind == "rotary":
         x = torch.zeros(1, n, 1, device=loaded.device)
-        cos, _ = table(x, torch.arange(n, device=loaded.device)[None])
+        cos, _ = run_module(table, x, torch.arange(n, device=loaded.device)[None])
         rows = cos[0, :, : cos.shape[-1] // 2]  # the two halves repeat the same angles
     else:
         offset = getattr(table, positions.offset) if positions.offset else 0
@@ -101,7 +102,7 @@ def stage_values(loaded: LoadedModel, run: BlockRun, stack: str, key: str, layer
         module = _stack_module(loaded, run, stack)
         tokens = run.layout.record.tokens if run.layout.record else None
         table = module.get_submodule(tokens) if tokens else loaded.model.get_input_embeddings()
-        return StageValues("Token embedding rows E[id]", table(ids).float().cpu().numpy())
+        return StageValues("Token embedding rows E[id]", run_module(table, ids).float().cpu().numpy())
     if key == "positions":
         return StageValues("Position information", _positions(loaded, run, stack, len(data.ids)))
     if key == "stream":

@@ -13,6 +13,7 @@ import torch
 from txviz.block.recording import BlockRun, run_text
 from txviz.core.errors import UserError
 from txviz.core.layouts import cached_layout
+from txviz.core.running import run_module
 from txviz.core.tokens import readable_tokens
 from txviz.models import LoadedModel
 
@@ -69,8 +70,8 @@ def logit_lens(
     for row in stack.hidden:
         # (1, T, D) as the model's own call had it: in its weights' precision (the stream is kept float32)
         h = torch.tensor(row[positions], device=loaded.device, dtype=head.weight.dtype)[None]
-        h = norm(h) if norm is not None else h
-        logits = head(h * scale if scale else h)
+        h = run_module(norm, h) if norm is not None else h
+        logits = run_module(head, h * scale if scale else h)
         if bias is not None:
             logits = logits + bias
         cap = getattr(loaded.config, "final_logit_softcapping", None)

@@ -11,6 +11,7 @@ from txviz.block import postln, prenorm
 from txviz.block.ops import Step
 from txviz.block.recording import BlockRun
 from txviz.block.weights import block_weights
+from txviz.core.running import run_module
 from txviz.models import LoadedModel
 
 FORM_NOTES = {
@@ -48,7 +49,7 @@ def _rotary(model, layout, n_tokens: int):
     """The model's own (cos, sin) for positions 0..T-1, from its rotary_emb module."""
     base = model.get_submodule(layout.base)
     x = torch.zeros(1, n_tokens, 1, dtype=torch.float32, device=model.device)
-    return base.rotary_emb(x, torch.arange(n_tokens, device=model.device)[None])
+    return run_module(base.rotary_emb, x, torch.arange(n_tokens, device=model.device)[None])
 
 
 @torch.no_grad()

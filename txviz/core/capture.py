@@ -350,7 +350,9 @@ def _explicit(
     if settings.extra_mask is not None:
         scores = scores.masked_fill(~_allowed(settings, n_query, n_key, scores.device), float("-inf"))
     if knockouts:
-        cut = ~interventions.knockout_mask(knockouts, scores.shape[1], n_query, n_key, scores.device)
+        cut = ~interventions.knockout_mask(
+            knockouts, scores.shape[1], n_query, n_key, scores.device, n_batch=scores.shape[0]
+        )
         scores = scores.masked_fill(cut, float("-inf"))
 
     if sinks is not None:
@@ -457,8 +459,10 @@ def _reduced(
             allowed = _allowed(settings, n_key - first, n_key, scores.device)[: last - first, :width]
             scores = scores.masked_fill_(~allowed, float("-inf"))
         if knockouts:
-            kept = interventions.knockout_mask(knockouts, scores.shape[1], n_query, n_key, scores.device)
-            scores = scores.masked_fill_(~kept[:, rows, :width], float("-inf"))
+            kept = interventions.knockout_mask(
+                knockouts, scores.shape[1], n_query, n_key, scores.device, n_batch=scores.shape[0]
+            )
+            scores = scores.masked_fill_(~kept[..., rows, :width], float("-inf"))
         if log_partition is not None:
             # softmax with each row's log-sum-exp known: one subtraction, one exp, both in place (a
             # new tensor the size of a block costs more in page faults than the arithmetic)

@@ -57,10 +57,35 @@ class Where:
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, tuple(int(p) for p in getattr(self, name)))
 
+    def place(self, layout: Layout, places: Places) -> None:
+        """File this edit under the attention module (head points) or the stage point it changes."""
+        stack = self.stack or layout.last_stack
+        if self.point in ("head", "heads"):
+            places.heads.setdefault(layout.attention_name(stack, self.layer, self.cross), []).append(self)
+            return
+        places.streams.setdefault(layout.point_name(self.point, stack, self.layer), []).append(self)
+
+    def new_value(self, x: torch.Tensor) -> torch.Tensor:
+        """What the point becomes where the edit applies; each edit kind says its own."""
+        raise NotImplementedError
+
+    def apply(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` (B, T, ...) with this edit applied at its rows and positions; a new tensor."""
+        new = self.new_value(x)
+        if self.positions is None and self.rows is None:
+            return new
+        rows = _chosen(self.rows, x.shape[0], "rows", x.device)
+        positions = _chosen(self.positions, x.shape[1], "positions", x.device)
+        chosen = rows[:, None] & positions[None, :]  # (B, T)
+        return torch.where(chosen.view(*chosen.shape, *(1,) * (x.dim() - 2)), new, x)
+
 
 @dataclass(frozen=True, eq=False)
 class Ablate(Where):
     """Zero the point (at ``positions``)."""
+
+    def new_value(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(x)
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,6 +94,9 @@ class Patch(Where):
 
     value: torch.Tensor = field(kw_only=True)
 
+    def new_value(self, x: torch.Tensor) -> torch.Tensor:
+        return _fit(self.value, x, "patch value")
+
 
 @dataclass(frozen=True, eq=False)
 class Steer(Where):
@@ -76,6 +104,10 @@ class Steer(Where):
 
     vector: torch.Tensor = field(kw_only=True)
     strength: float = field(default=1.0, kw_only=True)
+
+    def new_value(self, x: torch.Tensor) -> torch.Tensor:
+        vector = _fit(self.vector, x, "steering vector")
+        return x + (vector if self.strength == 1 else self.strength * vector)  # attribution adds many at 1
 
 
 Edit = Ablate | Patch | Steer
@@ -90,12 +122,40 @@ class Knockout:
     heads: Sequence[int] | None = None  # None: every head
     stack: str | None = None
     cross: bool = False
+    rows: Sequence[int] | None = None  # batch rows cut; None: every row
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "edges", tuple((int(q), int(k)) for q, k in self.edges))
         object.__setattr__(self, "layers", tuple(int(n) for n in self.layers))
-        if self.heads is not None:
-            object.__setattr__(self, "heads", tuple(int(h) for h in self.heads))
+        for name in ("heads", "rows"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, tuple(int(i) for i in getattr(self, name)))
+
+    def place(self, layout: Layout, places: Places) -> None:
+        """File this knockout under the attention module of each of its layers."""
+        stack = self.stack or layout.last_stack
+        for layer in self.layers:
+            places.knockouts.setdefault(layout.attention_name(stack, layer, self.cross), []).append(self)
+
+    def apply(self, allowed: torch.Tensor, offset: int) -> None:
+        """Clear this knockout's edges in ``allowed`` ((B,) H, Q, K), whose queries start at ``offset``."""
+        n_heads, n_query, n_key = allowed.shape[-3:]
+        heads = list(range(n_heads)) if self.heads is None else list(self.heads)
+        if any(not 0 <= h < n_heads for h in heads):
+            raise InterventionError(f"This attention has heads 0 to {n_heads - 1}.")
+        cut = torch.zeros(n_heads, n_query, n_key, dtype=torch.bool, device=allowed.device)
+        for query, key in self.edges:
+            if not (0 <= query < n_key and 0 <= key < n_key):
+                raise InterventionError(
+                    f"The edge {query} -> {key} is outside this input's {n_key} positions."
+                )
+            if query >= offset:  # earlier queries were computed by an earlier call (KV cache)
+                cut[heads, query - offset, key] = True
+        if self.rows is None:
+            allowed &= ~cut
+        else:  # a batched sweep: one knockout per row
+            rows = _chosen(self.rows, allowed.shape[0], "rows", allowed.device)
+            allowed[rows] &= ~cut
 
 
 Intervention = Ablate | Patch | Steer | Knockout
@@ -116,34 +176,29 @@ class Plan:
 EMPTY = Plan()
 
 
+@dataclass
+class Places:
+    """Where each edit was filed while planning: mutable lists, frozen into a ``Plan``."""
+
+    heads: dict[str, list] = field(default_factory=dict)
+    streams: dict[str, list] = field(default_factory=dict)
+    knockouts: dict[str, list] = field(default_factory=dict)
+
+
 def plan(layout: Layout, interventions: Sequence[Intervention]) -> Plan:
     """Where each intervention acts in a model of this layout; a clear error when it cannot."""
-    heads: dict[str, list] = {}
-    streams: dict[str, list] = {}
-    knockouts: dict[str, list] = {}
+    places = Places()
     try:
-        _place(layout, interventions, heads, streams, knockouts)
+        for item in interventions:
+            if not callable(getattr(item, "place", None)):
+                raise InterventionError(f"Not an intervention: {item!r}.")
+            item.place(layout, places)
     except UserError as error:  # a layer or stack the model lacks: one error type for every intervention
         if isinstance(error, InterventionError):
             raise
         raise InterventionError(str(error)) from error
     freeze = lambda found: {name: tuple(items) for name, items in found.items()}  # noqa: E731
-    return Plan(freeze(heads), freeze(streams), freeze(knockouts))
-
-
-def _place(layout: Layout, interventions, heads: dict, streams: dict, knockouts: dict) -> None:
-    for item in interventions:
-        stack = item.stack or layout.last_stack
-        if isinstance(item, Knockout):
-            for layer in item.layers:
-                knockouts.setdefault(layout.attention_name(stack, layer, item.cross), []).append(item)
-        elif isinstance(item, (Ablate, Patch, Steer)):
-            if item.point in ("head", "heads"):
-                heads.setdefault(layout.attention_name(stack, item.layer, item.cross), []).append(item)
-            else:
-                streams.setdefault(layout.point_name(item.point, stack, item.layer), []).append(item)
-        else:
-            raise InterventionError(f"Not an intervention: {item!r}.")
+    return Plan(freeze(places.heads), freeze(places.streams), freeze(places.knockouts))
 
 
 def _fit(value: torch.Tensor, like: torch.Tensor, what: str) -> torch.Tensor:
@@ -174,19 +229,7 @@ def _chosen(indices: Sequence[int] | None, n: int, what: str, device) -> torch.T
 
 def edited(x: torch.Tensor, edit: Edit) -> torch.Tensor:
     """``x`` (B, T, ...) with one edit applied along its position axis; a new tensor."""
-    if isinstance(edit, Ablate):
-        new = torch.zeros_like(x)
-    elif isinstance(edit, Patch):
-        new = _fit(edit.value, x, "patch value")
-    else:
-        vector = _fit(edit.vector, x, "steering vector")
-        new = x + (vector if edit.strength == 1 else edit.strength * vector)  # attribution adds many at 1
-    if edit.positions is None and edit.rows is None:
-        return new
-    rows = _chosen(edit.rows, x.shape[0], "rows", x.device)
-    positions = _chosen(edit.positions, x.shape[1], "positions", x.device)
-    chosen = rows[:, None] & positions[None, :]  # (B, T)
-    return torch.where(chosen.view(*chosen.shape, *(1,) * (x.dim() - 2)), new, x)
+    return edit.apply(x)
 
 
 def edit_stream(x: torch.Tensor, edits: Sequence[Edit]) -> torch.Tensor:
@@ -214,20 +257,14 @@ def edit_heads(output: torch.Tensor, edits: Sequence[Edit]) -> torch.Tensor:
 
 
 def knockout_mask(
-    knockouts: Sequence[Knockout], n_heads: int, n_query: int, n_key: int, device
+    knockouts: Sequence[Knockout], n_heads: int, n_query: int, n_key: int, device, n_batch: int = 1
 ) -> torch.Tensor:
-    """Bool (H, Q, K), False where an edge is cut; queries are the last n_query of n_key positions."""
-    allowed = torch.ones(n_heads, n_query, n_key, dtype=torch.bool, device=device)
-    offset = n_key - n_query
+    """Bool (H, Q, K), or (B, H, Q, K) when a knockout picks rows: False where an edge is cut.
+
+    Queries are the last n_query of n_key positions.
+    """
+    batch = (n_batch,) if any(k.rows is not None for k in knockouts) else ()
+    allowed = torch.ones(*batch, n_heads, n_query, n_key, dtype=torch.bool, device=device)
     for knockout in knockouts:
-        heads = list(range(n_heads)) if knockout.heads is None else list(knockout.heads)
-        if any(not 0 <= h < n_heads for h in heads):
-            raise InterventionError(f"This attention has heads 0 to {n_heads - 1}.")
-        for query, key in knockout.edges:
-            if not (0 <= query < n_key and 0 <= key < n_key):
-                raise InterventionError(
-                    f"The edge {query} -> {key} is outside this input's {n_key} positions."
-                )
-            if query >= offset:  # earlier queries were computed by an earlier call (KV cache)
-                allowed[heads, query - offset, key] = False
+        knockout.apply(allowed, n_key - n_query)
     return allowed

@@ -7,9 +7,10 @@
   each head's output before the output projection), ``stages`` of each block ("attn", "cross",
   "ffn", "resid", "embed", "final_norm"), ``normalize`` (softmax, hard, top-k...), ``extra_mask``
   (every layer), ``newest_query_only`` (generation) and ``interventions``.
-- ``outputs``: any of "logits", "hidden" (last hidden state), "hidden_states" (embeddings and the
-  stream after every block, as transformers gives them), "output" (the model's own output object:
-  past_key_values, encoder outputs, ...).
+- ``outputs``: any of "logits", "last_logits" (``run.logits`` is (B, 1, V) at the last position
+  only; the model computes no other row where it can), "hidden" (last hidden state),
+  "hidden_states" (embeddings and the stream after every block, as transformers gives them),
+  "output" (the model's own output object: past_key_values, encoder outputs, ...).
 - ``grad=True`` leaves autograd as the caller has it (saliency, attributions); otherwise the pass
   runs under no_grad.
 - ``part="encoder"`` runs only the encoder of an encoder-decoder (module names stay the full model's).
@@ -31,10 +32,16 @@ replaces, ``Steer(..., vector=v, strength=s)`` adds, on points "head", "attn", "
 "resid", "embed"; ``Knockout(edges=[(q, k)], layers=[...], heads=None)`` cuts attention edges in
 the chosen layers only. ``step`` is ``run`` for one generation step with a KV cache, and
 ``generate`` is the one way to call ``model.generate``.
+
+``run_module(module, *args, **kwargs)`` is the one way to run a piece of a model on its own (the
+embedding table, a rotary table, the final norm, the output head, a projection): a partial forward
+under the same ContextVar contract, with nothing recorded and nothing changed, under no_grad unless
+``grad=True``.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Collection, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -50,7 +57,7 @@ from txviz.core.interventions import InterventionError
 from txviz.core.layouts import UnknownLayoutError, cached_layout
 from txviz.core.stages import StageRecord
 
-Output = Literal["logits", "hidden", "hidden_states", "output"]
+Output = Literal["logits", "last_logits", "hidden", "hidden_states", "output"]
 ATTENTION_ITEMS = frozenset({"weights", "scores", "queries", "keys", "values", "head_out"})
 STAGE_ITEMS = frozenset({"attn", "cross", "ffn", "resid", "embed", "final_norm"})
 
@@ -237,6 +244,10 @@ def run(
     unknown = set(outputs) - OUTPUTS
     if unknown:
         raise ValueError(f"Cannot return {sorted(unknown)}; choose from {sorted(OUTPUTS)}.")
+    if {"logits", "last_logits"} <= set(outputs):
+        raise ValueError("Ask for 'logits' or 'last_logits', not both.")
+    if "last_logits" in outputs and accepts(model, "logits_to_keep"):
+        inputs.setdefault("logits_to_keep", 1)  # (B, 1, V): a long input's other rows would be large
     if {"hidden", "hidden_states"} & set(outputs):
         inputs.setdefault("output_hidden_states", True)
     forward = model.get_encoder() if part == "encoder" else model
@@ -263,7 +274,7 @@ def _result(model: torch.nn.Module, recorder: Recorder, output, outputs: Collect
     return Run(
         attention=_freeze(recorder.records),
         stages=_freeze(recorder.stages),
-        logits=output.logits.float() if "logits" in outputs else None,
+        logits=_logits(output, outputs),
         hidden=None if hidden is None else hidden.float(),
         hidden_states=tuple(h.float() for h in output.hidden_states) if "hidden_states" in outputs else None,
         output=output if "output" in outputs else None,
@@ -271,13 +282,39 @@ def _result(model: torch.nn.Module, recorder: Recorder, output, outputs: Collect
     )
 
 
-def step(model: torch.nn.Module, settings: CaptureSettings = PLAIN, **inputs) -> Run:
+def run_module(module: torch.nn.Module, *args, grad: bool = False, **kwargs) -> Any:
+    """``module(*args, **kwargs)``: a part of a model run alone (embeddings, rotary, final norm, head).
+
+    It runs under the plain settings of its own capture, so a caller's capture in progress on this
+    thread neither records nor edits it; what it returns is the module's own output.
+    """
+    with nullcontext() if grad else torch.no_grad(), capture(module, PLAIN):
+        return module(*args, **kwargs)
+
+
+def _logits(output, outputs: Collection[str]) -> torch.Tensor | None:
+    if "last_logits" in outputs:
+        return output.logits[:, -1:].float()  # already one row where the model took logits_to_keep
+    return output.logits.float() if "logits" in outputs else None
+
+
+def accepts(model: torch.nn.Module, argument: str) -> bool:
+    """Whether the model's forward takes ``argument`` (``logits_to_keep`` is not in every family)."""
+    return argument in inspect.signature(model.forward).parameters
+
+
+def step(
+    model: torch.nn.Module,
+    settings: CaptureSettings = PLAIN,
+    outputs: Collection[Output] = ("logits", "output"),
+    **inputs,
+) -> Run:
     """One step of generation with a KV cache: ``run`` with use_cache, returning logits and the output.
 
     ``inputs`` carry past_key_values (a transformers cache, filled in place) and the step's input_ids.
     """
     inputs.setdefault("use_cache", True)
-    return run(model, settings, ("logits", "output"), **inputs)
+    return run(model, settings, outputs, **inputs)
 
 
 def generate(model: torch.nn.Module, settings: CaptureSettings = PLAIN, **kwargs) -> torch.Tensor:

@@ -16,7 +16,6 @@ forward function that goes through core's ``run(..., grad=True, inputs_embeds=..
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -25,8 +24,14 @@ import torch
 
 from txviz.core.errors import UserError, require_kind
 from txviz.core.running import run
+from txviz.explain.gradients import (
+    embed,
+    gradient_x_input,
+    integrated_gradients,
+    per_token,
+    reference_embeddings,
+)
 from txviz.explain.methods import BATCH_TOKENS, IG_STEPS, METHODS
-from txviz.heads.attribution import gradient_x_input, reference_embeddings
 from txviz.models import LoadedModel
 
 
@@ -82,15 +87,13 @@ def attribute_embeddings(
     batch = batch or max(1, BATCH_TOKENS // embeds.shape[1])
     if method == "gradient":
         with torch.enable_grad():
-            return gradient_x_input(forward, embeds)[0].sum(dim=-1).detach().float().cpu().numpy()
+            return per_token(gradient_x_input(forward, embeds))
     if method == "ig":
-        from captum.attr import IntegratedGradients
-
         with torch.enable_grad():
-            attributions = IntegratedGradients(forward).attribute(
-                embeds, baselines=reference, n_steps=steps, internal_batch_size=min(batch, steps)
+            attributions, _ = integrated_gradients(
+                forward, embeds, reference, steps=steps, batch=min(batch, steps), delta=False
             )
-        return attributions[0].sum(dim=-1).detach().float().cpu().numpy()
+        return per_token(attributions)
     if method == "ablation":
         from captum.attr import FeatureAblation
 
@@ -104,24 +107,13 @@ def attribute_embeddings(
     raise ValueError(f"Unknown method {method!r}; choose from {sorted(METHODS)}.")
 
 
-def _accepts(model, argument: str) -> bool:
-    return argument in inspect.signature(model.forward).parameters
-
-
-def embed(loaded: LoadedModel, ids: Sequence[int]) -> torch.Tensor:
-    """The input embeddings (1, T, D) of ``ids``, detached: what the attributions start from."""
-    with torch.no_grad():
-        return loaded.model.get_input_embeddings()(torch.tensor([list(ids)], device=loaded.device)).detach()
-
-
 def decoder_forward(loaded: LoadedModel, target: Target) -> Callable[[torch.Tensor], torch.Tensor]:
     """inputs_embeds (B, T, D) -> (B,) the target at the last position, through core's run."""
     model = loaded.model
-    keep = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
 
     def forward(embeds: torch.Tensor) -> torch.Tensor:
         # grad: autograd as Captum has it (on for the gradients, off for ablation)
-        logits = run(model, outputs=("logits",), grad=True, inputs_embeds=embeds, **keep).logits
+        logits = run(model, outputs=("last_logits",), grad=True, inputs_embeds=embeds).logits
         return target(logits[:, -1])
 
     return forward

@@ -9,12 +9,12 @@ import numpy as np
 import torch
 
 from txviz.core.errors import require_kind
-from txviz.core.running import run
+from txviz.core.running import run, run_module
 from txviz.core.tokens import special_flags
 from txviz.explain.attribution import Target, attribute_embeddings, check_target
+from txviz.explain.gradients import reference_embeddings
 from txviz.explain.methods import IG_STEPS
 from txviz.explain.step import check_step
-from txviz.heads.attribution import reference_embeddings
 from txviz.models import LoadedModel
 from txviz.seq2seq.decoding import Seq2SeqTrace, banned_ids, decoder_start_id, encode_source
 
@@ -63,7 +63,7 @@ def attribute_source(
         )
 
     with torch.no_grad():
-        embeds = model.get_encoder().embed_tokens(source_ids).detach()
+        embeds = run_module(model.get_encoder().embed_tokens, source_ids).detach()
     special = np.asarray(special_flags(loaded.tokenizer, source_ids[0].tolist()), dtype=bool)
     reference = reference_embeddings(embeds, special)  # <s> and </s> stay as they are
     scores = attribute_embeddings(forward, embeds, method, reference, steps)

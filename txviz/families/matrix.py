@@ -67,6 +67,14 @@ def eager(loaded, folder: Path):
     return model.eval()
 
 
+def own_output(reference: torch.nn.Module, **inputs):
+    """The eager model's own output object, through the front door (it computes attention in its
+    own code: nothing is recorded or changed, so the numbers are transformers' own)."""
+    from txviz.core.running import run
+
+    return run(reference, outputs=("output",), **inputs).output
+
+
 def _ids(loaded) -> torch.Tensor:
     return torch.tensor([loaded.tokenizer(TEXT)["input_ids"]])
 
@@ -75,7 +83,7 @@ def _stacked(attentions) -> np.ndarray:
     return torch.stack([a[0] for a in attentions]).float().numpy()
 
 
-def check_trace(loaded, reference) -> str:
+def check_trace(loaded, reference: torch.nn.Module) -> str:
     """Every layer's attention and the output, against eager attention and the model's forward."""
     from txviz.core.capture import CaptureSettings
     from txviz.core.running import run
@@ -88,7 +96,9 @@ def check_trace(loaded, reference) -> str:
         image = Image.fromarray((np.random.default_rng(0).random((40, 40, 3)) * 255).astype(np.uint8))
         ours = trace_image(loaded, image)
         with torch.no_grad():
-            theirs = reference(pixel_values=pixel_values(loaded.processor, image), output_attentions=True)
+            theirs = own_output(
+                reference, pixel_values=pixel_values(loaded.processor, image), output_attentions=True
+            )
         close("attention", ours.trace.weights, _stacked(theirs.attentions))
         return f"{ours.trace.n_layers} layers x {ours.trace.n_heads} heads"
     ids = _ids(loaded)
@@ -97,7 +107,7 @@ def check_trace(loaded, reference) -> str:
         inputs["decoder_input_ids"] = ids[:, :6]
     got = run(loaded.model, CaptureSettings(record={"weights"}), ("output",), **inputs)
     with torch.no_grad():
-        theirs = reference(**inputs, output_attentions=True)
+        theirs = own_output(reference, **inputs, output_attentions=True)
     if loaded.kind == "encoder-decoder":
         pairs = zip(theirs.decoder_attentions, theirs.cross_attentions, strict=True)
         expected = list(theirs.encoder_attentions) + [a for pair in pairs for a in pair]
@@ -113,20 +123,20 @@ def check_trace(loaded, reference) -> str:
     return f"{len(calls)} attention calls"
 
 
-def check_explorer(loaded, reference) -> str:
+def check_explorer(loaded, reference: torch.nn.Module) -> str:
     from txviz.core.tracing import trace_run
 
     output = "logits" if loaded.kind == "decoder" else "hidden"
     trace, got = trace_run(loaded, TEXT, outputs=(output,))
     with torch.no_grad():
-        theirs = reference(input_ids=_ids(loaded), output_attentions=True)
+        theirs = own_output(reference, input_ids=_ids(loaded), output_attentions=True)
     close("attention", trace.weights, _stacked(theirs.attentions))
     close("output", got.logits if output == "logits" else got.hidden,
           theirs.logits if output == "logits" else theirs.last_hidden_state)  # fmt: skip
     return f"{trace.n_layers} layers x {trace.n_heads} heads"
 
 
-def check_lens(loaded, reference) -> str:
+def check_lens(loaded, reference: torch.nn.Module) -> str:
     from txviz.block.lens import lens_of_text
 
     lens, _ = lens_of_text(loaded, TEXT)
@@ -136,23 +146,23 @@ def check_lens(loaded, reference) -> str:
         close("last lens row's rank of the model's choice", lens.final_rank[-1], 0, tol=0)
     else:
         with torch.no_grad():
-            theirs = reference(input_ids=_ids(loaded))
+            theirs = own_output(reference, input_ids=_ids(loaded))
         close("last lens row", lens.top_ids[-1], theirs.logits[0].argmax(-1), tol=0)
     return f"{lens.top_ids.shape[0]} rows"
 
 
-def check_residual(loaded, reference) -> str:
+def check_residual(loaded, reference: torch.nn.Module) -> str:
     from txviz.block.recording import STAGES, run_text
 
     block = run_text(loaded, TEXT, stages=STAGES)
     if loaded.kind != "encoder-decoder":
         with torch.no_grad():
-            theirs = reference(input_ids=_ids(loaded), output_hidden_states=True)
+            theirs = own_output(reference, input_ids=_ids(loaded), output_hidden_states=True)
         close("stream", block.stacks[-1].hidden[:-1], _stacked(theirs.hidden_states[:-1]))
     return f"{block.stacks[-1].n_layers} blocks"
 
 
-def check_block_code(loaded, reference) -> str:
+def check_block_code(loaded, reference: torch.nn.Module) -> str:
     from txviz.block.weights import block_weights
     from txviz.core.layouts import cached_layout
 
@@ -162,7 +172,7 @@ def check_block_code(loaded, reference) -> str:
     return f"{layout.family} layout, {layout.form}"
 
 
-def check_heads(loaded, reference) -> str:
+def check_heads(loaded, reference: torch.nn.Module) -> str:
     from txviz.heads.corpus import Corpus
     from txviz.heads.runs import RepeatSettings, score_heads
 
@@ -170,20 +180,21 @@ def check_heads(loaded, reference) -> str:
     return f"{len(scores.scores)} detectors"
 
 
-def check_generation(loaded, reference) -> str:
+def check_generation(loaded, reference: torch.nn.Module) -> str:
     if loaded.kind == "encoder-decoder":
         from txviz.seq2seq.decoding import decode
 
         trace = decode(loaded, TEXT, max_new_tokens=4)
         return f"{len(trace.steps)} steps"
+    from txviz.core.running import generate as generate_plain
     from txviz.generation.loop import GenerationRequest, generate
 
     request = GenerationRequest(TEXT, max_new_tokens=4, stop_at_eos=False)
     steps = list(generate(loaded, request))
     ids = _ids(loaded)
     with torch.no_grad():
-        theirs = reference.generate(ids, max_new_tokens=4, do_sample=False, min_new_tokens=4)
-        full = reference(input_ids=theirs[:, :-1], output_attentions=True)
+        theirs = generate_plain(reference, inputs=ids, max_new_tokens=4, do_sample=False, min_new_tokens=4)
+        full = own_output(reference, input_ids=theirs[:, :-1], output_attentions=True)
     close("tokens", [s.token_id for s in steps], theirs[0, ids.shape[1] :], tol=0)
     for s in steps:
         row = _stacked(full.attentions)[:, :, s.position - 1, : s.position]
@@ -197,7 +208,7 @@ def _masked_trace(loaded, **options):
     return trace_text(loaded, TEXT, **options)
 
 
-def check_extra_mask(loaded, reference) -> str:
+def check_extra_mask(loaded, reference: torch.nn.Module) -> str:
     keep_first = lambda q, k: k <= q  # noqa: E731 - causal on top of the model's own mask
     trace = _masked_trace(loaded, extra_mask=keep_first)
     upper = np.triu(np.ones(trace.weights.shape[-2:], dtype=bool), 1)
@@ -205,7 +216,7 @@ def check_extra_mask(loaded, reference) -> str:
     return "cut edges get zero weight"
 
 
-def check_normaliser(loaded, reference) -> str:
+def check_normaliser(loaded, reference: torch.nn.Module) -> str:
     from txviz.core.attention import hard
 
     trace = _masked_trace(loaded, normalize=hard)
@@ -213,7 +224,7 @@ def check_normaliser(loaded, reference) -> str:
     return "hard attention rows sum to 1"
 
 
-def check_interventions(loaded, reference) -> str:
+def check_interventions(loaded, reference: torch.nn.Module) -> str:
     """Ablate head 0 of layer 0; where the map names the output projection, the output must equal the
     eager model's with that head's slice of the projection's input zeroed by hand."""
     from txviz.core.capture import CaptureSettings
@@ -244,8 +255,7 @@ def check_interventions(loaded, reference) -> str:
 
     handle = projection.register_forward_pre_hook(by_hand)
     try:
-        with torch.no_grad():
-            theirs = reference(**inputs)
+        theirs = own_output(reference, **inputs)
     finally:
         handle.remove()
     key = "logits" if hasattr(theirs, "logits") else "last_hidden_state"
@@ -260,7 +270,7 @@ CHECKS: dict[str, Callable] = {
 }  # fmt: skip
 
 
-def run_check(feature: str, loaded, reference) -> Outcome:
+def run_check(feature: str, loaded, reference: torch.nn.Module) -> Outcome:
     """One feature on one model: works, refuses (a UserError's message) or fails (anything else)."""
     if loaded.kind not in FITS[feature]:
         return Outcome("-")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -164,11 +163,6 @@ def kv_cache_size(cache) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(tokens), tuple(sizes)
 
 
-def _accepts(model, argument: str) -> bool:
-    """True when the model's forward takes this keyword."""
-    return argument in inspect.signature(model.forward).parameters
-
-
 def stop_ids(loaded: LoadedModel, request: GenerationRequest) -> frozenset[int]:
     """Tokens that end this request's generation (none when it asks not to stop)."""
     return eos_ids(loaded) if request.stop_at_eos else frozenset()
@@ -183,10 +177,9 @@ def prefill(loaded: LoadedModel, prompt: Prompt, interventions: tuple = ()):
     if len(prompt) > 1:
         # Through the fast path: a recorded prompt would build every head's full [T, T] scores
         # only to keep the last row.
-        head_only_last = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
         ids = torch.tensor([prompt.ids[:-1]], device=loaded.device)  # (1, T - 1)
         settings = CaptureSettings(interventions=interventions)
-        run_step(model, settings, input_ids=ids, past_key_values=cache, **head_only_last)
+        run_step(model, settings, ("last_logits", "output"), input_ids=ids, past_key_values=cache)
     return cache
 
 
@@ -206,15 +199,14 @@ def prefill_batch(loaded: LoadedModel, prompts: list[Prompt]):
     ids = torch.tensor([[0] * (width - len(b)) + list(b) for b in bodies], device=loaded.device)
     # Each row counts its positions from its first real token, as it would alone.
     positions = (valid.long().cumsum(-1) - 1).clamp(min=0)
-    head_only_last = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
     run_step(
         model,
         CaptureSettings(),
+        ("last_logits", "output"),
         input_ids=ids,
         attention_mask=valid.to(device=loaded.device, dtype=torch.long),
         position_ids=positions.to(loaded.device),
         past_key_values=cache,
-        **head_only_last,
     )
     return cache, valid
 

@@ -8,7 +8,6 @@ similarity of its mean-pooled sentence embedding to a second sentence (as senten
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,39 +17,22 @@ from txviz.core import aggregate
 from txviz.core.errors import UserError, require_kind
 from txviz.core.running import run
 from txviz.core.tracing import encode, trace_text
+from txviz.explain.gradients import (
+    embed,
+    gradient_x_input,
+    integrated_gradients,
+    per_token,
+    reference_embeddings,
+)
 from txviz.models import LoadedModel
 
 MEASURES = ("last-layer attention", "attention rollout", "gradient × input", "integrated gradients")
 MAX_TOKENS = 64  # integrated gradients runs the model steps times over the text
-IG_STEPS = 32
+IG_STEPS = 32  # this comparison's path steps (the step explanations default to fewer: explain.methods)
 
 
 class AttributionError(UserError):
     """The comparison cannot be made; the message says why."""
-
-
-def gradient_x_input(forward: Callable[[torch.Tensor], torch.Tensor], inputs: torch.Tensor) -> torch.Tensor:
-    """Captum's InputXGradient: d forward / d input, times the input, per input element."""
-    from captum.attr import InputXGradient
-
-    return InputXGradient(forward).attribute(inputs.clone().requires_grad_(True))
-
-
-def integrated_gradients(
-    forward: Callable[[torch.Tensor], torch.Tensor],
-    inputs: torch.Tensor,
-    baseline: torch.Tensor | None = None,
-    steps: int = IG_STEPS,
-) -> tuple[torch.Tensor, float]:
-    """Captum's IntegratedGradients from ``baseline`` (default zeros) to ``inputs``; and the convergence delta
-    (sum of attributions minus forward(inputs) - forward(baseline); 0 for an exact integral)."""
-    from captum.attr import IntegratedGradients
-
-    baseline = torch.zeros_like(inputs) if baseline is None else baseline
-    attributions, delta = IntegratedGradients(forward).attribute(
-        inputs, baselines=baseline, n_steps=steps, internal_batch_size=8, return_convergence_delta=True
-    )
-    return attributions, float(delta.abs().max())
 
 
 @dataclass(frozen=True)
@@ -86,28 +68,6 @@ def spearman_matrix(measures: dict[str, np.ndarray], keep: np.ndarray) -> np.nda
     return np.atleast_2d(rho)
 
 
-def _embeddings(loaded: LoadedModel, ids: list[int]) -> torch.Tensor:
-    with torch.no_grad():
-        return loaded.model.get_input_embeddings()(torch.tensor([ids], device=loaded.device)).detach()
-
-
-def reference_embeddings(embeds: torch.Tensor, fixed: np.ndarray) -> torch.Tensor:
-    """The integrated-gradients baseline: zeros at ordinary positions, the real embedding where ``fixed``
-    (special tokens, and a decoder's first token). A decoder's first position is its attention sink:
-    zeroing it moves every head at once and the 32-step path integral misses most of the change
-    (SmolLM2's convergence delta on "The capital of France is": 0.76 logits with the sink kept, ~20
-    without it, 33 from the padding token's embedding)."""
-    reference = torch.zeros_like(embeds)
-    keep = torch.as_tensor(fixed, device=embeds.device)
-    reference[:, keep] = embeds[:, keep]
-    return reference
-
-
-def _per_token(attributions: torch.Tensor) -> np.ndarray:
-    """Sum over the embedding dimension: each token's signed contribution."""
-    return attributions[0].sum(dim=-1).detach().float().cpu().numpy()
-
-
 def _compare(loaded, text, forward, ids, rows_of, target, skip_special, start, steps) -> TokenComparison:
     trace = trace_text(loaded, text, max_tokens=MAX_TOKENS)
     special = np.asarray(trace.special, dtype=bool)
@@ -116,17 +76,17 @@ def _compare(loaded, text, forward, ids, rows_of, target, skip_special, start, s
     keep = ~special if skip_special and (~special).sum() >= 3 else np.ones_like(special)
     if keep.sum() < 3:
         raise AttributionError("Ranking needs at least 3 tokens to compare: use a longer text.")
-    embeds = _embeddings(loaded, ids)
+    embeds = embed(loaded, ids)
     reference = reference_embeddings(embeds, special)
     last_layer = trace.weights[-1].mean(axis=0)  # (T, T) mean over heads
     rollout = aggregate.attention_rollout(trace.weights)[-1]
     with torch.enable_grad():
-        gxi = _per_token(gradient_x_input(forward, embeds))
-        ig, delta = integrated_gradients(forward, embeds, reference, steps)
+        gxi = per_token(gradient_x_input(forward, embeds))
+        ig, delta = integrated_gradients(forward, embeds, reference, steps=steps)
     with torch.no_grad():
         change = float((forward(embeds) - forward(reference))[0])
     measures = dict(
-        zip(MEASURES, map(_share, (rows_of(last_layer), rows_of(rollout), gxi, _per_token(ig))), strict=True)
+        zip(MEASURES, map(_share, (rows_of(last_layer), rows_of(rollout), gxi, per_token(ig))), strict=True)
     )
     return TokenComparison(
         tokens=trace.query_tokens,
@@ -151,7 +111,7 @@ def explain_next_token(
     )
     start = time.perf_counter()
     ids = encode(loaded, text, MAX_TOKENS).ids
-    logits = run(loaded.model, outputs=("logits",), inputs_embeds=_embeddings(loaded, ids)).logits[0, -1]
+    logits = run(loaded.model, outputs=("logits",), inputs_embeds=embed(loaded, ids)).logits[0, -1]
     target = int(logits.argmax())
     p = float(torch.softmax(logits.float(), -1)[target])
 
@@ -191,8 +151,8 @@ def explain_similarity(
     start = time.perf_counter()
     ids = encode(loaded, text, MAX_TOKENS).ids
     with torch.no_grad():
-        reference = _pooled(loaded, _embeddings(loaded, encode(loaded, other, MAX_TOKENS).ids))
-        similarity = float(torch.cosine_similarity(_pooled(loaded, _embeddings(loaded, ids)), reference)[0])
+        reference = _pooled(loaded, embed(loaded, encode(loaded, other, MAX_TOKENS).ids))
+        similarity = float(torch.cosine_similarity(_pooled(loaded, embed(loaded, ids)), reference)[0])
 
     def forward(e: torch.Tensor) -> torch.Tensor:
         return torch.cosine_similarity(_pooled(loaded, e), reference.expand(len(e), -1))

@@ -8,6 +8,7 @@ many plain forwards batched the same way.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -231,10 +232,7 @@ def batched_metrics(
 
 def _in_row(edit, row: int):
     """The same edit, restricted to one batch row."""
-    fields = {k: getattr(edit, k) for k in ("point", "layer", "head", "positions", "stack", "cross")}
-    if isinstance(edit, Patch):
-        return Patch(**fields, rows=(row,), value=edit.value)
-    return Ablate(**fields, rows=(row,))
+    return dataclasses.replace(edit, rows=(row,))
 
 
 def sweep(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 
 import torch
@@ -69,11 +68,6 @@ def tokens_of(loaded: LoadedModel, ids: Sequence[int]) -> tuple[str, ...]:
     return readable_tokens(loaded.tokenizer, list(ids))[0]
 
 
-def _last_logits_only(model) -> dict:
-    """Ask for the last position's logits only, when the model can: the metric reads nothing else."""
-    return {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
-
-
 def forward(
     loaded: LoadedModel,
     ids: torch.Tensor,  # (B, T)
@@ -87,10 +81,9 @@ def forward(
     return run(
         loaded.model,
         settings,
-        ("logits",),
+        ("last_logits",),
         grad=grad,
         input_ids=ids.to(loaded.device),
-        **_last_logits_only(loaded.model),
     )
 
 

@@ -12,7 +12,7 @@ from txviz.core.errors import UserError, require_kind
 from txviz.core.layouts import cached_layout
 from txviz.core.running import run
 from txviz.core.tracing import TEXT_KINDS, encode
-from txviz.longdoc.overview import input_limit, model_inputs
+from txviz.longdoc.overview import input_limit, model_inputs, outputs
 from txviz.models import LoadedModel
 
 MAX_ROWS = 64  # queries per drill-down: 64 rows x 8,192 keys x 9 heads is 19 MB
@@ -60,7 +60,9 @@ def drill_down(loaded: LoadedModel, text: str, max_tokens: int, layer: int, star
     layout = cached_layout(loaded.model)
     name = layout.attention_name(layout.last_stack, layer)
     reduction = Reduction(_keep, chunk=MAX_ROWS, modules=frozenset({name}), rows=(start, stop))
-    result = run(loaded.model, CaptureSettings(reduction=reduction), **model_inputs(loaded, ids))
+    result = run(
+        loaded.model, CaptureSettings(reduction=reduction), outputs(loaded), **model_inputs(loaded, ids)
+    )
     blocks = result.attention[name][-1].reduced
     weights = torch.cat([torch.nn.functional.pad(b, (0, len(ids) - b.shape[-1])) for b in blocks], dim=1)
     return Rows(layer, start, stop, weights.numpy(), notice)

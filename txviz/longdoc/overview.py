@@ -10,7 +10,6 @@ forward's: another layer's maps cost another pass.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -152,12 +151,13 @@ def lengths(loaded: LoadedModel) -> list[int]:
 
 
 def model_inputs(loaded: LoadedModel, ids: list[int]) -> dict:
-    """Input ids and, where the model allows, only the last position's logits (4,096 x 49,152
-    floats would be 800 MB)."""
-    inputs = {"input_ids": torch.tensor([ids], device=loaded.device)}
-    if "logits_to_keep" in inspect.signature(loaded.model.forward).parameters:
-        inputs["logits_to_keep"] = 1
-    return inputs
+    """The input ids on the model's device."""
+    return {"input_ids": torch.tensor([ids], device=loaded.device)}
+
+
+def outputs(loaded: LoadedModel) -> tuple[str, ...]:
+    """A decoder's last position's logits only: all of them would be 4,096 x 49,152 floats, 800 MB."""
+    return ("last_logits",) if loaded.kind == "decoder" else ()
 
 
 def block_rows(n_tokens: int, heads: int, tile: int, floats: int = BLOCK_FLOATS) -> int:
@@ -187,7 +187,7 @@ def overview(
         reduction=Reduction(fold, chunk=block, modules=frozenset({mapped})),
         row_stats=RowStatistics(SINK_TOKENS, LOCAL_WINDOW, chunk=block),
     )
-    result = run(loaded.model, settings, **model_inputs(loaded, encoded.ids))
+    result = run(loaded.model, settings, outputs(loaded), **model_inputs(loaded, encoded.ids))
     names = tuple(result.attention)
     stats = [result.attention[name][-1].row_stats for name in names]
     summary = lambda key: torch.stack([getattr(s, key)[0] for s in stats]).mean(-1).numpy()  # noqa: E731

@@ -297,6 +297,7 @@ def token_embeddings(loaded: Any, text: str, max_tokens: int = 32) -> tuple[list
     """A text's tokens and their word embeddings (before positions are added); (n, d_model)."""
     import torch
 
+    from txviz.core.running import run_module
     from txviz.core.tokens import readable_tokens
 
     if not text or not text.strip():
@@ -304,7 +305,7 @@ def token_embeddings(loaded: Any, text: str, max_tokens: int = 32) -> tuple[list
     ids = loaded.tokenizer(text, truncation=True, max_length=max_tokens)["input_ids"]
     table = loaded.model.get_input_embeddings()
     with torch.no_grad():
-        vectors = table(torch.tensor(ids, device=table.weight.device)).float().cpu().numpy()
+        vectors = run_module(table, torch.tensor(ids, device=table.weight.device)).float().cpu().numpy()
     tokens, _ = readable_tokens(loaded.tokenizer, ids)
     return list(tokens), vectors
 
