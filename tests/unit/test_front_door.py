@@ -19,9 +19,7 @@ EXEMPT_FILES = {
     "txviz/softhard/toy.py": "the soft-vs-hard toy",
     "txviz/why/forgetting.py": "a GRU and one attention layer of torch, built in the page",
     "txviz/why/paths.py": "the same toy layers",
-    "txviz/entailment/relatedness.py": "decomposable attention with a relatedness head",
-    "txviz/masks/peeking.py": "the tiny decoder trained with and without its mask",
-    "txviz/seq2seq/nat.py": "the digit readers (autoregressive and non-autoregressive)",
+    "txviz/objectives/finetune.py": "the sentence and tag heads trained here on the encoder's output",
 }
 
 

@@ -13,6 +13,7 @@ module of each block calls the attention function (its heads).
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -248,9 +249,22 @@ def _generic(model: torch.nn.Module, model_type: str) -> Layout:
 _probed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> attention modules called
 
 
+_probe: Callable[[torch.nn.Module], tuple[list[str] | None, str]] | None = None
+
+
 def remember_probe(model: torch.nn.Module, called: list[str]) -> None:
     """The modules that called the attention function in the load's own probe forward, in call order."""
     _probed[model] = tuple(called)
+
+
+def set_probe(probe: Callable[[torch.nn.Module], tuple[list[str] | None, str]]) -> None:
+    """Install the short probe forward discovery runs on a model built elsewhere.
+
+    txviz.core.running installs it as it is imported: the front door imports this module, so this
+    module cannot import the front door back.
+    """
+    global _probe
+    _probe = probe
 
 
 def discover_attention(model: torch.nn.Module, path: str, n_layers: int) -> tuple[str | None, str]:
@@ -259,21 +273,13 @@ def discover_attention(model: torch.nn.Module, path: str, n_layers: int) -> tupl
     The load's probe forward ran under the capture ContextVar, where the attention function names
     every module that calls it, in call order; a model built elsewhere gets one short probe here.
     """
-    from txviz.core.capture import CaptureSettings  # the capture module reads layouts: import late
-    from txviz.core.running import reads_eager, run
-
-    if reads_eager(model):
-        return None, "it computes attention in its own code, not through transformers' attention interface."
     called = _probed.get(model)
     if called is None:
-        device = next(model.parameters()).device
-        ids = torch.tensor([[1, 2, 3]], device=device) % max(
-            int(getattr(model.config, "vocab_size", 4) or 4), 4
-        )
-        try:
-            called = list(run(model, CaptureSettings(record={"weights"}), input_ids=ids).attention)
-        except Exception as error:  # noqa: BLE001 - a model that cannot run a short probe is refused by name
-            return None, f"a short probe forward failed ({type(error).__name__})."
+        if _probe is None:
+            return None, "no probe forward is installed (import txviz.core.running first)."
+        called, why = _probe(model)
+        if called is None:
+            return None, why
     parts = {}
     for name in called:
         layer, _, part = name.removeprefix(f"{path}.").partition(".")

@@ -51,6 +51,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 import torch
 
+from txviz.core import layouts
 from txviz.core.capture import IMPLEMENTATION, PLAIN, AttentionRecord, CaptureSettings, Recorder, capture
 from txviz.core.errors import UserError
 from txviz.core.interventions import InterventionError
@@ -323,3 +324,18 @@ def generate(model: torch.nn.Module, settings: CaptureSettings = PLAIN, **kwargs
         _check_eager(model, settings)
     with torch.no_grad(), capture(model, settings):
         return model.generate(**kwargs)
+
+
+def _probe_attention(model: torch.nn.Module) -> tuple[list[str] | None, str]:
+    """The modules that call the attention function in a three-token forward, in call order."""
+    if reads_eager(model):
+        return None, "it computes attention in its own code, not through transformers' attention interface."
+    device = next(model.parameters()).device
+    ids = torch.tensor([[1, 2, 3]], device=device) % max(int(getattr(model.config, "vocab_size", 4) or 4), 4)
+    try:
+        return list(run(model, CaptureSettings(record={"weights"}), input_ids=ids).attention), ""
+    except Exception as error:  # noqa: BLE001 - a model that cannot run a short probe is refused by name
+        return None, f"a short probe forward failed ({type(error).__name__})."
+
+
+layouts.set_probe(_probe_attention)
