@@ -35,11 +35,15 @@ class Check:
     scale_after: float
 
 
-def model_scores(model, ids: torch.Tensor, layer: int, head: int, edits=(), stack: str | None = None) -> np.ndarray:
+def model_scores(
+    model, ids: torch.Tensor, layer: int, head: int, edits=(), stack: str | None = None
+) -> np.ndarray:
     """The head's pre-softmax scores (Q, K) as the model computes them, optionally under edits."""
     layout = cached_layout(model)
     stack = stack or layout.last_stack
-    recorded = run(model, CaptureSettings(record=frozenset({"scores"}), interventions=tuple(edits)), input_ids=ids)
+    recorded = run(
+        model, CaptureSettings(record=frozenset({"scores"}), interventions=tuple(edits)), input_ids=ids
+    )
     return recorded.get("scores", layer, head, stack=stack)[0].numpy()
 
 
@@ -69,7 +73,9 @@ def patch_check(model, ids: torch.Tensor, d: Decomposition, side: str = "query",
         ranked = [n for n in np.argsort(-np.abs(sums)) if n < len(vectors) and names[n].kind != "bias"]
         part = int(ranked[0])
     if part >= len(vectors) or names[part].kind == "bias":
-        raise BadEdge("The biases are added inside the block, not carried by the stream: there is nothing to remove.")
+        raise BadEdge(
+            "The biases are added inside the block, not carried by the stream: there is nothing to remove."
+        )
     if d.query == d.key or (d.mode != "edge" and side == "key"):
         raise BadEdge("The check removes a part at one position: pick an edge whose key is another token.")
     position = d.query if side == "query" else d.key
