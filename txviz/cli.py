@@ -147,6 +147,7 @@ def models_command(args: argparse.Namespace) -> int:
 def run_module(package, name: str, argv: list[str]) -> int:
     """Run NAME.main(argv) from the bench or training package (or every bench for 'all')."""
     names = _modules(package)
+    name = name.replace("-", "_")  # `bench why-attend` runs why_attend.py
     if name == "all" and package is txviz.bench:
         from txviz.bench._all import run_all
 

@@ -147,15 +147,16 @@ def test_composition_scores_equal_a_direct_computation():
         cols(later.v_proj, head // 2, gain[layer])
         @ later.o_proj.weight.detach()[:, head * d_head :][:, :d_head].T
     )
-    for l in range(layer):
+    for earlier in range(layer):
         for h in range(4):
-            a = attention[l]
+            a = attention[earlier]
             ov = (
-                cols(a.v_proj, h // 2, gain[l]) @ a.o_proj.weight.detach()[:, h * d_head : (h + 1) * d_head].T
+                cols(a.v_proj, h // 2, gain[earlier])
+                @ a.o_proj.weight.detach()[:, h * d_head : (h + 1) * d_head].T
             )
             for mode, right in (("Q", qk), ("K", qk.T), ("V", ov_later)):
                 direct = torch.linalg.norm(ov @ right) / (torch.linalg.norm(ov) * torch.linalg.norm(right))
-                assert found[mode][l, h] == pytest.approx(float(direct), rel=1e-4)
+                assert found[mode][earlier, h] == pytest.approx(float(direct), rel=1e-4)
     assert np.isnan(found["Q"][layer:]).all()
 
 
