@@ -88,6 +88,7 @@ NO_TEXT = {  # builders that take no token or user text at all (numbers and fixe
     "block.figures.conformer_diagram",  # the block's fixed module names
     "block.figures.conformer_reads",  # three fixed part names
     "longdoc.figures.summaries_figure",  # the four summary names and numbers only
+    "whyattend.figures.pairs_heatmap",  # part names (L3H1, token embedding) and numbers, drawn as text by Vega
 }
 
 

@@ -46,7 +46,7 @@ class Decomposition:
     pairs: np.ndarray  # (n_q, n_k) float32
     score: float  # what is explained: the pairs' sum
     edge_score: float  # s_ij itself
-    row_scores: np.ndarray  # s_ik for every key k of the query's row (from the same parts)
+    row_scores: np.ndarray  # s_ik for the keys used: every key of the row in row mode (from the same parts)
     stream_q: torch.Tensor  # (n stream parts, D) the query side's parts in the stream entering the block
     stream_k: torch.Tensor  # (n stream parts, D) the key side's, at the key
 
@@ -126,7 +126,12 @@ def decompose(
     n_heads, d_head = heads.shape[1], heads.shape[-1]
     if not 0 <= head < n_heads:
         raise BadEdge(f"Block {layer} has heads 0 to {n_heads - 1}; there is no head {head}.")
-    keys = list(range(query + 1 if causal else ids.shape[1]))  # every key of the row
+    if mode == "row":  # every key of the row
+        keys = list(range(query + 1 if causal else ids.shape[1]))
+    else:  # only the keys asked: the stream at two or three positions
+        keys = list(
+            dict.fromkeys(k for k in (key, contrast if mode == "contrast" else None) if k is not None)
+        )
     positions = sorted({query, *keys})
     at = {p: n for n, p in enumerate(positions)}
     flow = stream(recorded, model, layout, ids, layer, positions, expand, stack)
