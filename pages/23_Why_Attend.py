@@ -1,9 +1,12 @@
 """Why a head attends: one attention score split exactly into what built the query and what built the key."""
 
+from dataclasses import replace
+
 import numpy as np
 import streamlit as st
 
-from txviz.app import teaching, ui, widgets
+from txviz.app import projector, teaching, ui, widgets
+from txviz.core.running import run
 from txviz.figures import grids
 from txviz.whyattend import check, composition, decompose, figures, words
 
@@ -32,23 +35,53 @@ layer, head = widgets.layer_head_picker(
     loaded.n_layers, loaded.n_heads, ("why_layer", "why_head"), columns=(a, b)
 )
 labels = [f"{n}: {t}" for n, t in enumerate(tokens)]
+
+
+def token_picker(label: str, key: str, default: int, where=st) -> int:
+    """A token position; a clicked cell sets it in this session, so no value is passed then (it would clash)."""
+    if key in st.session_state:
+        st.session_state[key] = min(max(int(st.session_state[key]), 0), len(tokens) - 1)
+        value = {}
+    else:
+        value = {"index": ui.link_value(key, default, range(len(tokens)))}
+    return where.selectbox(label, range(len(tokens)), format_func=labels.__getitem__, key=key, **value)
+
+
+def pick_edge() -> None:
+    picked = figures.picked_edge((st.session_state.get("why_edges") or {}).get("selection"))
+    if picked is not None:
+        st.session_state["why_query"], st.session_state["why_key"] = picked
+
+
 c, d, e = st.columns(3)
-query = c.selectbox("Query token", range(len(tokens)), format_func=labels.__getitem__, key="why_query",
-                    index=ui.link_value("why_query", len(tokens) - 1, range(len(tokens))))  # fmt: skip
-key = d.selectbox("Key token", range(len(tokens)), format_func=labels.__getitem__, key="why_key",
-                  index=ui.link_value("why_key", 0, range(len(tokens))))  # fmt: skip
+query = token_picker("Query token", "why_query", len(tokens) - 1, c)
+key = token_picker("Key token", "why_key", 0, d)
 mode_label = e.radio("Explain", list(MODES), key="why_mode",
                      index=list(MODES).index(ui.link_value("why_mode", "this key", MODES)))  # fmt: skip
 mode = MODES[mode_label]
 other = None
 if mode == "contrast":
-    other = st.selectbox("Rather than key", range(len(tokens)), format_func=labels.__getitem__, key="why_other",
-                         index=ui.link_value("why_other", 0, range(len(tokens))))  # fmt: skip
+    other = token_picker("Rather than key", "why_other", 0)
 expand = st.toggle("One part per head (off: one per attention layer)", True, key="why_expand")
 
 with ui.user_errors():
+    # one recorded forward: what the decomposition reads, and the weights the clickable map shows
+    settings = replace(decompose.SETTINGS, record=decompose.SETTINGS.record | {"weights"})
+    recorded = run(loaded.model, settings, input_ids=ids)
+    weights = recorded["weights", layer, head][0].numpy()
+    projector.draw(figures.edge_grid(weights, tokens, (query, key)), "why_edges", on_select=pick_edge,
+                   selection_mode=figures.EDGE)  # fmt: skip
     found = decompose.decompose(
-        loaded.model, ids, layer, head, query, key, mode=mode, contrast=other, expand=expand
+        loaded.model,
+        ids,
+        layer,
+        head,
+        query,
+        key,
+        mode=mode,
+        contrast=other,
+        expand=expand,
+        recorded=recorded,
     )
 
 what = {
@@ -64,6 +97,10 @@ teaching.notice(
 )
 st.markdown("**The largest pairs**")
 st.text("\n".join(words.ranked(found, tokens, 8)))
+
+top = found.parts_q[int(np.argmax(np.abs(found.query_sums)))]
+if top.kind == "head" and loaded.is_causal:  # ablation reads next-token logits: decoders only
+    widgets.ablate_head_link(name, text, top.layer, top.head, "this text (the query's largest part)")
 
 with st.expander("Check by patching: remove the largest part from one side's input and rerun"):
     side = st.radio("Side", ["query", "key"], horizontal=True, key="why_side")
@@ -85,4 +122,7 @@ with st.expander("Composition with earlier heads (Elhage et al. 2021, Transforme
             grid = composition.scores(loaded.model, layer, head)
         kind = st.radio("Composition", ["Q", "K", "V"], horizontal=True, key="why_comp_kind")
         shown = np.where(np.isnan(grid[kind]), np.nan, grid[kind])[:layer]
-        ui.show_figure(grids.head_grid(shown, f"{kind}-composition of L{layer}H{head} with earlier heads"))
+        chart = grids.head_grid(
+            shown, f"{kind}-composition of L{layer}H{head} with earlier heads (click: open that head)"
+        )
+        widgets.head_grid(chart, "why_comp_grid", ("why_layer", "why_head"))

@@ -141,6 +141,13 @@ def _():
     return head_grid(RNG.random((2, 3)), BOLD + LINK, ENTITY, pick=(1, 2)), HOSTILE
 
 
+@case("whyattend.figures.edge_grid")
+def _():
+    from txviz.whyattend.figures import edge_grid
+
+    return edge_grid(weights(4, 4), list(TOKENS), pick=(2, 1)), HOSTILE  # altair: kept verbatim
+
+
 @case("figures.attention.token_focus_arcs")
 def _():
     return figures_attention().token_focus_arcs(weights(4, 4), TOKENS, focus=1), HOSTILE

@@ -171,3 +171,11 @@ def test_bad_edges_are_refused_with_a_reason():
     bart = tiny_model("bart")
     with pytest.raises(CannotDecompose, match="cross-attention"):
         decompose(bart, IDS, 1, 0, 3, 1)
+
+
+def test_a_clicked_cell_is_the_picked_edge():
+    from txviz.whyattend.figures import picked_edge
+
+    assert picked_edge({"edge": [{"query": 5, "key": 2}]}) == (5, 2)
+    assert picked_edge({"edge": {"query": [4], "key": [1]}}) == (4, 1)
+    assert picked_edge({}) is None and picked_edge(None) is None

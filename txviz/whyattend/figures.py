@@ -39,3 +39,48 @@ def pairs_heatmap(d: Decomposition, keep: int = MAX_PARTS) -> alt.Chart:
         )
         .properties(title=f"{d.mode} score {d.score:+.3f} as query part x key part", height=alt.Step(14))
     )
+
+
+EDGE = "edge"  # the point selection's name: Streamlit reports clicked cells under it
+
+
+def edge_grid(weights: np.ndarray, tokens: list[str], pick: tuple[int, int]) -> alt.LayerChart:
+    """One head's attention (query x key); a click on a cell selects that edge, the picked one is outlined.
+    Tokens reach the tooltip as text (Vega never reads it as HTML)."""
+    n = len(weights)
+    grid = np.indices(weights.shape).reshape(2, -1)
+    table = pd.DataFrame({"query": grid[0], "key": grid[1], "weight": weights.astype(float).ravel()})
+    table["query token"] = [tokens[q] for q in table["query"]]
+    table["key token"] = [tokens[k] for k in table["key"]]
+    click = alt.selection_point(name=EDGE, fields=["query", "key"], on="click", clear=False)
+    cells = (
+        alt.Chart(table)
+        .mark_rect()
+        .encode(
+            x=alt.X("key:O", title="key position"),
+            y=alt.Y("query:O", title="query position"),
+            color=alt.Color("weight:Q", scale=alt.Scale(scheme="viridis", domain=[0, 1])),
+            tooltip=["query", "query token", "key", "key token", alt.Tooltip("weight:Q", format=".3f")],
+        )
+        .add_params(click)
+    )
+    outline = alt.Chart(pd.DataFrame({"query": [pick[0]], "key": [pick[1]]})).mark_rect(
+        fill=None, stroke="#d62728", strokeWidth=3
+    )
+    step = max(6, min(22, 600 // max(n, 1)))
+    return alt.layer(cells, outline.encode(x="key:O", y="query:O")).properties(
+        title="the head's attention: click a cell to explain it", height=alt.Step(step)
+    )
+
+
+def picked_edge(selection) -> tuple[int, int] | None:
+    """The (query, key) of the cell a click selected, from a chart event's selection; None if none."""
+    cells = (selection or {}).get(EDGE) or []
+    if isinstance(cells, dict):  # Vega's own form: {"query": [2], "key": [5]}
+        cells = [{field: (v[0] if isinstance(v, list) and v else v) for field, v in cells.items()}]
+    for cell in reversed(list(cells)):
+        try:
+            return int(cell["query"]), int(cell["key"])
+        except (KeyError, TypeError, ValueError):
+            continue
+    return None
