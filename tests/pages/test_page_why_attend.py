@@ -14,7 +14,7 @@ def app():
 
 def test_every_control_moves_without_exception(app):
     assert_clean(app)
-    assert len(app.get("vega_lite_chart")) == 1
+    assert len(app.get("vega_lite_chart")) == 2  # the head's attention (clickable) and the parts matrix
     app.slider(key="why_layer").set_value(3).run()
     app.slider(key="why_head").set_value(2).run()
     app.selectbox(key="why_query").set_value(5).run()
@@ -32,6 +32,10 @@ def test_every_control_moves_without_exception(app):
     app.radio(key="why_comp_kind").set_value("K").run()
     assert_clean(app)
     assert app.query_params["why_layer"] == "3"
+    app.session_state["why_query"], app.session_state["why_key"] = 4, 1  # what a click on a cell sets
+    app.run()
+    assert_clean(app)
+    assert (app.selectbox(key="why_query").value, app.selectbox(key="why_key").value) == (4, 1)
 
 
 def test_smollm2_refuses_a_key_after_the_query(app):

@@ -179,3 +179,11 @@ def test_a_clicked_cell_is_the_picked_edge():
     assert picked_edge({"edge": [{"query": 5, "key": 2}]}) == (5, 2)
     assert picked_edge({"edge": {"query": [4], "key": [1]}}) == (4, 1)
     assert picked_edge({}) is None and picked_edge(None) is None
+
+
+def test_a_model_placed_by_discovery_is_refused_with_the_reason(monkeypatch):
+    from txviz.core import model_map
+
+    monkeypatch.delitem(model_map.BY_MODEL_TYPE, "qwen3")
+    with pytest.raises(CannotDecompose, match="discovery"):
+        decompose(qwen3(2), IDS, 1, 0, 3, 1)

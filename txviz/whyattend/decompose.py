@@ -136,18 +136,18 @@ def decompose(
     at = {p: n for n, p in enumerate(positions)}
     flow = stream(recorded, model, layout, ids, layer, positions, expand, stack)
     shape = (n_heads, d_head)
-    parts_q, q = head_parts(model, layout, flow, stack, layer, head, "q", shape)
-    parts_k, k = head_parts(model, layout, flow, stack, layer, head, "k", shape)
+    parts_q, q = head_parts(model, layout, flow, stack, layer, head, "q", shape, [at[query]])
+    parts_k, k = head_parts(model, layout, flow, stack, layer, head, "k", shape, [at[p] for p in keys])
     scaling = getattr(
         layout.block(model, stack, layer).get_submodule(layout.record.attention.module), "scaling", None
     )
     scaling = d_head**-0.5 if scaling is None else float(scaling)
-    q_i = q[:, at[query]] * scaling  # (n_q, d)
-    k_row = k[:, [at[p] for p in keys]]  # (n_k, K, d)
+    q_i = q[:, 0] * scaling  # (n_q, d)
+    k_row = k  # (n_k, K, d)
     row_scores = torch.einsum("ad,bkd->k", q_i, k_row)
-    k_j = k[:, at[key]]
+    k_j = k[:, keys.index(key)]
     if mode == "contrast":
-        k_j = k_j - k[:, at[contrast]]
+        k_j = k_j - k[:, keys.index(contrast)]
     elif mode == "row":
         weights = torch.softmax(row_scores, 0)
         k_j = k_j - torch.einsum("k,bkd->bd", weights, k_row)

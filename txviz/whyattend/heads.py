@@ -44,25 +44,29 @@ def _rotary(model, layout: Layout, positions, d_head: int):
     return cos[0].float(), sin[0].float()
 
 
-def head_parts(model, layout: Layout, stream: Stream, stack: str, layer: int, head: int, side: str, shape):
-    """Parts and their vectors (n, P, d_head) of the head's query or key at the stream's positions."""
+def head_parts(
+    model, layout: Layout, stream: Stream, stack: str, layer: int, head: int, side: str, shape, columns
+):
+    """Parts and their vectors (n, C, d_head) of the head's query or key at the stream's ``columns`` (indices
+    into its positions): a query needs one position, a row's keys all of them."""
     n_heads, d_head = shape
     block = layout.block(model, stack, layer)
-    parts, vectors = list(stream.parts), stream.vectors
-    n = len(stream.positions)
+    parts, vectors = list(stream.parts), stream.vectors[:, columns]
+    actual, positions = stream.actual[columns], [stream.positions[c] for c in columns]
+    n = len(columns)
     if layout.form == "pre-norm":
         path = layout.record.norm("norm1")
         if path is None:
             raise CannotDecompose(f"The {layout.family} record names no norm before attention.")
         module = block.get_submodule(path)
-        norm = frozen(module, stream.actual)
+        norm = frozen(module, actual)
         vectors, bias, x = (
             norm.apply(vectors),
             norm.bias_at(n),
-            norm.apply(stream.actual[None])[0] + norm.bias_at(n),
+            norm.apply(actual[None])[0] + norm.bias_at(n),
         )
     else:
-        bias, x = torch.zeros_like(stream.actual), stream.actual
+        bias, x = torch.zeros_like(actual), actual
     w, b, _ = projection(block, layout, side, head, n_heads, d_head)
     out = vectors @ w
     bias_out = bias @ w + b
@@ -75,7 +79,7 @@ def head_parts(model, layout: Layout, stream: Stream, stack: str, layer: int, he
     else:
         parts.append(Part("bias"))
         out = torch.cat((out, bias_out[None]))
-    turn = _rotary(model, layout, stream.positions, d_head)
+    turn = _rotary(model, layout, positions, d_head)
     if turn is not None:
         out = rotate(out, *turn)
     return tuple(parts), out
