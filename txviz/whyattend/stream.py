@@ -130,17 +130,23 @@ def stream(
     stack = stack or layout.last_stack
     positions = list(positions)
     parts, vectors, actual = _embedding_parts(run, model, layout, stack, ids, positions)
-    for n in range(layer):
+    if layout.form == "pre-norm":  # the parts only add up: one concatenation at the end, not one per block
+        chunks = [vectors]
+        for n in range(layer):
+            new, added = _attention_parts(run, model, layout, stack, n, positions, expand)
+            parts += [*new, Part("ffn", n)]
+            chunks += [added, _at(run["ffn", stack, n], positions)[None]]
+        actual = _at(run["resid", stack, layer - 1], positions) if layer else actual
+        return Stream(tuple(parts), torch.cat(chunks), tuple(positions), actual)
+    for n in range(layer):  # post-LN: every norm maps all the parts so far
         block = layout.block(model, stack, n)
         new, added = _attention_parts(run, model, layout, stack, n, positions, expand)
         parts, vectors = parts + new, torch.cat((vectors, added))
-        if layout.form == "post-LN":
-            x = actual + _at(run["attn", stack, n], positions)
-            parts, vectors, actual = _through(block, layout, "norm1", parts, vectors, x)
+        x = actual + _at(run["attn", stack, n], positions)
+        parts, vectors, actual = _through(block, layout, "norm1", parts, vectors, x)
         ffn = _at(run["ffn", stack, n], positions)
         parts, vectors = parts + [Part("ffn", n)], torch.cat((vectors, ffn[None]))
-        if layout.form == "post-LN":
-            parts, vectors, _ = _through(block, layout, "norm2", parts, vectors, actual + ffn)
+        parts, vectors, _ = _through(block, layout, "norm2", parts, vectors, actual + ffn)
         actual = _at(run["resid", stack, n], positions)
     return Stream(tuple(parts), vectors, tuple(positions), actual)
 
