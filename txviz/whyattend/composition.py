@@ -2,7 +2,8 @@
 
 TransformerLens's definition (``utils.composition_scores``): ||left @ right||_F / (||left||_F ||right||_F)
 with left the earlier head's OV = W_V W_O and right the later head's QK = W_Q W_K^T (Q), its transpose
-(K) or its OV (V), residual vectors as rows. As TransformerLens's default ``fold_ln``, each reading
+(K) or its OV (V), residual vectors as rows (TransformerLens takes the norms of SVD-collapsed
+factors, which leaves them unchanged). As TransformerLens's default ``fold_ln``, each reading
 matrix includes its pre-norm's gain (a post-LN model's norms sit elsewhere and are left out). Every
 norm is taken from d x d_head factors, never a d x d matrix.
 """
@@ -60,7 +61,7 @@ def _frobenius(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
 
 def scores(model, layer: int, head: int, stack: str | None = None) -> dict[str, np.ndarray]:
     """'Q', 'K', 'V' -> (layer, n_heads) composition of head ``head`` of ``layer`` with each earlier head;
-    NaN at and after its own layer, as TransformerLens masks them."""
+    NaN at and after its own layer (TransformerLens puts zeros there: blank cells read better)."""
     n_heads = model.config.num_attention_heads
     n_layers = cached_layout(model).stack(stack or cached_layout(model).last_stack).n_layers
     later = head_weights(model, layer, head, stack)
