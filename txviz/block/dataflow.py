@@ -8,7 +8,6 @@ import numpy as np
 import torch
 
 from txviz.block.recording import BlockRun
-from txviz.core.layouts import UnknownLayoutError
 from txviz.core.tokens import readable_tokens
 from txviz.models import LoadedModel
 
@@ -38,15 +37,12 @@ def stages(run: BlockRun, stack: str) -> tuple[Stage, ...]:
     n = run.stack(stack).n_layers
     kind = f"{stack} block"
     record = run.layout.record
-    if record is None or record.positions is None:
-        raise UnknownLayoutError(
-            f"txviz does not know how this {run.layout.model_type} model adds positions."
-        )
-    positions = Stage("positions", record.positions.label, record.positions.help)
+    known = record is not None and record.positions is not None and record.positions.table is not None
     boxes = [
         Stage("ids", "token ids", "The tokenizer turns the text into integer ids."),
         Stage("embedding", "token embedding", "Each id selects one row of the embedding matrix."),
-        positions,
+        # a model placed by discovery, or one whose positions act inside attention: no box of its own
+        *([Stage("positions", record.positions.label, record.positions.help)] if known else []),
         Stage("stream", "block input X₀", "What enters the first block: the start of the residual stream."),
         Stage("blocks", f"{n} × {kind}", "The stream after the block chosen with the layer slider."),
     ]
@@ -75,7 +71,8 @@ def stages(run: BlockRun, stack: str) -> tuple[Stage, ...]:
 
 def _stack_module(loaded: LoadedModel, run: BlockRun, stack: str):
     """Where the stack's token and position tables live (its record's ``owner``)."""
-    if run.layout.record.owner == "stack":
+    record = run.layout.record
+    if record is not None and record.owner == "stack":
         return loaded.model.get_submodule(run.layout.stack(stack).path.rsplit(".", 1)[0])  # ".../layers"
     return loaded.model.base_model
 
@@ -102,7 +99,7 @@ def stage_values(loaded: LoadedModel, run: BlockRun, stack: str, key: str, layer
         return StageValues("Token ids", ids=data.ids)
     if key == "embedding":
         module = _stack_module(loaded, run, stack)
-        tokens = run.layout.record.tokens
+        tokens = run.layout.record.tokens if run.layout.record else None
         table = module.get_submodule(tokens) if tokens else loaded.model.get_input_embeddings()
         return StageValues("Token embedding rows E[id]", table(ids).float().cpu().numpy())
     if key == "positions":

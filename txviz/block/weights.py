@@ -127,7 +127,7 @@ def block_weights(layout: Layout, model, stack: str, layer: int) -> BlockWeights
             f"txviz cannot write out the block of a '{layout.model_type}' model as code: it writes out "
             f"{WRITTEN_OUT}. Its residual stream and logit lens still work on this page."
         )
-    block, cfg = layout.block(model, stack, layer), model.config
+    block, cfg, record = layout.block(model, stack, layer), model.config, record.in_stack(stack)
     cross = layout.stack(stack).cross
     causal = stack == "decoder" or bool(getattr(cfg, "is_decoder", False))
     rotary = record.positions is not None and record.positions.kind == "rotary"

@@ -24,19 +24,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-# Stage points of a block, in the order the block computes them.
-BLOCK_POINTS = ("attn", "cross", "ffn", "resid")
-ATTENTION_POINT = "head_out"  # recorded inside the attention function, not by a hook
-
-
-def place(stack: str, point: str, layer: int | None = None) -> str:
-    """The canonical name of a place: ('decoder', 'ffn', 3) -> 'decoder.3.ffn'."""
-    if point == "final_norm":
-        return "final_norm"
-    if point == "embed":
-        return f"{stack}.embed"
-    return f"{stack}.{layer}.{point}"
-
 
 @dataclass(frozen=True)
 class AttentionParts:
@@ -120,6 +107,12 @@ class Record:
     forbidden: tuple[str, ...] = ()  # modules that would change the maths beyond what ``code`` writes
     code: bool = False  # txviz.block.weights writes its blocks out as code
     note: str = ""  # what sets the family apart, for messages
+    decoder: tuple[tuple[str, object], ...] = ()  # fields that differ in the decoder stack's blocks (T5)
+    head_scale: Callable | None = None  # config -> factor on the final stream before the head, or None
+
+    def in_stack(self, stack: str) -> Record:
+        """The record as the blocks of ``stack`` have it."""
+        return replace(self, **dict(self.decoder)) if stack == "decoder" and self.decoder else self
 
     def form_of(self, config) -> str:
         return self.form(config) if callable(self.form) else self.form
@@ -156,6 +149,22 @@ LLAMA_ATTENTION = AttentionParts("self_attn", "self_attn.o_proj", "self_attn.q_p
 GATED = FeedForwardParts("mlp", "mlp.up_proj", "mlp.down_proj", "mlp.gate_proj")
 PRE_NORMS = (("norm1", "input_layernorm"), ("norm2", "post_attention_layernorm"))
 DECODER = (("decoder", "layers"),)
+
+
+def _t5_attention(name: str) -> AttentionParts:
+    return AttentionParts(name, f"{name}.o", f"{name}.q", f"{name}.k", f"{name}.v")
+
+
+def _t5_ffn(index: int) -> FeedForwardParts:
+    # T5 v1.0 has wi, v1.1 a gated wi_0 and wi_1: only the output projection is named
+    return FeedForwardParts(f"layer.{index}.DenseReluDense", down=f"layer.{index}.DenseReluDense.wo")
+
+
+def _t5_scale(config) -> float | None:
+    """T5 with its output head tied to the embeddings scales the stream by d_model^-0.5 first."""
+    return config.d_model**-0.5 if getattr(config, "tie_word_embeddings", True) else None
+
+
 QK_NORMS = {"q_norm": "self_attn.q_norm", "k_norm": "self_attn.k_norm"}
 
 
@@ -220,6 +229,16 @@ RECORDS = (
                             "BART adds a learned vector per position, then applies LayerNorm.",
                             table="embed_positions", offset="offset"),
         code=True,
+    ),
+    Record(
+        "t5", ("t5",), (("encoder", "encoder.block"), ("decoder", "decoder.block")),
+        _t5_attention("layer.0.SelfAttention"), _t5_ffn(1), (("norm1", "layer.0.layer_norm"), ("norm2", "layer.1.layer_norm")),
+        cross=_t5_attention("layer.1.EncDecAttention"), final_norm="decoder.final_layer_norm",
+        positions=Positions("none", "relative position bias\n(inside attention)", "T5 adds no position "
+                            "vector: each attention adds a learned bias by the distance from query to key."),
+        decoder=(("ffn", _t5_ffn(2)), ("norms", (("norm1", "layer.0.layer_norm"),
+                 ("norm_cross", "layer.1.layer_norm"), ("norm2", "layer.2.layer_norm")))),
+        head_scale=_t5_scale, note="a position bias in attention, parts numbered differently in encoder and decoder",
     ),
     Record(
         "marian", ("marian",), (("encoder", "encoder.layers"), ("decoder", "decoder.layers")),
