@@ -187,3 +187,33 @@ def test_a_model_placed_by_discovery_is_refused_with_the_reason(monkeypatch):
     monkeypatch.delitem(model_map.BY_MODEL_TYPE, "qwen3")
     with pytest.raises(CannotDecompose, match="discovery"):
         decompose(qwen3(2), IDS, 1, 0, 3, 1)
+
+
+def test_the_command_writes_the_decomposition(tmp_path, monkeypatch, capsys):
+    from tests.tiny_models import word_tokenizer
+    from txviz import cli, models
+    from txviz.core.loaded import LoadedModel
+
+    tokenizer = word_tokenizer(["the", "cat", "sat", "on", "mat"])
+    tiny = LoadedModel("tiny", "decoder", model_of("llama"), tokenizer, None, "cpu")
+    monkeypatch.setattr(models, "load", lambda *args, **kwargs: tiny)
+    out = tmp_path / "x.npz"
+    edge = [
+        "--model",
+        "tiny",
+        "--text",
+        "the cat sat on the mat",
+        "--layer",
+        "2",
+        "--head",
+        "1",
+        "--out",
+        str(out),
+    ]
+    assert cli.main(["why-attend", *edge, "--query", "5", "--key", "2"]) == 0
+    saved = np.load(out)
+    assert saved["pairs"].shape == (len(saved["parts_q"]), len(saved["parts_k"]))
+    assert saved["pairs"].sum() == pytest.approx(float(saved["score"]), rel=1e-4, abs=1e-5)
+    assert "L0H0" in saved["parts_q"]
+    assert cli.main(["why-attend", *edge, "--query", "2", "--key", "5"]) == 2
+    assert "causal mask" in capsys.readouterr().err
