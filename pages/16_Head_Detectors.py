@@ -94,6 +94,7 @@ def explorer_link(result: runs.HeadScores, detector: str, layer: int, head: int)
     )
     if loaded.kind == "decoder":  # ablation reads next-token logits: decoders only
         widgets.ablate_head_link(name, text, layer, head, "this text")
+    widgets.why_attend_link(name, text, layer, head)
     st.caption("On the text that gave it its highest score:")
     st.text(text[:300] + ("..." if len(text) > 300 else ""))
 

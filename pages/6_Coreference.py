@@ -258,6 +258,11 @@ for line in head_readings(traced.attention, (layer, head)):
     st.markdown(line)
 if loaded.is_causal:  # ablation reads next-token logits: decoders only
     widgets.ablate_head_link(name, pair.sentence_a, layer, head, "sentence A")
+spans = traced.spans_a  # why the pronoun prefers the first candidate to the second, split into parts
+widgets.why_attend_link(
+    name, pair.sentence_a, layer, head, why_query=spans.pronoun[-1], why_key=spans.candidates[0][0],
+    why_mode="this key rather than another", why_other=spans.candidates[1][0],
+)  # fmt: skip
 
 st.subheader("Which heads track coreference?")
 low, high = cv.coin_flip_band

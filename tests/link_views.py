@@ -114,6 +114,10 @@ VIEWS = {
         (("slider", "qk_layer", 2), ("radio", "qk_color", Index(1))),
         ("qk_view", "Every head of a layer"),
     ),
+    "23_Why_Attend": LinkView(
+        (("slider", "why_layer", 3), ("selectbox", "why_query", Index(6)), ("radio", "why_mode", Index(2))),
+        None,
+    ),
     "18_Interventions": LinkView(
         (
             ("text_area", "text", "When Anna and Tom met, Tom gave a book to"),

@@ -16,6 +16,7 @@ from txviz.explain import command as explain_command
 from txviz.figures import export
 from txviz.heads import command as heads_command
 from txviz.interventions import command as interventions_command
+from txviz.whyattend import command as why_command
 
 PRECISION_HELP = "the weights' precision: float32, bfloat16, or float16 on a GPU (records stay float32)"
 
@@ -146,6 +147,7 @@ def models_command(args: argparse.Namespace) -> int:
 def run_module(package, name: str, argv: list[str]) -> int:
     """Run NAME.main(argv) from the bench or training package (or every bench for 'all')."""
     names = _modules(package)
+    name = name.replace("-", "_")  # `bench why-attend` runs why_attend.py
     if name == "all" and package is txviz.bench:
         from txviz.bench._all import run_all
 
@@ -198,6 +200,11 @@ def build_parser() -> argparse.ArgumentParser:
     interventions_command.add_ablate_arguments(
         sub.add_parser("ablate", help="every head and MLP ablated alone: change of the answer's log-prob")
     )
+    why_command.add_arguments(
+        sub.add_parser(
+            "why-attend", help="one attention score split into query-side x key-side parts as .npz"
+        )
+    )
     bench = sub.add_parser("bench", help=f"one of: {', '.join(_modules(txviz.bench))}")
     bench.add_argument("name")
     bench.add_argument("args", nargs=argparse.REMAINDER)
@@ -232,5 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         return interventions_command.run_patch(args)
     if args.command == "ablate":
         return interventions_command.run_ablate(args)
+    if args.command == "why-attend":
+        return why_command.run(args)
     package = txviz.bench if args.command == "bench" else txviz.training
     return run_module(package, args.name, args.args)

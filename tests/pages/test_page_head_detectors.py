@@ -43,8 +43,9 @@ def test_the_link_opens_the_explorer_on_the_head_and_its_text(app):
     app.selectbox(key="detector").set_value("induction").run()
     app.number_input(key="pick_layer").set_value(2).run()
     app.number_input(key="pick_head").set_value(4).run()
-    (link,) = app.get("page_link")
-    assert link.proto.page.endswith("Attention_Explorer")
+    links = app.get("page_link")
+    (link,) = [p for p in links if p.proto.page.endswith("Attention_Explorer")]
+    (why,) = [p for p in links if p.proto.page.endswith("Why_Attend")]
     params = {k: v[0] for k, v in parse_qs(link.proto.query_string).items()}
     text = json.loads(params["text"])
     assert text.split()[:6] == text.split()[6:]  # induction is scored on a repeated random sequence
@@ -54,6 +55,11 @@ def test_the_link_opens_the_explorer_on_the_head_and_its_text(app):
     assert_clean(explorer)
     assert (explorer.slider(key="layer").value, explorer.slider(key="head").value) == (2, 4)
     assert explorer.text_area(key="text").value == text
+    why_page = AppTest.from_file(str(ROOT / "pages/23_Why_Attend.py"), default_timeout=300)
+    why_page.query_params.update({k: v[0] for k, v in parse_qs(why.proto.query_string).items()})
+    why_page.run()
+    assert_clean(why_page)
+    assert (why_page.slider(key="why_layer").value, why_page.slider(key="why_head").value) == (2, 4)
 
 
 def test_your_text_and_a_one_token_text(app):

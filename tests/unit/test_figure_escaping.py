@@ -90,6 +90,7 @@ NO_TEXT = {  # builders that take no token or user text at all (numbers and fixe
     "block.figures.conformer_diagram",  # the block's fixed module names
     "block.figures.conformer_reads",  # three fixed part names
     "longdoc.figures.summaries_figure",  # the four summary names and numbers only
+    "whyattend.figures.pairs_heatmap",  # part names (L3H1, token embedding) and numbers, drawn as text by Vega
 }
 
 
@@ -140,6 +141,13 @@ def _():
     from txviz.figures.grids import head_grid
 
     return head_grid(RNG.random((2, 3)), BOLD + LINK, ENTITY, pick=(1, 2)), HOSTILE
+
+
+@case("whyattend.figures.edge_grid")
+def _():
+    from txviz.whyattend.figures import edge_grid
+
+    return edge_grid(weights(4, 4), list(TOKENS), pick=(2, 1)), HOSTILE  # altair: kept verbatim
 
 
 @case("figures.attention.token_focus_arcs")

@@ -26,6 +26,7 @@ ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
     "Image_Captioning": ":material/closed_caption:",
     "Head_Detectors": ":material/biotech:",
     "Query_Key_Space": ":material/scatter_plot:",
+    "Why_Attend": ":material/join_inner:",
     "Why_Attention": ":material/compare_arrows:",
     "Entailment": ":material/rule:",
     "Interventions": ":material/content_cut:",
@@ -58,7 +59,7 @@ SECTIONS = {  # sidebar and home-page groups, in order; every page sits in exact
         "Image_GPT",
         "Image_Captioning",
     ),
-    "Research tools": ("Head_Detectors", "Query_Key_Space", "Interventions", "Long_Documents"),
+    "Research tools": ("Head_Detectors", "Query_Key_Space", "Why_Attend", "Interventions", "Long_Documents"),
     "Teaching": ("Lectures",),
 }
 

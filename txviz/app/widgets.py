@@ -193,3 +193,16 @@ def ablate_head_link(name: str, text: str, layer: int, head: int, on: str) -> No
             ).items()
         },
     )  # fmt: skip
+
+
+def why_attend_link(name: str, text: str, layer: int, head: int, **picks: int | str) -> None:
+    """A link that opens Why Attend on this head and text (``picks``: why_query, why_key, why_mode...)."""
+    st.page_link(
+        navigation.feature_page(paths.PAGES / "23_Why_Attend.py"),
+        label=f"Why does layer {layer}, head {head} attend where it does? Split its scores",
+        icon=":material/join_inner:",
+        query_params={
+            k: json.dumps(v)
+            for k, v in dict(model=name, why_text=text, why_layer=layer, why_head=head, **picks).items()
+        },
+    )
