@@ -87,6 +87,9 @@ class _Scope:
             func = node.func
             if isinstance(func, ast.Name):
                 if func.id == "getattr" and node.args:
+                    named = node.args[1] if len(node.args) > 1 else None
+                    if isinstance(named, ast.Constant) and (named.value in DATA or named.value in methods()):
+                        return False  # getattr(norm, "weight"): data, like norm.weight
                     return self.is_module(node.args[0])
                 return func.id in self.returns_module
             if isinstance(func, ast.Attribute):

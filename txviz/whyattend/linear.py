@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from txviz.core.errors import UserError
+from txviz.core.running import run_module
 
 
 class CannotDecompose(UserError):
@@ -51,8 +52,7 @@ def frozen(norm: torch.nn.Module, x: torch.Tensor) -> FrozenNorm:
         if "Gemma" in type(norm).__name__:  # Gemma's RMSNorm multiplies by 1 + weight
             gain = 1.0 + gain
     found = FrozenNorm(gain, bias, center, scale)
-    with torch.no_grad():
-        expected = norm(x.to(weight.dtype)).float()
+    expected = run_module(norm, x.to(weight.dtype)).float()
     got = found.apply(x) + found.bias_at(len(x))
     if not torch.allclose(got, expected, rtol=1e-3, atol=1e-4 * (1 + expected.abs().max().item())):
         raise CannotDecompose(
