@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,11 +45,16 @@ class OpenedBlock:
         return next(s for s in self.steps if s.name == name)
 
 
-def _rotary(model, layout, n_tokens: int):
-    """The model's own (cos, sin) for positions 0..T-1, from its rotary_emb module."""
-    base = model.get_submodule(layout.base)
+def _rotary(model, layout, n_tokens: int, layer: int):
+    """The model's own (cos, sin) for positions 0..T-1, from its rotary_emb module; models whose
+    sliding-window layers turn at another base (Gemma 3) are asked for this layer's type."""
+    rotary_emb = model.get_submodule(layout.base).rotary_emb
     x = torch.zeros(1, n_tokens, 1, dtype=torch.float32, device=model.device)
-    return base.rotary_emb(x, torch.arange(n_tokens, device=model.device)[None])
+    positions = torch.arange(n_tokens, device=model.device)[None]
+    types = getattr(model.config.get_text_config(), "layer_types", None)
+    if types and "layer_type" in inspect.signature(rotary_emb.forward).parameters:
+        return rotary_emb(x, positions, types[layer])
+    return rotary_emb(x, positions)
 
 
 @torch.no_grad()
@@ -65,9 +71,9 @@ def open_block(loaded: LoadedModel, run: BlockRun, stack: str, layer: int) -> Op
         e, steps = postln.post_ln_block(x, weights, memory)
         lines = postln.LINES if memory is None else postln.DECODER_LINES
     else:
-        rotary = _rotary(model, layout, x.shape[0]) if weights.attention.rotary else None
+        rotary = _rotary(model, layout, x.shape[0], layer) if weights.attention.rotary else None
         e, steps = prenorm.pre_norm_block(x, weights, rotary)
-        lines = prenorm.LINES
+        lines = prenorm.lines(weights)
     expected = stream.hidden[layer + 1]
     difference = float(np.abs(e.float().cpu().numpy() - expected).max())
     return OpenedBlock(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import torch
 
 from txviz.core.layouts import Layout, UnknownLayoutError
+from txviz.core.running import reads_eager
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,11 @@ class Norm:
     weight: torch.Tensor
     bias: torch.Tensor | None
     eps: float
+    offset: float = 0.0  # Gemma's RMSNorm scales by (1 + g), its gains stored around 0
+
+    @property
+    def gain(self) -> torch.Tensor:
+        return self.weight + self.offset if self.offset else self.weight
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,10 @@ class Attention:
     scaling: float  # usually 1 / sqrt(head_dim)
     causal: bool
     rotary: bool  # rotary positions applied to queries and keys (Llama)
+    q_norm: Norm | None = None  # RMSNorm of the queries and keys (Qwen3, Gemma 3, OLMo 2)
+    k_norm: Norm | None = None
+    softcap: float | None = None  # Gemma 2: scores -> cap * tanh(scores / cap) before the softmax
+    window: int | None = None  # sliding window: a query sees only its last ``window`` keys
 
 
 @dataclass(frozen=True)
@@ -51,15 +62,22 @@ class FeedForward:
 
 @dataclass(frozen=True)
 class BlockWeights:
-    """Everything one block computes with; ``cross`` only for encoder-decoder decoder blocks."""
+    """Everything one block computes with; ``cross`` only for encoder-decoder decoder blocks.
+
+    A pre-norm block's norm1 and norm2 sit on the inputs of attention and the FFN (None where the
+    block has none, as in OLMo 2); attn_out_norm and ffn_out_norm on their outputs (Gemma, OLMo 2).
+    """
 
     form: str  # "post-LN" or "pre-norm"
     attention: Attention
-    norm1: Norm
+    norm1: Norm | None
     feed_forward: FeedForward
-    norm2: Norm
+    norm2: Norm | None
     cross: Attention | None = None
     norm_cross: Norm | None = None
+    attn_out_norm: Norm | None = None
+    ffn_out_norm: Norm | None = None
+    parallel: bool = False  # GPT-NeoX: E = X + MHA(Norm1(X)) + FFN(Norm2(X)), both read X
 
 
 def _float(tensor: torch.Tensor) -> torch.Tensor:
@@ -77,12 +95,22 @@ def _conv1d(weight: torch.Tensor, bias: torch.Tensor) -> Linear:
     return Linear(_float(weight).T, _float(bias))
 
 
+def _gain_offset(module) -> float:
+    """1.0 for a norm whose forward scales by (1 + weight), as Gemma's RMSNorm does; else 0."""
+    try:
+        source = inspect.getsource(type(module).forward)
+    except (OSError, TypeError):
+        return 0.0
+    return 1.0 if "(1.0 + self.weight" in source or "(1 + self.weight" in source else 0.0
+
+
 def _norm(module) -> Norm:
-    if hasattr(module, "variance_epsilon"):  # Llama's RMSNorm
-        return Norm("rms", _float(module.weight), None, float(module.variance_epsilon))
     if isinstance(module, torch.nn.LayerNorm):
         bias = None if module.bias is None else _float(module.bias)
         return Norm("layer", _float(module.weight), bias, float(module.eps))
+    eps = getattr(module, "variance_epsilon", getattr(module, "eps", None))
+    if "RMSNorm" in type(module).__name__ and eps is not None and getattr(module, "weight", None) is not None:
+        return Norm("rms", _float(module.weight), None, float(eps), _gain_offset(module))
     raise UnknownLayoutError(f"txviz cannot write out a {type(module).__name__} as code.")
 
 
@@ -96,11 +124,11 @@ def _bart_attention(module, causal: bool) -> Attention:
 
 def block_weights(layout: Layout, model, stack: str, layer: int) -> BlockWeights:
     """The weights of block ``layer`` of ``stack``."""
-    if layout.family == "generic":
+    if reads_eager(model):
         raise UnknownLayoutError(
-            f"txviz cannot write out the block of a '{layout.model_type}' model as code: it writes out "
-            "BERT-style encoders, Llama-style and GPT-2-style decoders, and BART. Its residual stream and "
-            "logit lens still work on this page."
+            f"This {layout.model_type} model computes attention in its own code, not through transformers' "
+            "attention interface, so txviz does not write its block out as code. Its residual stream and logit "
+            "lens still work on this page."
         )
     block, cfg = layout.block(model, stack, layer), model.config
     if layout.family == "bert":
@@ -119,18 +147,6 @@ def block_weights(layout: Layout, model, stack: str, layer: int) -> BlockWeights
             _norm(block.attention.output.LayerNorm),
             ffn,
             _norm(block.output.LayerNorm),
-        )
-    if layout.family == "llama":
-        a, mlp = block.self_attn, block.mlp
-        attention = Attention(
-            _linear(a.q_proj), _linear(a.k_proj), _linear(a.v_proj), _linear(a.o_proj),
-            cfg.num_attention_heads, cfg.num_key_value_heads, a.head_dim, float(a.scaling), True, True,
-        )  # fmt: skip
-        ffn = FeedForward(
-            _linear(mlp.up_proj), _linear(mlp.down_proj), _linear(mlp.gate_proj), cfg.hidden_act
-        )
-        return BlockWeights(
-            layout.form, attention, _norm(block.input_layernorm), ffn, _norm(block.post_attention_layernorm)
         )
     if layout.family == "gpt2":
         a, d = block.attn, cfg.hidden_size
@@ -158,4 +174,9 @@ def block_weights(layout: Layout, model, stack: str, layer: int) -> BlockWeights
             _bart_attention(block.encoder_attn, causal=False) if decoder else None,
             _norm(block.encoder_attn_layer_norm) if decoder else None,
         )
-    raise UnknownLayoutError(f"No block code for the {layout.family} family.")
+    if layout.form == "post-LN":
+        raise UnknownLayoutError(f"No block code for the {layout.family} family.")
+    from txviz.block.decoders import prenorm_weights  # it builds on this module's parts
+
+    base = model.get_submodule(layout.base)
+    return prenorm_weights(model, block, rotary=hasattr(base, "rotary_emb"))
