@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from txviz.block.recording import BlockRun
+from txviz.block.recording import BlockRun, learned_table
 from txviz.core.tokens import readable_tokens
 from txviz.models import LoadedModel
 
@@ -55,11 +55,11 @@ def stages(run: BlockRun, stack: str) -> tuple[Stage, ...]:
             "block rotates its queries and keys by an angle proportional to the position (RoPE). Shown: "
             "cos of each angle, position x frequency.",
         ),
-    }[family]
+    }.get(family) or _other_positions(run)
     boxes = [
         Stage("ids", "token ids", "The tokenizer turns the text into integer ids."),
         Stage("embedding", "token embedding", "Each id selects one row of the embedding matrix."),
-        positions,
+        *([positions] if positions else []),
         Stage("stream", "block input X₀", "What enters the first block: the start of the residual stream."),
         Stage("blocks", f"{n} × {kind}", "The stream after the block chosen with the layer slider."),
     ]
@@ -86,6 +86,21 @@ def stages(run: BlockRun, stack: str) -> tuple[Stage, ...]:
     return tuple(boxes)
 
 
+def _other_positions(run: BlockRun) -> Stage | None:
+    """The positions box of a decoder txviz has no words of its own for: rotary or a learned table."""
+    if run.positions == "rotary":
+        return Stage(
+            "positions",
+            "rotary positions\n(inside attention)",
+            f"This {run.layout.model_type} model adds no position vector: every block rotates its queries and "
+            "keys by an angle proportional to the position (RoPE). Shown: cos of each angle, position x "
+            "frequency.",
+        )
+    if run.positions == "learned":
+        return Stage("positions", "+ learned positions", "The model adds a learned vector per position.")
+    return None
+
+
 def _stack_module(loaded: LoadedModel, run: BlockRun, stack: str):
     path = run.layout.stack(stack).path.rsplit(".", 1)[0]  # ".../layers" -> the encoder/decoder
     return loaded.model.get_submodule(path) if run.layout.family == "bart" else loaded.model.base_model
@@ -97,9 +112,10 @@ def _positions(loaded: LoadedModel, run: BlockRun, stack: str, n: int) -> np.nda
         rows = module.embeddings.position_embeddings.weight[:n]
     elif family == "gpt2":
         rows = module.wpe.weight[:n]
-    elif family == "bart":
-        table = module.embed_positions
-        rows = table.weight[table.offset : table.offset + n]
+    elif family == "bart" or run.positions == "learned":
+        table = module.embed_positions if family == "bart" else learned_table(module)
+        offset = getattr(table, "offset", 0)
+        rows = table.weight[offset : offset + n]
     else:
         x = torch.zeros(1, n, 1, device=loaded.device)
         cos, _ = module.rotary_emb(x, torch.arange(n, device=loaded.device)[None])

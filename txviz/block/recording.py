@@ -56,6 +56,7 @@ class BlockRun:
     top_probs: np.ndarray | None  # (T,) its probability
     notice: str = ""
     stages: frozenset[str] = frozenset()
+    positions: str = ""  # how the model places tokens: "rotary", "learned" (a table) or "" (other)
 
     def stack(self, name: str | None = None) -> StackRun:
         if name is None:
@@ -64,6 +65,20 @@ class BlockRun:
             if stack.name == name:
                 return stack
         raise UserError(f"This model has no {name}; it has {', '.join(s.name for s in self.stacks)}.")
+
+
+def learned_table(module: torch.nn.Module) -> torch.nn.Embedding | None:
+    """A decoder's learned position table (OPT keeps it in its decoder, offset by 2), or None."""
+    for owner in (module, getattr(module, "decoder", None)):
+        table = getattr(owner, "embed_positions", None) or getattr(owner, "wpe", None)
+        if isinstance(table, torch.nn.Embedding):
+            return table
+    return None
+
+
+def _position_kind(model: torch.nn.Module, layout: Layout) -> str:
+    base = model.get_submodule(layout.base)
+    return "rotary" if hasattr(base, "rotary_emb") else "learned" if learned_table(base) is not None else ""
 
 
 def _stack_stages(recorder: Run, stack: str, n_layers: int, kinds: frozenset[str]) -> dict:
@@ -148,7 +163,10 @@ def run_ids(
         probs = torch.softmax(out.logits[0].float(), dim=-1)
         best = probs.max(dim=-1)
         top_ids, top_probs = best.indices.cpu().numpy(), best.values.cpu().numpy()
-    return BlockRun(loaded.name, layout, tuple(runs), final, top_ids, top_probs, notice, frozenset(stages))
+    return BlockRun(
+        loaded.name, layout, tuple(runs), final, top_ids, top_probs, notice, frozenset(stages),
+        _position_kind(loaded.model, layout),
+    )  # fmt: skip
 
 
 def read_only(run: BlockRun) -> BlockRun:
