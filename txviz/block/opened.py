@@ -40,6 +40,7 @@ class OpenedBlock:
     steps: tuple[Step, ...]
     max_difference: float  # max |E - model's output of this layer|
     scale: float  # max |model's output|, to read the difference against
+    note: str = ""  # what this family's block adds to the plain form (norms, q/k norms, soft-capping...)
 
     def step(self, name: str) -> Step:
         return next(s for s in self.steps if s.name == name)
@@ -74,8 +75,9 @@ def open_block(loaded: LoadedModel, run: BlockRun, stack: str, layer: int) -> Op
         rotary = _rotary(model, layout, x.shape[0], layer) if weights.attention.rotary else None
         e, steps = prenorm.pre_norm_block(x, weights, rotary)
         lines = prenorm.lines(weights)
+    note = "" if weights.form == "post-LN" else prenorm.variant_note(weights)
     expected = stream.hidden[layer + 1]
     difference = float(np.abs(e.float().cpu().numpy() - expected).max())
     return OpenedBlock(
-        stack, layer, weights.form, lines, tuple(steps.items), difference, float(np.abs(expected).max())
+        stack, layer, weights.form, lines, tuple(steps.items), difference, float(np.abs(expected).max()), note
     )

@@ -38,6 +38,38 @@ def lines(w: BlockWeights) -> tuple[str, ...]:
     return (f"Z = X + {attn}", f"E = Z + {ffn}")
 
 
+def variant_note(w: BlockWeights) -> str:
+    """What this block adds to the plain pre-norm block, in a sentence or two ("" for none)."""
+    notes = []
+    if w.parallel:
+        notes.append(
+            "Attention and the FFN read the same input X side by side and both outputs are added in one "
+            "step (the parallel block of GPT-J and GPT-NeoX): one norm each, no Z in between."
+        )
+    if w.norm1 is None and w.attn_out_norm is not None:
+        notes.append(
+            "The norms sit on each branch's output instead of its input (OLMo 2): the stream is still a "
+            "running sum that no norm rescales."
+        )
+    elif w.attn_out_norm is not None:
+        notes.append(
+            "Each branch is normalised on its way in and on its way out (PostNorm), as Gemma does, before it "
+            "is added to the stream."
+        )
+    a = w.attention
+    if a.q_norm is not None:
+        notes.append("Queries and keys get an RMSNorm of their own before the dot product.")
+    if a.softcap is not None:
+        notes.append(
+            f"Scores are soft-capped: {a.softcap:g} · tanh(score / {a.softcap:g}) keeps them within ±{a.softcap:g}."
+        )
+    if a.window is not None:
+        notes.append(
+            f"This layer's attention is a sliding window: each token sees itself and the {a.window - 1} before it."
+        )
+    return " ".join(notes)
+
+
 def _kind(norm) -> str:
     return "RMSNorm" if norm.kind == "rms" else "LayerNorm"
 
