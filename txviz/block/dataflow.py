@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from txviz.block.recording import BlockRun, learned_table
+from txviz.block.recording import BlockRun
 from txviz.core.tokens import readable_tokens
 from txviz.models import LoadedModel
 
@@ -34,32 +34,16 @@ class StageValues:
 
 def stages(run: BlockRun, stack: str) -> tuple[Stage, ...]:
     """The boxes for one stack, in order, as this model computes them."""
-    family, n = run.layout.family, run.stack(stack).n_layers
-    kind = f"{stack} block" if family != "bert" else "encoder block"
-    positions = {
-        "bert": Stage(
-            "positions",
-            "+ positions\n+ segment\n→ LayerNorm",
-            "BERT adds a learned vector per position and per segment, then applies LayerNorm.",
-        ),
-        "gpt2": Stage("positions", "+ learned positions", "GPT-2 adds a learned vector per position."),
-        "bart": Stage(
-            "positions",
-            "+ learned positions\n→ LayerNorm",
-            "BART adds a learned vector per position, then applies LayerNorm.",
-        ),
-        "llama": Stage(
-            "positions",
-            "rotary positions\n(inside attention)",
-            "Llama adds no position vector: every "
-            "block rotates its queries and keys by an angle proportional to the position (RoPE). Shown: "
-            "cos of each angle, position x frequency.",
-        ),
-    }.get(family) or _other_positions(run)
+    n = run.stack(stack).n_layers
+    kind = f"{stack} block"
+    record = run.layout.record
+    positions = []  # a model placed by discovery: no record says how it adds positions, so no box
+    if record is not None and record.positions is not None:
+        positions = [Stage("positions", record.positions.label, record.positions.help)]
     boxes = [
         Stage("ids", "token ids", "The tokenizer turns the text into integer ids."),
         Stage("embedding", "token embedding", "Each id selects one row of the embedding matrix."),
-        *([positions] if positions else []),
+        *positions,
         Stage("stream", "block input X₀", "What enters the first block: the start of the residual stream."),
         Stage("blocks", f"{n} × {kind}", "The stream after the block chosen with the layer slider."),
     ]
@@ -86,40 +70,23 @@ def stages(run: BlockRun, stack: str) -> tuple[Stage, ...]:
     return tuple(boxes)
 
 
-def _other_positions(run: BlockRun) -> Stage | None:
-    """The positions box of a decoder txviz has no words of its own for: rotary or a learned table."""
-    if run.positions == "rotary":
-        return Stage(
-            "positions",
-            "rotary positions\n(inside attention)",
-            f"This {run.layout.model_type} model adds no position vector: every block rotates its queries and "
-            "keys by an angle proportional to the position (RoPE). Shown: cos of each angle, position x "
-            "frequency.",
-        )
-    if run.positions == "learned":
-        return Stage("positions", "+ learned positions", "The model adds a learned vector per position.")
-    return None
-
-
 def _stack_module(loaded: LoadedModel, run: BlockRun, stack: str):
-    path = run.layout.stack(stack).path.rsplit(".", 1)[0]  # ".../layers" -> the encoder/decoder
-    return loaded.model.get_submodule(path) if run.layout.family == "bart" else loaded.model.base_model
+    """Where the stack's token and position tables live (its record's ``owner``)."""
+    if run.layout.record is not None and run.layout.record.owner == "stack":
+        return loaded.model.get_submodule(run.layout.stack(stack).path.rsplit(".", 1)[0])  # ".../layers"
+    return loaded.model.base_model
 
 
 def _positions(loaded: LoadedModel, run: BlockRun, stack: str, n: int) -> np.ndarray:
-    module, family = _stack_module(loaded, run, stack), run.layout.family
-    if family == "bert":
-        rows = module.embeddings.position_embeddings.weight[:n]
-    elif family == "gpt2":
-        rows = module.wpe.weight[:n]
-    elif family == "bart" or run.positions == "learned":
-        table = module.embed_positions if family == "bart" else learned_table(module)
-        offset = getattr(table, "offset", 0)
-        rows = table.weight[offset : offset + n]
-    else:
+    positions = run.layout.record.positions
+    table = _stack_module(loaded, run, stack).get_submodule(positions.table)
+    if positions.kind == "rotary":
         x = torch.zeros(1, n, 1, device=loaded.device)
-        cos, _ = module.rotary_emb(x, torch.arange(n, device=loaded.device)[None])
+        cos, _ = table(x, torch.arange(n, device=loaded.device)[None])
         rows = cos[0, :, : cos.shape[-1] // 2]  # the two halves repeat the same angles
+    else:
+        offset = getattr(table, positions.offset) if positions.offset else 0
+        rows = table.weight[offset : offset + n]
     return rows.detach().float().cpu().numpy()
 
 
@@ -132,7 +99,8 @@ def stage_values(loaded: LoadedModel, run: BlockRun, stack: str, key: str, layer
         return StageValues("Token ids", ids=data.ids)
     if key == "embedding":
         module = _stack_module(loaded, run, stack)
-        table = module.embed_tokens if run.layout.family == "bart" else loaded.model.get_input_embeddings()
+        tokens = run.layout.record.tokens if run.layout.record is not None else None
+        table = module.get_submodule(tokens) if tokens else loaded.model.get_input_embeddings()
         return StageValues("Token embedding rows E[id]", table(ids).float().cpu().numpy())
     if key == "positions":
         return StageValues("Position information", _positions(loaded, run, stack, len(data.ids)))

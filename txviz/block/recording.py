@@ -56,7 +56,6 @@ class BlockRun:
     top_probs: np.ndarray | None  # (T,) its probability
     notice: str = ""
     stages: frozenset[str] = frozenset()
-    positions: str = ""  # how the model places tokens: "rotary", "learned" (a table) or "" (other)
 
     def stack(self, name: str | None = None) -> StackRun:
         if name is None:
@@ -67,28 +66,15 @@ class BlockRun:
         raise UserError(f"This model has no {name}; it has {', '.join(s.name for s in self.stacks)}.")
 
 
-def learned_table(module: torch.nn.Module) -> torch.nn.Embedding | None:
-    """A decoder's learned position table (OPT keeps it in its decoder, offset by 2), or None."""
-    for owner in (module, getattr(module, "decoder", None)):
-        table = getattr(owner, "embed_positions", None) or getattr(owner, "wpe", None)
-        if isinstance(table, torch.nn.Embedding):
-            return table
-    return None
-
-
-def _position_kind(model: torch.nn.Module, layout: Layout) -> str:
-    base = model.get_submodule(layout.base)
-    return "rotary" if hasattr(base, "rotary_emb") else "learned" if learned_table(base) is not None else ""
-
-
-def _stack_stages(recorder: Run, stack: str, n_layers: int, kinds: frozenset[str]) -> dict:
-    """Stacked (N, T, ...) arrays of each stage recorded for one stack."""
+def _stack_stages(recorder: Run, stack: str, n_layers: int, kinds: frozenset[str], hidden: bool) -> dict:
+    """Stacked (N, T, ...) arrays of each stage recorded for one stack; ``hidden``: the FFN point's
+    input is the FFN's hidden activations (its down projection is the point)."""
     out = {}
     for kind in ("attn", "cross", "ffn"):
         records = [recorder.stage(f"{stack}.{i}.{kind}") for i in range(n_layers)]
         if kind in kinds and all(records):
             out[kind] = np.stack([r.output[0].float().cpu().numpy() for r in records])
-            if kind == "ffn" and all(r.input is not None for r in records):
+            if kind == "ffn" and hidden and all(r.input is not None for r in records):
                 out["ffn_hidden"] = np.stack([r.input[0].float().cpu().numpy() for r in records])
     return out
 
@@ -139,6 +125,7 @@ def run_ids(
     out = recorder.output
     final_in = recorder.stage("final_norm")
     runs = []
+    reads_hidden = layout.record is not None and layout.record.ffn.reads_hidden
     for stack in layout.stacks:
         if stack.name == "decoder" and loaded.kind == "encoder-decoder":
             stack_ids, states = inputs["decoder_input_ids"][0].tolist(), out.decoder_hidden_states
@@ -154,7 +141,7 @@ def run_ids(
                 tokens,
                 tuple(stack_ids),
                 _hidden(states, pre_final),
-                **_stack_stages(recorder, stack.name, stack.n_layers, kinds),
+                **_stack_stages(recorder, stack.name, stack.n_layers, kinds, reads_hidden),
             )  # fmt: skip
         )
     final = states[-1][0].float().cpu().numpy() if final_in is not None else None
@@ -163,10 +150,7 @@ def run_ids(
         probs = torch.softmax(out.logits[0].float(), dim=-1)
         best = probs.max(dim=-1)
         top_ids, top_probs = best.indices.cpu().numpy(), best.values.cpu().numpy()
-    return BlockRun(
-        loaded.name, layout, tuple(runs), final, top_ids, top_probs, notice, frozenset(stages),
-        _position_kind(loaded.model, layout),
-    )  # fmt: skip
+    return BlockRun(loaded.name, layout, tuple(runs), final, top_ids, top_probs, notice, frozenset(stages))
 
 
 def read_only(run: BlockRun) -> BlockRun:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from txviz.core.layouts import Layout, UnknownLayoutError
+from txviz.core.model_map import WRITTEN_OUT, AttentionParts, FeedForwardParts, Record
 from txviz.core.running import reads_eager
 
 
@@ -87,12 +88,14 @@ def _float(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def _linear(module) -> Linear:
+    if type(module).__name__ == "Conv1D":  # GPT-2's Conv1D stores W as (in, out) and computes x W + b
+        return Linear(_float(module.weight).T, _float(module.bias))
     return Linear(_float(module.weight), None if module.bias is None else _float(module.bias))
 
 
-def _conv1d(weight: torch.Tensor, bias: torch.Tensor) -> Linear:
-    """GPT-2's Conv1D stores W as (in, out) and computes x W + b."""
-    return Linear(_float(weight).T, _float(bias))
+def _rows(linear: Linear, start: int, stop: int) -> Linear:
+    """Output features start..stop of a fused projection, as a Linear of its own."""
+    return Linear(linear.weight[start:stop], None if linear.bias is None else linear.bias[start:stop])
 
 
 def _gain_offset(module) -> float:
@@ -114,69 +117,122 @@ def _norm(module) -> Norm:
     raise UnknownLayoutError(f"txviz cannot write out a {type(module).__name__} as code.")
 
 
-def _bart_attention(module, causal: bool) -> Attention:
-    heads = module.num_heads
+def _fused(parts: AttentionParts, block, n_heads: int, n_kv: int, d: int) -> tuple[Linear, Linear, Linear]:
+    """q, k, v from one fused projection: all queries, then keys, then values (GPT-2, Phi-3), or each
+    head's query, key and value together (GPT-NeoX)."""
+    fused = _linear(block.get_submodule(parts.qkv))
+    if fused.weight.shape[0] != (n_heads + 2 * n_kv) * d:
+        raise UnknownLayoutError(
+            f"This model's fused projection {parts.qkv} has {fused.weight.shape[0]} outputs, not the "
+            f"{(n_heads + 2 * n_kv) * d} its heads need: txviz cannot split it into queries, keys and values."
+        )
+    if parts.qkv_per_head:
+        weight = fused.weight.view(n_heads, 3, d, -1)
+        bias = None if fused.bias is None else fused.bias.view(n_heads, 3, d)
+        return tuple(
+            Linear(weight[:, i].reshape(n_heads * d, -1), None if bias is None else bias[:, i].reshape(-1))
+            for i in range(3)
+        )  # fmt: skip
+    q, kv = n_heads * d, n_kv * d
+    return _rows(fused, 0, q), _rows(fused, q, q + kv), _rows(fused, q + kv, q + 2 * kv)
+
+
+def _window(module, config) -> int | None:
+    """This layer's sliding window: its attention's own (models that alternate) or the config's."""
+    if hasattr(module, "sliding_window"):
+        return module.sliding_window or None
+    return getattr(config, "sliding_window", None) or None
+
+
+def _attention(parts: AttentionParts, block, config, causal: bool, rotary: bool) -> Attention:
+    """The record's attention parts read as plain (out, in) weights, with this layer's options."""
+    module = block.get_submodule(parts.module)
+    if getattr(module, "sinks", None) is not None:
+        raise UnknownLayoutError(
+            "This model's attention has sinks (a learned extra score per head that takes part of the softmax); "
+            "the block as code writes out a plain softmax. The residual stream and logit lens still work."
+        )
+    d = int(
+        getattr(module, "head_dim", None) or getattr(module, "head_size", None) or module.attention_head_size
+    )
+    if parts.qkv:
+        n_heads = int(getattr(module, "num_heads", None) or config.num_attention_heads)
+        n_kv = int(getattr(config, "num_key_value_heads", None) or n_heads)
+        q, k, v = _fused(parts, block, n_heads, n_kv, d)
+    else:
+        q, k, v = (_linear(block.get_submodule(p)) for p in (parts.q, parts.k, parts.v))
+    q_norm, k_norm = (
+        None if p is None else _norm(block.get_submodule(p)) for p in (parts.q_norm, parts.k_norm)
+    )
     return Attention(
-        _linear(module.q_proj), _linear(module.k_proj), _linear(module.v_proj), _linear(module.out_proj),
-        heads, heads, module.head_dim, float(module.scaling), causal, False,
+        q, k, v, _linear(block.get_submodule(parts.o)), q.weight.shape[0] // d, k.weight.shape[0] // d, d,
+        float(module.scaling), causal, rotary, q_norm, k_norm, getattr(module, "attn_logit_softcapping", None),
+        _window(module, config) if causal else None,
     )  # fmt: skip
 
 
-def block_weights(layout: Layout, model, stack: str, layer: int) -> BlockWeights:
-    """The weights of block ``layer`` of ``stack``."""
-    if reads_eager(model):
-        raise UnknownLayoutError(
-            f"This {layout.model_type} model computes attention in its own code, not through transformers' "
-            "attention interface, so txviz does not write its block out as code. Its residual stream and logit "
-            "lens still work on this page."
-        )
-    block, cfg = layout.block(model, stack, layer), model.config
-    if layout.family == "bert":
-        self_attn, heads = block.attention.self, cfg.num_attention_heads
-        attention = Attention(
-            _linear(self_attn.query), _linear(self_attn.key), _linear(self_attn.value),
-            _linear(block.attention.output.dense), heads, heads, self_attn.attention_head_size,
-            float(self_attn.scaling), bool(cfg.is_decoder), False,
-        )  # fmt: skip
-        ffn = FeedForward(
-            _linear(block.intermediate.dense), _linear(block.output.dense), None, cfg.hidden_act
-        )
-        return BlockWeights(
-            layout.form,
-            attention,
-            _norm(block.attention.output.LayerNorm),
-            ffn,
-            _norm(block.output.LayerNorm),
-        )
-    if layout.family == "gpt2":
-        a, d = block.attn, cfg.hidden_size
-        w, b = a.c_attn.weight, a.c_attn.bias
-        q, k, v = (_conv1d(w[:, i * d : (i + 1) * d], b[i * d : (i + 1) * d]) for i in range(3))
-        attention = Attention(
-            q, k, v, _conv1d(a.c_proj.weight, a.c_proj.bias), a.num_heads, a.num_heads, a.head_dim,
-            float(a.scaling), True, False,
-        )  # fmt: skip
-        mlp = block.mlp
-        ffn = FeedForward(
-            _conv1d(mlp.c_fc.weight, mlp.c_fc.bias), _conv1d(mlp.c_proj.weight, mlp.c_proj.bias), None,
-            cfg.activation_function,
-        )  # fmt: skip
-        return BlockWeights(layout.form, attention, _norm(block.ln_1), ffn, _norm(block.ln_2))
-    if layout.family == "bart":
-        decoder = stack == "decoder"
-        ffn = FeedForward(_linear(block.fc1), _linear(block.fc2), None, cfg.activation_function)
-        return BlockWeights(
-            layout.form,
-            _bart_attention(block.self_attn, causal=decoder),
-            _norm(block.self_attn_layer_norm),
-            ffn,
-            _norm(block.final_layer_norm),
-            _bart_attention(block.encoder_attn, causal=False) if decoder else None,
-            _norm(block.encoder_attn_layer_norm) if decoder else None,
-        )
-    if layout.form == "post-LN":
-        raise UnknownLayoutError(f"No block code for the {layout.family} family.")
-    from txviz.block.decoders import prenorm_weights  # it builds on this module's parts
+def _activation(config) -> str:
+    for name in ("hidden_activation", "hidden_act", "activation_function"):
+        if getattr(config, name, None):
+            return getattr(config, name)
+    raise UnknownLayoutError("txviz cannot tell this model's FFN activation from its config.")
 
-    base = model.get_submodule(layout.base)
-    return prenorm_weights(model, block, rotary=hasattr(base, "rotary_emb"))
+
+def _feed_forward(parts: FeedForwardParts, block, config) -> FeedForward:
+    """Plain (up, down), gated (gate, up, down) or Phi-3's fused [gate | up] FFN."""
+    down, act = _linear(block.get_submodule(parts.down)), _activation(config)
+    if parts.gate_up:
+        fused = _linear(block.get_submodule(parts.gate_up))
+        half = fused.weight.shape[0] // 2
+        return FeedForward(_rows(fused, half, 2 * half), down, _rows(fused, 0, half), act)
+    gate = _linear(block.get_submodule(parts.gate)) if parts.gate else None
+    return FeedForward(_linear(block.get_submodule(parts.up)), down, gate, act)
+
+
+def _refusal(layout: Layout, model, record: Record | None) -> str | None:
+    """Why this model's block cannot be written out, or None."""
+    tail = "Its residual stream and logit lens still work on this page."
+    if reads_eager(model):
+        return (
+            f"This {layout.model_type} model computes attention in its own code, not through transformers' "
+            f"attention interface, so txviz does not write its block out as code. {tail}"
+        )
+    if record is not None and record.ffn.experts:
+        return (
+            f"This {layout.model_type} model's feed-forward network is a mixture of experts (a router picks a "
+            f"few expert FFNs per token); the block as code writes out a dense FFN. {tail}"
+        )
+    if record is None or not record.code:
+        return (
+            f"txviz cannot write out the block of a '{layout.model_type}' model as code: it writes out "
+            f"{WRITTEN_OUT}. {tail}"
+        )
+    return None
+
+
+def block_weights(layout: Layout, model, stack: str, layer: int) -> BlockWeights:
+    """The weights of block ``layer`` of ``stack``, read where the family's record says they are."""
+    record = layout.record
+    reason = _refusal(layout, model, record)
+    if reason:
+        raise UnknownLayoutError(reason)
+    block, cfg = layout.block(model, stack, layer), model.config.get_text_config()
+    cross = layout.stack(stack).cross
+    causal = stack == "decoder" or bool(getattr(cfg, "is_decoder", False))
+    rotary = record.positions is not None and record.positions.kind == "rotary"
+    norm = lambda role: _norm(block.get_submodule(record.norm(role))) if record.norm(role) else None  # noqa: E731
+    form = (
+        "post-LN" if layout.form == "post-LN" else "pre-norm"
+    )  # sandwich, post-norm, parallel: pre-norm kin
+    return BlockWeights(
+        form,
+        _attention(record.attention, block, cfg, causal, rotary),
+        norm("norm1"),
+        _feed_forward(record.ffn, block, cfg),
+        norm("norm2"),
+        _attention(record.cross, block, cfg, False, False) if cross else None,
+        norm("norm_cross") if cross else None,
+        attn_out_norm=norm("post_attn"),
+        ffn_out_norm=norm("post_ffn"),
+        parallel=layout.form == "parallel",
+    )

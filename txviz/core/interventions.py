@@ -141,10 +141,7 @@ def _place(layout: Layout, interventions, heads: dict, streams: dict, knockouts:
             if item.point in ("head", "heads"):
                 heads.setdefault(layout.attention_name(stack, item.layer, item.cross), []).append(item)
             else:
-                name = f"{stack}.embed" if item.point == "embed" else f"{stack}.{item.layer}.{item.point}"
-                if item.point != "embed":
-                    layout.attention_name(stack, item.layer, item.point == "cross")  # checks layer, cross
-                streams.setdefault(name, []).append(item)
+                streams.setdefault(layout.point_name(item.point, stack, item.layer), []).append(item)
         else:
             raise InterventionError(f"Not an intervention: {item!r}.")
 

@@ -1,10 +1,13 @@
-"""Where a model keeps its blocks: the few Hugging Face block layouts txviz knows point by point.
+"""Where a model keeps its blocks: its family's record (txviz.core.model_map) placed on the model.
 
-The block page writes these layouts out as code; recording stages and editing the residual stream,
-the FFN or a head (txviz.core.interventions) find their points here.
+Recording stages and editing the residual stream, the FFN or a head (txviz.core.interventions) find
+their points here; the block page writes out the families whose record says so.
 
-Each family is recognised by its config's model type and then checked by the names of the block's
+A family is recognised by its config's model type and then checked by the names of the block's
 modules, so a model whose block does something else gets a clear message instead of wrong numbers.
+A causal LM with no record is placed by discovery: its blocks are the base model's list of as many
+modules as the config has layers, and one short forward under the capture ContextVar shows which
+module of each block calls the attention function (its heads).
 """
 
 from __future__ import annotations
@@ -15,60 +18,13 @@ from dataclasses import dataclass
 import torch
 
 from txviz.core.errors import UserError
+from txviz.core.model_map import WRITTEN_OUT, Record, record_for
 
-FAMILIES = {  # config.model_type -> family
-    "bert": "bert",
-    "roberta": "bert",
-    "xlm-roberta": "bert",
-    "electra": "bert",
-    "llama": "llama",
-    "mistral": "llama",
-    "qwen2": "llama",
-    "gpt2": "gpt2",
-    "bart": "bart",
-}
-FORMS = {"bert": "post-LN", "bart": "post-LN", "llama": "pre-norm", "gpt2": "pre-norm", "generic": "unknown"}
-# Any other causal LM: its blocks, final norm and output head found generically (the residual stream,
-# the logit lens and stream interventions work; the block's inside is not written out).
+# Any other causal LM: its blocks, final norm and output head found generically, its attention by
+# discovery (the residual stream, the logit lens, head edits and stream edits between blocks work;
+# the block's inside is not written out).
 GENERIC = "generic"
 FINAL_NORM_NAMES = ("norm", "final_layer_norm", "ln_f", "final_layernorm", "norm_f", "final_norm")
-# Modules every block of a family must have: its code below reads exactly these weights.
-REQUIRED = {
-    "bert": (
-        "attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
-        "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm",
-    ),
-    "llama": (
-        "input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-        "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj",
-    ),
-    "gpt2": ("ln_1", "attn.c_attn", "attn.c_proj", "ln_2", "mlp.c_fc", "mlp.c_proj"),
-    "bart": (
-        "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.out_proj",
-        "self_attn_layer_norm", "fc1", "fc2", "final_layer_norm",
-    ),
-}  # fmt: skip
-# Modules that would change the block's maths beyond what its code writes out.
-FORBIDDEN = {"llama": ("self_attn.q_norm", "self_attn.k_norm", "pre_feedforward_layernorm")}
-# The hooked module of each stage: its output is what the stage adds to the residual stream
-# (before the add); for "ffn" its input is the FFN's hidden activations as well.
-POINTS = {
-    "bert": {"attn": "attention.output.dense", "ffn": "output.dense"},
-    "llama": {"attn": "self_attn", "ffn": "mlp.down_proj"},
-    "gpt2": {"attn": "attn", "ffn": "mlp.c_proj"},
-    "bart": {"attn": "self_attn", "ffn": "fc2", "cross": "encoder_attn"},
-    GENERIC: {},
-}
-# Each block's attention modules, the ones that call the attention function (per-head points).
-ATTENTION = {"bert": "attention.self", "llama": "self_attn", "gpt2": "attn", "bart": "self_attn"}
-CROSS_ATTENTION = {"bart": "encoder_attn"}
-STACKS = {  # family -> (stack name, path from the base model to its ModuleList)
-    "bert": (("encoder", "encoder.layer"),),
-    "llama": (("decoder", "layers"),),
-    "gpt2": (("decoder", "h"),),
-    "bart": (("encoder", "encoder.layers"), ("decoder", "decoder.layers")),
-}
-FINAL_NORM = {"llama": "norm", "gpt2": "ln_f"}
 
 
 _names_by_model: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -100,13 +56,16 @@ class Stack:
 class Layout:
     """A model's blocks, final norm and output head, found by module path."""
 
-    family: str
-    form: str  # "post-LN" or "pre-norm"
+    family: str  # the record's name, or "generic"
+    form: str  # "post-LN", "pre-norm", "parallel", "sandwich", "post-norm" or "unknown"
     base: str  # dotted path of the base model ("" when the model is its own base)
     stacks: tuple[Stack, ...]
     final_norm: str | None
     lm_head: str | None
     model_type: str = ""
+    record: Record | None = None  # None: placed by discovery
+    attention: str | None = None  # discovered: the path in each block of the module that calls attention
+    missing: str = ""  # discovered: why head points are absent, when they are
 
     def stack(self, name: str) -> Stack:
         for stack in self.stacks:
@@ -123,29 +82,60 @@ class Layout:
             for i, block in enumerate(model.get_submodule(stack.path)):
                 if i == 0:
                     found[f"{stack.name}.embed"] = block
-                for kind, path in POINTS[self.family].items():
-                    if kind != "cross" or stack.cross:
-                        found[f"{stack.name}.{i}.{kind}"] = block.get_submodule(path)
+                for kind, path in self.block_points(stack).items():
+                    found[f"{stack.name}.{i}.{kind}"] = block.get_submodule(path)
                 found[f"{stack.name}.{i}.resid"] = block
         if self.final_norm:
             found["final_norm"] = model.get_submodule(self.final_norm)
         return found
 
-    def attention_name(self, stack: str, layer: int, cross: bool = False) -> str:
-        """Module name of block ``layer``'s self-attention (or cross-attention) in ``stack``."""
+    def block_points(self, stack: Stack) -> dict[str, str]:
+        """Stage kind -> path in the block of the module whose output the block adds to the stream."""
+        return self.record.points(stack.cross) if self.record else {}
+
+    def check_layer(self, stack: str, layer: int) -> Stack:
         found = self.stack(stack)
         if not 0 <= layer < found.n_layers:
             raise UserError(f"The {stack} has layers 0 to {found.n_layers - 1}; there is no layer {layer}.")
+        return found
+
+    def attention_name(self, stack: str, layer: int, cross: bool = False) -> str:
+        """Module name of block ``layer``'s self-attention (or cross-attention) in ``stack``."""
+        found = self.check_layer(stack, layer)
         if cross and not found.cross:
             raise UserError(f"The {stack} of this model has no cross-attention.")
-        if self.family == GENERIC:
+        if self.record is not None:
+            part = (self.record.cross if cross else self.record.attention).module
+        elif self.attention is not None:
+            part = self.attention
+        else:
             raise UnknownLayoutError(
-                f"txviz does not know where the heads of this {self.model_type} model's blocks are, so "
-                "it cannot change a head or cut attention edges in it; the residual stream, the logit "
-                "lens and changes to the stream between blocks work."
+                f"txviz cannot place the heads of this {self.model_type} model: {self.missing} So it "
+                "cannot change a head or cut attention edges in it; the residual stream, the logit lens "
+                "and changes to the stream between blocks work."
             )
-        part = CROSS_ATTENTION[self.family] if cross else ATTENTION[self.family]
         return f"{found.path}.{layer}.{part}"
+
+    def point_name(self, point: str, stack: str, layer: int = 0) -> str:
+        """The hooked point's canonical name ('decoder.3.ffn'), or a refusal naming the missing part."""
+        if point == "embed":
+            self.stack(stack)
+            return f"{stack}.embed"
+        if point == "final_norm":
+            if not self.final_norm:
+                raise UnknownLayoutError(f"txviz found no final norm in this {self.model_type} model.")
+            return "final_norm"
+        found = self.check_layer(stack, layer)
+        if point in ("attn", "ffn", "cross") and point not in self.block_points(found):
+            if point == "cross" and not found.cross:
+                raise UserError(f"The {stack} of this model has no cross-attention.")
+            part = {"attn": "attention", "ffn": "feed-forward network", "cross": "cross-attention"}[point]
+            raise UnknownLayoutError(
+                f"txviz does not know which module of this {self.model_type} model's block gives what its "
+                f"{part} adds to the residual stream, so it cannot record or change {point!r}; the stream "
+                "between blocks ('resid', 'embed') and the heads work."
+            )
+        return f"{stack}.{layer}.{point}"
 
     @property
     def last_stack(self) -> str:
@@ -174,36 +164,42 @@ def _has(module: torch.nn.Module, path: str) -> bool:
 def layout_of(model: torch.nn.Module) -> Layout:
     """The model's layout, or an UnknownLayoutError that says what txviz understands."""
     model_type = getattr(model.config, "model_type", "?")
-    family = FAMILIES.get(model_type)
-    known = "BERT-style encoders, Llama-style and GPT-2-style decoders, and BART"
-    if family is None and _causal_lm(model):
+    record = record_for(model_type)
+    if record is None and _causal_lm(model):
         return _generic(model, model_type)
-    if family is None:
+    if record is None:
         raise UnknownLayoutError(
-            f"txviz cannot write out the block of a '{model_type}' model: it knows {known}. "
-            "Its attention is still on the Attention Explorer page."
+            f"txviz cannot write out the block of a '{model_type}' model: it knows {WRITTEN_OUT}, the "
+            "decoders listed in docs/model-families.md, and finds the blocks of other causal language "
+            "models by itself. Its attention is still on the Attention Explorer page."
         )
+    return _placed(model, model_type, record)
+
+
+def _placed(model: torch.nn.Module, model_type: str, record: Record) -> Layout:
     base = module_names(model).get(id(model.base_model), "")
     stacks = []
-    for name, path in STACKS[family]:
+    for name, path in record.stacks:
         full = _join(base, path)
         blocks = model.get_submodule(full) if _has(model, full) else None
         if not isinstance(blocks, torch.nn.ModuleList) or not len(blocks):
             raise UnknownLayoutError(
-                f"This {model_type} model has no {name} blocks where txviz expects them."
+                f"This {model_type} model has no {name} blocks where txviz expects them ({full})."
             )
-        missing = [p for p in REQUIRED[family] if not _has(blocks[0], p)]
-        extra = [p for p in FORBIDDEN.get(family, ()) if _has(blocks[0], p)]
+        cross = record.cross is not None and name == "decoder"
+        missing = [p for p in record.required(cross) if not _has(blocks[0], p)]
+        extra = [p for p in record.forbidden if _has(blocks[0], p)]
         if missing or extra:
             what = f"lacks {', '.join(missing)}" if missing else f"also has {', '.join(extra)}"
             raise UnknownLayoutError(
-                f"This {model_type} model's block {what}: its layout is not the one txviz writes out as code "
-                f"({known})."
+                f"This {model_type} model's block {what}: its layout is not the {record.name} layout txviz "
+                "knows for this model type."
             )
-        stacks.append(Stack(name, full, len(blocks), family == "bart" and name == "decoder"))
-    final = _join(base, FINAL_NORM[family]) if family in FINAL_NORM else None
-    head = "lm_head" if _has(model, "lm_head") else None
-    return Layout(family, FORMS[family], base, tuple(stacks), final, head, model_type)
+        stacks.append(Stack(name, full, len(blocks), cross))
+    final = _join(base, record.final_norm) if record.final_norm else None
+    head = record.head if record.head and _has(model, record.head) else None
+    return Layout(record.name, record.form_of(model.config), base, tuple(stacks), final, head, model_type,
+                  record)  # fmt: skip
 
 
 def _causal_lm(model: torch.nn.Module) -> bool:
@@ -218,8 +214,9 @@ def _output_head(model: torch.nn.Module) -> torch.nn.Module | None:
 
 
 def _generic(model: torch.nn.Module, model_type: str) -> Layout:
-    """A causal LM txviz has no code for: its blocks (the base model's list of as many modules as the
-    config has layers), the final norm beside them and the output embedding, found generically."""
+    """A causal LM with no record: its blocks (the base model's list of as many modules as the config
+    has layers), the final norm beside them and the output embedding, found generically; the module of
+    each block that calls the attention function, found by discovery."""
     names = module_names(model)
     base = names.get(id(model.base_model), "")
     n_layers = getattr(model.config.get_text_config(), "num_hidden_layers", None)
@@ -244,14 +241,49 @@ def _generic(model: torch.nn.Module, model_type: str) -> Layout:
             break
     head = names.get(id(_output_head(model)))
     stacks = (Stack("decoder", path, n_layers, False),)
-    return Layout(GENERIC, FORMS[GENERIC], base, stacks, final, head, model_type)
+    attention, missing = discover_attention(model, path, n_layers)
+    return Layout(GENERIC, "unknown", base, stacks, final, head, model_type, None, attention, missing)
+
+
+def discover_attention(model: torch.nn.Module, path: str, n_layers: int) -> tuple[str | None, str]:
+    """(path in each block of the module that calls the attention function, "") or (None, why not).
+
+    One short forward under the capture ContextVar: the attention function names every module
+    that calls it, in call order.
+    """
+    from txviz.core.capture import CaptureSettings  # the capture module reads layouts: import late
+    from txviz.core.running import reads_eager, run
+
+    if reads_eager(model):
+        return None, "it computes attention in its own code, not through transformers' attention interface."
+    device = next(model.parameters()).device
+    ids = torch.tensor([[1, 2, 3]], device=device) % max(int(getattr(model.config, "vocab_size", 4) or 4), 4)
+    try:
+        called = list(run(model, CaptureSettings(record={"weights"}), input_ids=ids).attention)
+    except Exception as error:  # noqa: BLE001 - a model that cannot run a short probe is refused by name
+        return None, f"a short probe forward failed ({type(error).__name__})."
+    parts = {}
+    for name in called:
+        layer, _, part = name.removeprefix(f"{path}.").partition(".")
+        if not name.startswith(f"{path}.") or not layer.isdigit() or not part:
+            return None, f"the module {name} calls the attention function outside the blocks in {path}."
+        parts.setdefault(int(layer), set()).add(part)
+    if sorted(parts) != list(range(n_layers)):
+        return None, f"only {len(parts)} of its {n_layers} blocks called the attention function in a probe."
+    kinds = set.union(*parts.values())
+    if len(kinds) != 1:
+        return (
+            None,
+            f"each block calls the attention function from {len(kinds)} modules ({', '.join(sorted(kinds))}).",
+        )
+    return kinds.pop(), ""
 
 
 _layouts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def cached_layout(model: torch.nn.Module) -> Layout:
-    """``layout_of`` once per model: every recorded or edited run asks for it."""
+    """``layout_of`` once per model: every recorded or edited run asks for it (discovery probes once)."""
     layout = _layouts.get(model)
     if layout is None:
         layout = _layouts[model] = layout_of(model)

@@ -219,8 +219,11 @@ def check_normaliser(loaded, reference) -> str:
 
 
 def check_interventions(loaded, reference) -> str:
+    """Ablate head 0 of layer 0; where the map names the output projection, the output must equal the
+    eager model's with that head's slice of the projection's input zeroed by hand."""
     from txviz.core.capture import CaptureSettings
     from txviz.core.interventions import Ablate
+    from txviz.core.layouts import cached_layout
     from txviz.core.running import run
 
     ids = _ids(loaded)
@@ -228,12 +231,31 @@ def check_interventions(loaded, reference) -> str:
     if loaded.kind == "encoder-decoder":
         inputs["decoder_input_ids"] = ids[:, :6]
     settings = CaptureSettings(record={"heads"}, interventions=[Ablate("head", 0, head=0)])
-    got = run(loaded.model, settings, **inputs)
+    got = run(loaded.model, settings, ("output",), **inputs)
     zeroed = next(iter(r for rs in got.attention.values() for r in rs if r.heads is not None and
                        not r.heads[:, 0].any()), None)  # fmt: skip
     if zeroed is None:
         raise Mismatch("ablating head 0 of layer 0 left every recorded head 0 non-zero")
-    return "ablate head 0 of layer 0"
+    layout = cached_layout(loaded.model)
+    if layout.record is None:
+        return "ablate head 0 of layer 0 (heads found by discovery)"
+    width = zeroed.heads.shape[-1]
+    projection = layout.block(reference, layout.last_stack, 0).get_submodule(layout.record.attention.o)
+
+    def by_hand(module, args):
+        x = args[0].clone()
+        x[..., :width] = 0  # head 0's slice of the heads side by side
+        return (x, *args[1:])
+
+    handle = projection.register_forward_pre_hook(by_hand)
+    try:
+        with torch.no_grad():
+            theirs = reference(**inputs)
+    finally:
+        handle.remove()
+    key = "logits" if hasattr(theirs, "logits") else "last_hidden_state"
+    close("ablated output", getattr(got.output, key), getattr(theirs, key))
+    return "ablate head 0 of layer 0 = its slice of the output projection's input zeroed by hand"
 
 
 CHECKS: dict[str, Callable] = {
