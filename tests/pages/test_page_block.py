@@ -160,6 +160,7 @@ def test_conformer_tab_shows_the_convolution_window():
         ("Gemma 2", "Z = X + PostNorm(MultiHeadAttn(Norm(X)))", "soft-capped"),
         ("GPT-NeoX", "E = X + MultiHeadAttn(Norm₁(X)) + FeedForward(Norm₂(X))", "side by side"),
         ("OPT", "Z = X + MultiHeadAttn(Norm(X))", None),
+        ("Gemma 3 (text)", "E = Z + PostNorm(FeedForward(Norm(Z)))", "own before the dot product"),
     ],
 )
 def test_modern_decoders_data_flow_and_block_as_code(app, tmp_path, family, line, note):

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from txviz.block import postln, prenorm
-from txviz.block.ops import Step
+from txviz.block.ops import Step, rotary_angles
 from txviz.block.recording import BlockRun
 from txviz.block.weights import block_weights
 from txviz.models import LoadedModel
@@ -47,15 +46,9 @@ class OpenedBlock:
 
 
 def _rotary(model, layout, n_tokens: int, layer: int):
-    """The model's own (cos, sin) for positions 0..T-1, from its rotary_emb module; models whose
-    sliding-window layers turn at another base (Gemma 3) are asked for this layer's type."""
+    """The model's own (cos, sin) for positions 0..T-1 in block ``layer``."""
     rotary_emb = model.get_submodule(layout.base).rotary_emb
-    x = torch.zeros(1, n_tokens, 1, dtype=torch.float32, device=model.device)
-    positions = torch.arange(n_tokens, device=model.device)[None]
-    types = getattr(model.config.get_text_config(), "layer_types", None)
-    if types and "layer_type" in inspect.signature(rotary_emb.forward).parameters:
-        return rotary_emb(x, positions, types[layer])
-    return rotary_emb(x, positions)
+    return rotary_angles(rotary_emb, model.config, n_tokens, layer, model.device)
 
 
 @torch.no_grad()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass, field
 
@@ -78,6 +79,17 @@ def activation(name: str, x: torch.Tensor) -> torch.Tensor:
 def rms_norm(x: torch.Tensor, norm: Norm) -> torch.Tensor:
     """RMSNorm over the last axis, without steps: the queries' and keys' norm (per head or whole)."""
     return norm.gain * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + norm.eps))
+
+
+def rotary_angles(rotary_emb: torch.nn.Module, config, n_tokens: int, layer: int, device):
+    """The model's own (cos, sin) for positions 0..T-1 from its rotary module; models whose sliding-window
+    layers turn at another base (Gemma 3) are asked for this layer's type."""
+    x = torch.zeros(1, n_tokens, 1, dtype=torch.float32, device=device)
+    positions = torch.arange(n_tokens, device=device)[None]
+    types = getattr(config.get_text_config(), "layer_types", None)
+    if types and "layer_type" in inspect.signature(rotary_emb.forward).parameters:
+        return rotary_emb(x, positions, types[layer])
+    return rotary_emb(x, positions)
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
