@@ -64,7 +64,7 @@ def test_moving_every_control() -> None:
 def test_samples(sample: str) -> None:
     at = run_page(sample=sample)
     assert_clean(at)
-    assert len(figures_titles(at)) == 6
+    assert len(figures_titles(at)) == 7  # grid, bars, sequence, overlay, head stats, ablation, curves
 
 
 def test_a_photo_on_the_digit_model_gets_a_note_on_what_it_knows() -> None:
@@ -132,7 +132,7 @@ def test_unusual_uploads_are_converted_with_a_note() -> None:
         assert_clean(at, name)
         if note:
             assert any(note in info.value for info in at.info), name
-        assert len(figures_titles(at)) == 6, name
+        assert len(figures_titles(at)) == 7  # grid, bars, sequence, overlay, head stats, ablation, curves, name
 
 
 def test_the_data_hunger_section_shows_the_shipped_curves() -> None:
