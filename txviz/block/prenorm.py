@@ -9,6 +9,11 @@ the branches' Jacobians, a direct route for gradients to early layers. GPT-2 (Ra
 moved LayerNorm to each sub-block's input; Xiong et al. (2020) analysed why this pre-LN form trains
 without learning-rate warm-up. The price: the stream grows with depth, so a final norm is applied
 before the output head.
+
+Its variants keep the stream a running sum and move or add norms on the branches: Gemma normalises
+each branch's output too (Z = X + PostNorm(MHA(Norm(X)))), OLMo 2 only its output
+(Z = X + PostNorm(MHA(X))), and GPT-NeoX runs both branches side by side on X
+(E = X + MHA(Norm₁(X)) + FFN(Norm₂(X))).
 """
 
 from __future__ import annotations
