@@ -91,3 +91,24 @@ def test_the_self_check_finds_a_capture_path_that_differs(tmp_path, monkeypatch)
     marked, _ = _loaded(tmp_path, "Llama")
     assert marked.check_gap > 1e-4
     assert f"{marked.check_gap:.2g}" in marked.check_warning
+
+
+def test_a_switch_that_leaves_evaluation_numbers_alone_is_applied_not_refused():
+    """``deterministic`` (ModernBERT's flash-attention switch) changes no number in evaluation."""
+    module, q, k, v = _attention_inputs()
+    plain, _ = txviz_attention(module, q, k, v, None)
+    switched, _ = txviz_attention(module, q, k, v, None, deterministic=True)
+    torch.testing.assert_close(switched, plain)
+
+
+def test_modernbert_attention_equals_its_own(tmp_path):
+    loaded, folder = _loaded(tmp_path, "ModernBERT")
+    ids = torch.tensor([[2, 5, 6, 7, 8, 9, 10, 11, 3]])
+    got = run(loaded.model, CaptureSettings(record={"weights"}), ("hidden",), input_ids=ids)
+    eager = type(loaded.model).from_pretrained(folder, attn_implementation="eager").eval()
+    with torch.no_grad():
+        theirs = eager(input_ids=ids, output_attentions=True)
+    np.testing.assert_allclose(
+        got.stack("weights"), torch.stack([a[0] for a in theirs.attentions]), atol=1e-5
+    )
+    np.testing.assert_allclose(got.hidden, theirs.last_hidden_state, atol=1e-4)

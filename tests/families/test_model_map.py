@@ -122,3 +122,45 @@ def test_a_layer_out_of_range_is_refused():
     ours, _ = _pair("OPT")
     with pytest.raises(InterventionError, match="layers 0 to 1"):
         run(ours, CaptureSettings(interventions=[Ablate("head", 2, head=0)]), input_ids=IDS)
+
+
+@pytest.mark.parametrize("name", ("T5", "Marian", "OPT", "Gemma 2"))
+def test_the_lens_last_row_is_the_models_own_distribution(tmp_path, name):
+    """The lens reads the last stream as the model does (T5 scales it before its tied head)."""
+    from txviz import models
+    from txviz.block.lens import logit_lens
+    from txviz.block.recording import run_text
+
+    loaded = models.load(str(zoo.folders(tmp_path, {name})[name]), "cpu")
+    block = run_text(loaded, "the cat sat on the mat and the dog ran")
+    lens = logit_lens(loaded, block)
+    torch.testing.assert_close(
+        torch.tensor(lens.top_probs[-1]), torch.tensor(block.top_probs), atol=1e-5, rtol=0
+    )
+
+
+def test_discovery_reuses_the_load_probe_instead_of_running_the_model_again(tmp_path, monkeypatch):
+    from txviz import models
+    from txviz.core.layouts import cached_layout
+
+    monkeypatch.delitem(model_map.BY_MODEL_TYPE, "qwen3")
+    loaded = models.load(str(zoo.folders(tmp_path, {"Qwen3"})["Qwen3"]), "cpu")
+    calls = []
+    loaded.model.register_forward_pre_hook(lambda module, args: calls.append(1))
+    layout = cached_layout(loaded.model)
+    assert layout.attention == "self_attn" and not calls
+
+
+ADDING = [f.name for f in zoo.FAMILIES if f.kind == "decoder" and f.name not in ("Falcon", "GPT-J", "Bloom")]
+
+
+@pytest.mark.parametrize("name", ADDING)
+def test_what_attention_and_the_ffn_add_sums_to_the_next_stream(name):
+    """The map's 'attn' and 'ffn' points are what each block adds: stream before + both = stream after."""
+    ours, _ = _pair(name)
+    got = run(ours, CaptureSettings(stages={"attn", "ffn", "resid", "embed"}), input_ids=IDS)
+    before = got["embed"]
+    for layer in range(2):
+        after = got["resid", layer]
+        torch.testing.assert_close(before + got["attn", layer] + got["ffn", layer], after, atol=1e-5, rtol=0)
+        before = after

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from txviz.block.ops import rotary_angles
 from txviz.block.recording import BlockRun
 from txviz.core.tokens import readable_tokens
 from txviz.models import LoadedModel
@@ -38,13 +37,12 @@ def stages(run: BlockRun, stack: str) -> tuple[Stage, ...]:
     n = run.stack(stack).n_layers
     kind = f"{stack} block"
     record = run.layout.record
-    positions = []  # a model placed by discovery: no record says how it adds positions, so no box
-    if record is not None and record.positions is not None:
-        positions = [Stage("positions", record.positions.label, record.positions.help)]
+    known = record is not None and record.positions is not None and record.positions.table is not None
     boxes = [
         Stage("ids", "token ids", "The tokenizer turns the text into integer ids."),
         Stage("embedding", "token embedding", "Each id selects one row of the embedding matrix."),
-        *positions,
+        # a model placed by discovery, or one whose positions act inside attention: no box of its own
+        *([Stage("positions", record.positions.label, record.positions.help)] if known else []),
         Stage("stream", "block input X₀", "What enters the first block: the start of the residual stream."),
         Stage("blocks", f"{n} × {kind}", "The stream after the block chosen with the layer slider."),
     ]
@@ -73,16 +71,18 @@ def stages(run: BlockRun, stack: str) -> tuple[Stage, ...]:
 
 def _stack_module(loaded: LoadedModel, run: BlockRun, stack: str):
     """Where the stack's token and position tables live (its record's ``owner``)."""
-    if run.layout.record is not None and run.layout.record.owner == "stack":
+    record = run.layout.record
+    if record is not None and record.owner == "stack":
         return loaded.model.get_submodule(run.layout.stack(stack).path.rsplit(".", 1)[0])  # ".../layers"
     return loaded.model.base_model
 
 
-def _positions(loaded: LoadedModel, run: BlockRun, stack: str, n: int, layer: int) -> np.ndarray:
+def _positions(loaded: LoadedModel, run: BlockRun, stack: str, n: int) -> np.ndarray:
     positions = run.layout.record.positions
     table = _stack_module(loaded, run, stack).get_submodule(positions.table)
     if positions.kind == "rotary":
-        cos, _ = rotary_angles(table, loaded.model.config, n, layer, loaded.device)
+        x = torch.zeros(1, n, 1, device=loaded.device)
+        cos, _ = table(x, torch.arange(n, device=loaded.device)[None])
         rows = cos[0, :, : cos.shape[-1] // 2]  # the two halves repeat the same angles
     else:
         offset = getattr(table, positions.offset) if positions.offset else 0
@@ -99,11 +99,11 @@ def stage_values(loaded: LoadedModel, run: BlockRun, stack: str, key: str, layer
         return StageValues("Token ids", ids=data.ids)
     if key == "embedding":
         module = _stack_module(loaded, run, stack)
-        tokens = run.layout.record.tokens if run.layout.record is not None else None
+        tokens = run.layout.record.tokens if run.layout.record else None
         table = module.get_submodule(tokens) if tokens else loaded.model.get_input_embeddings()
         return StageValues("Token embedding rows E[id]", table(ids).float().cpu().numpy())
     if key == "positions":
-        return StageValues("Position information", _positions(loaded, run, stack, len(data.ids), layer))
+        return StageValues("Position information", _positions(loaded, run, stack, len(data.ids)))
     if key == "stream":
         return StageValues("X₀: the input of block 0", data.hidden[0])
     if key == "blocks":

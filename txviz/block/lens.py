@@ -61,13 +61,16 @@ def logit_lens(
     ``final_rank`` and ``final_prob`` follow ``targets`` (one token id per position, e.g. a sampled
     token) when given, else the model's own final choice."""
     norm, head, bias = _head(loaded, run)
+    record = run.layout.record
+    scale = record.head_scale(loaded.config) if record is not None and record.head_scale else None
     stack = run.stack("decoder")
     final = torch.tensor(run.top_ids[positions] if targets is None else np.asarray(targets), dtype=torch.long)
     ids, probs, ranks, chosen = [], [], [], []
     for row in stack.hidden:
         # (1, T, D) as the model's own call had it: in its weights' precision (the stream is kept float32)
         h = torch.tensor(row[positions], device=loaded.device, dtype=head.weight.dtype)[None]
-        logits = head(norm(h) if norm is not None else h)
+        h = norm(h) if norm is not None else h
+        logits = head(h * scale if scale else h)
         if bias is not None:
             logits = logits + bias
         cap = getattr(loaded.config, "final_logit_softcapping", None)

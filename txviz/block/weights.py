@@ -202,10 +202,15 @@ def _refusal(layout: Layout, model, record: Record | None) -> str | None:
             f"This {layout.model_type} model's feed-forward network is a mixture of experts (a router picks a "
             f"few expert FFNs per token); the block as code writes out a dense FFN. {tail}"
         )
-    if record is None or not record.code:
+    if record is None:
         return (
             f"txviz cannot write out the block of a '{layout.model_type}' model as code: it writes out "
             f"{WRITTEN_OUT}. {tail}"
+        )
+    if not record.code:
+        return (
+            f"txviz does not write out the block of a '{layout.model_type}' model as code yet (it writes out "
+            f"{WRITTEN_OUT}; this one has {record.note}). Its residual stream, logit lens and interventions work."
         )
     return None
 
@@ -216,7 +221,11 @@ def block_weights(layout: Layout, model, stack: str, layer: int) -> BlockWeights
     reason = _refusal(layout, model, record)
     if reason:
         raise UnknownLayoutError(reason)
-    block, cfg = layout.block(model, stack, layer), model.config.get_text_config()
+    block, cfg, record = (
+        layout.block(model, stack, layer),
+        model.config.get_text_config(),
+        record.in_stack(stack),
+    )
     cross = layout.stack(stack).cross
     causal = stack == "decoder" or bool(getattr(cfg, "is_decoder", False))
     rotary = record.positions is not None and record.positions.kind == "rotary"

@@ -30,8 +30,8 @@ from txviz.core.stages import StageRecord
 
 IMPLEMENTATION = "txviz"
 # What the attention function can record of each call; "heads" is each head's output before the
-# output projection, (B, H, Q, D_head).
-RecordItem = Literal["weights", "scores", "queries", "keys", "heads"]
+# output projection, (B, H, Q, D_head) (``run["head_out", layer]``).
+RecordItem = Literal["weights", "scores", "queries", "keys", "values", "heads"]
 RECORDABLE = frozenset(get_args(RecordItem))
 # What the stage hooks can record inside a block (txviz.core.stages): what attention, cross-attention
 # and the FFN add, the stream after each block, the stream entering block 0, the final norm.
@@ -45,6 +45,9 @@ CONTEXT_KWARGS = frozenset({
     "output_attentions", "output_hidden_states", "output_router_logits", "return_dict",
     "encoder_hidden_states", "position_embeddings", "token_type_ids",
 })  # fmt: skip
+# Switches of a fused kernel that change no number of a forward in evaluation (ModernBERT asks flash
+# attention for a deterministic backward): accepted and ignored.
+SWITCH_KWARGS = frozenset({"deterministic"})
 # Those that change the maths, each applied by the explicit computation below.
 MATHS_KWARGS = frozenset({"sliding_window", "softcap", "s_aux", "sinks", "position_bias"})
 
@@ -59,7 +62,11 @@ class UnsupportedAttention(UserError):
 
 def check_kwargs(module: torch.nn.Module, kwargs: dict) -> None:
     """Refuse an attention argument that would change the maths and that txviz does not apply."""
-    unknown = sorted(k for k, v in kwargs.items() if v is not None and k not in CONTEXT_KWARGS | MATHS_KWARGS)
+    unknown = sorted(
+        k
+        for k, v in kwargs.items()
+        if v is not None and k not in CONTEXT_KWARGS | SWITCH_KWARGS | MATHS_KWARGS
+    )
     if unknown:
         raise UnsupportedAttention(
             f"{type(module).__name__} passes {', '.join(unknown)} to its attention, which txviz does not "
@@ -138,6 +145,7 @@ class AttentionRecord:
     scores: torch.Tensor | None = None  # (B, H, Q, K), -inf where masked
     queries: torch.Tensor | None = None  # (B, H, Q, D)
     keys: torch.Tensor | None = None  # (B, H, K, D), KV heads expanded to query heads
+    values: torch.Tensor | None = None  # (B, H, K, D), KV heads expanded to query heads
     heads: torch.Tensor | None = None  # (B, H, Q, D): each head's output before the output projection
     is_causal: bool = False
     reduced: Any = None  # the Reduction's last state, when the call was reduced
@@ -362,6 +370,9 @@ def _explicit(
         "scores": _keep(scores[..., rows, :], "scores", settings),
         "queries": _keep(query[..., rows, :], "queries", settings),
         "keys": _keep(repeat_kv(key, groups), "keys", settings) if "keys" in settings.record else None,
+        "values": _keep(repeat_kv(value, groups), "values", settings)
+        if "values" in settings.record
+        else None,
     }
     return output, weights.to(query.dtype), record, causal
 

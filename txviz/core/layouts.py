@@ -91,7 +91,7 @@ class Layout:
 
     def block_points(self, stack: Stack) -> dict[str, str]:
         """Stage kind -> path in the block of the module whose output the block adds to the stream."""
-        return self.record.points(stack.cross) if self.record else {}
+        return self.record.in_stack(stack.name).points(stack.cross) if self.record else {}
 
     def check_layer(self, stack: str, layer: int) -> Stack:
         found = self.stack(stack)
@@ -189,7 +189,7 @@ def _placed(model: torch.nn.Module, model_type: str, record: Record) -> Layout:
                 f"This {model_type} model has no {name} blocks where txviz expects them ({full})."
             )
         cross = record.cross is not None and name == "decoder"
-        missing = [p for p in record.required(cross) if not _has(blocks[0], p)]
+        missing = [p for p in record.in_stack(name).required(cross) if not _has(blocks[0], p)]
         extra = [p for p in record.forbidden if _has(blocks[0], p)]
         if missing or extra:
             what = f"lacks {', '.join(missing)}" if missing else f"also has {', '.join(extra)}"
@@ -264,22 +264,31 @@ def _generic(model: torch.nn.Module, model_type: str, stack: str = "decoder") ->
     return Layout(GENERIC, "unknown", base, stacks, final, head, model_type, None, attention, missing)
 
 
+_probed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> attention modules called
+
+
+def remember_probe(model: torch.nn.Module, called: list[str]) -> None:
+    """The modules that called the attention function in the load's own probe forward, in call order."""
+    _probed[model] = tuple(called)
+
+
 def discover_attention(model: torch.nn.Module, path: str, n_layers: int) -> tuple[str | None, str]:
     """(path in each block of the module that calls the attention function, "") or (None, why not).
 
-    One short forward under the capture ContextVar: the attention function names every module
-    that calls it, in call order.
+    The load's probe forward ran under the capture ContextVar, where the attention function names
+    every module that calls it, in call order; a model built elsewhere gets one short probe here.
     """
     from txviz.core.capture import CaptureSettings  # the capture module reads layouts: import late
     from txviz.core.running import reads_eager, run
 
     if reads_eager(model):
         return None, "it computes attention in its own code, not through transformers' attention interface."
-    inputs = _probe_inputs(model)
-    try:
-        called = list(run(model, CaptureSettings(record={"weights"}), **inputs).attention)
-    except Exception as error:  # noqa: BLE001 - a model that cannot run a short probe is refused by name
-        return None, f"a short probe forward failed ({type(error).__name__})."
+    called = _probed.get(model)
+    if called is None:
+        try:
+            called = list(run(model, CaptureSettings(record={"weights"}), **_probe_inputs(model)).attention)
+        except Exception as error:  # noqa: BLE001 - a model that cannot run a short probe is refused by name
+            return None, f"a short probe forward failed ({type(error).__name__})."
     parts = {}
     for name in called:
         layer, _, part = name.removeprefix(f"{path}.").partition(".")

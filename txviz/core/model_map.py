@@ -24,19 +24,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-# Stage points of a block, in the order the block computes them.
-BLOCK_POINTS = ("attn", "cross", "ffn", "resid")
-ATTENTION_POINT = "head_out"  # recorded inside the attention function, not by a hook
-
-
-def place(stack: str, point: str, layer: int | None = None) -> str:
-    """The canonical name of a place: ('decoder', 'ffn', 3) -> 'decoder.3.ffn'."""
-    if point == "final_norm":
-        return "final_norm"
-    if point == "embed":
-        return f"{stack}.embed"
-    return f"{stack}.{layer}.{point}"
-
 
 @dataclass(frozen=True)
 class AttentionParts:
@@ -121,6 +108,12 @@ class Record:
     forbidden: tuple[str, ...] = ()  # modules that would change the maths beyond what ``code`` writes
     code: bool = False  # txviz.block.weights writes its blocks out as code
     note: str = ""  # what sets the family apart, for messages
+    decoder: tuple[tuple[str, object], ...] = ()  # fields that differ in the decoder stack's blocks (T5)
+    head_scale: Callable | None = None  # config -> factor on the final stream before the head, or None
+
+    def in_stack(self, stack: str) -> Record:
+        """The record as the blocks of ``stack`` have it."""
+        return replace(self, **dict(self.decoder)) if stack == "decoder" and self.decoder else self
 
     def form_of(self, config) -> str:
         return self.form(config) if callable(self.form) else self.form
@@ -157,6 +150,22 @@ LLAMA_ATTENTION = AttentionParts("self_attn", "self_attn.o_proj", "self_attn.q_p
 GATED = FeedForwardParts("mlp", "mlp.up_proj", "mlp.down_proj", "mlp.gate_proj")
 PRE_NORMS = (("norm1", "input_layernorm"), ("norm2", "post_attention_layernorm"))
 DECODER = (("decoder", "layers"),)
+
+
+def _t5_attention(name: str) -> AttentionParts:
+    return AttentionParts(name, f"{name}.o", f"{name}.q", f"{name}.k", f"{name}.v")
+
+
+def _t5_ffn(index: int) -> FeedForwardParts:
+    # T5 v1.0 has wi, v1.1 a gated wi_0 and wi_1: only the output projection is named
+    return FeedForwardParts(f"layer.{index}.DenseReluDense", down=f"layer.{index}.DenseReluDense.wo")
+
+
+def _t5_scale(config) -> float | None:
+    """T5 with its output head tied to the embeddings scales the stream by d_model^-0.5 first."""
+    return config.d_model**-0.5 if getattr(config, "tie_word_embeddings", True) else None
+
+
 QK_NORMS = {"q_norm": "self_attn.q_norm", "k_norm": "self_attn.k_norm"}
 
 
@@ -233,6 +242,32 @@ RECORDS = (
         code=True,
     ),
     Record(
+        "t5", ("t5",), (("encoder", "encoder.block"), ("decoder", "decoder.block")),
+        _t5_attention("layer.0.SelfAttention"), _t5_ffn(1), (("norm1", "layer.0.layer_norm"), ("norm2", "layer.1.layer_norm")),
+        cross=_t5_attention("layer.1.EncDecAttention"), final_norm="decoder.final_layer_norm",
+        positions=Positions("none", "relative position bias\n(inside attention)", "T5 adds no position "
+                            "vector: each attention adds a learned bias by the distance from query to key."),
+        decoder=(("ffn", _t5_ffn(2)), ("norms", (("norm1", "layer.0.layer_norm"),
+                 ("norm_cross", "layer.1.layer_norm"), ("norm2", "layer.2.layer_norm")))),
+        head_scale=_t5_scale, note="a position bias in attention, parts numbered differently in encoder and decoder",
+    ),
+    Record(
+        "marian", ("marian",), (("encoder", "encoder.layers"), ("decoder", "decoder.layers")),
+        _bart_attention("self_attn"), FeedForwardParts("fc1", "fc1", "fc2"),
+        (("norm1", "self_attn_layer_norm"), ("norm2", "final_layer_norm"),
+         ("norm_cross", "encoder_attn_layer_norm")),
+        form="post-LN", cross=_bart_attention("encoder_attn"), owner="stack", tokens="embed_tokens",
+        positions=Positions("learned", "+ sinusoidal positions", "Marian adds a fixed sine/cosine vector per "
+                            "position.", table="embed_positions"),
+        note="BART's block with fixed sinusoidal positions", code=True,
+    ),
+    Record(
+        "modernbert", ("modernbert",), (("encoder", "layers"),),
+        AttentionParts("attn", "attn.Wo", qkv="attn.Wqkv"), FeedForwardParts("mlp", "mlp.Wi", "mlp.Wo"),
+        (("norm1", "attn_norm"), ("norm2", "mlp_norm")), final_norm="final_norm", head=None, positions=ROTARY,
+        note="local and global attention layers, a gated FFN in one input projection",
+    ),
+    Record(
         "qwen3", ("qwen3",), DECODER, replace(LLAMA_ATTENTION, **QK_NORMS), GATED,
         PRE_NORMS, final_norm="norm", positions=ROTARY, note="q/k norms", code=True,
     ),
@@ -261,7 +296,8 @@ RECORDS = (
         FeedForwardParts("fc1", "fc1", "fc2"), (("norm1", "self_attn_layer_norm"), ("norm2", "final_layer_norm")),
         form=_opt_form, final_norm="decoder.final_layer_norm", owner="stack", tokens="embed_tokens",
         positions=Positions("learned", "+ learned positions", "OPT adds a learned vector per position.",
-                            table="embed_positions", offset="offset"), code=True,
+                            table="embed_positions", offset="offset"),
+        note="learned positions with an offset and a switch between pre- and post-norm", code=True,
     ),
     Record(
         "gpt_oss", ("gpt_oss",), DECODER, LLAMA_ATTENTION, FeedForwardParts("mlp", experts=True), PRE_NORMS,
@@ -273,7 +309,7 @@ RECORDS = (
 )  # fmt: skip
 BY_MODEL_TYPE = {model_type: record for record in RECORDS for model_type in record.model_types}
 WRITTEN_OUT = (
-    "BERT-style encoders, BART, and the pre-norm decoders of the model map (Llama, Mistral, Qwen3, Gemma 2 and 3, "
+    "BERT-style encoders, BART and Marian, and the pre-norm decoders of the model map (Llama, Mistral, Qwen3, Gemma 2 and 3, "
     "Phi-3, OLMo 2, GPT-NeoX, OPT, GPT-2) whose feed-forward network is dense"
 )
 

@@ -16,9 +16,16 @@
 - ``**inputs`` go to the model: input_ids, attention_mask, past_key_values, use_cache, ...
 
 ``Run`` is frozen: ``attention`` (module name -> records of each call), ``stages`` (point name ->
-records), the asked outputs, and helpers that give what patching needs from a clean run:
-``run.head_output(layer, head)``, ``run.stage_output("ffn", layer)``, ``run.stage_output("resid",
-layer)``, ``run.stage_output("embed")``. Interventions (txviz.core.interventions), all frozen and
+records), the asked outputs, and one accessor by the model map's names (txviz.core.model_map):
+``run["weights", 3]`` (B, H, Q, K) of block 3's self-attention, ``run["head_out", 3, 7]`` (B, T,
+D_head) head 7's output before the output projection (recorded as "heads"), ``run["values", 3]``,
+``run["ffn", 3]``, ``run["resid", 3]``, ``run["embed"]``, ``run["final_norm"]``, and with the stack
+first when there are two: ``run["weights", "decoder", 3]``; ``run.get(..., cross=True)`` for
+cross-attention. ``run.head_output`` and ``run.stage_output`` are the same for patching code.
+
+One device and dtype rule: what the accessor hands out (every attention and stage record) is
+float32 on the CPU; the asked outputs (logits, hidden, hidden_states) are float32 on the model's
+device, where the caller computes on with them. Interventions (txviz.core.interventions), all frozen and
 per call: ``Ablate(point, layer, head=..., positions=...)`` zeroes, ``Patch(..., value=t)``
 replaces, ``Steer(..., vector=v, strength=s)`` adds, on points "head", "attn", "cross", "ffn",
 "resid", "embed"; ``Knockout(edges=[(q, k)], layers=[...], heads=None)`` cuts attention edges in
@@ -40,17 +47,25 @@ import torch
 from txviz.core.capture import IMPLEMENTATION, PLAIN, AttentionRecord, CaptureSettings, Recorder, capture
 from txviz.core.errors import UserError
 from txviz.core.interventions import InterventionError
-from txviz.core.layouts import cached_layout
+from txviz.core.layouts import UnknownLayoutError, cached_layout
 from txviz.core.stages import StageRecord
 
 Output = Literal["logits", "hidden", "hidden_states", "output"]
+ATTENTION_ITEMS = frozenset({"weights", "scores", "queries", "keys", "values", "head_out"})
+STAGE_ITEMS = frozenset({"attn", "cross", "ffn", "resid", "embed", "final_norm"})
+
+
+class NotRecorded(InterventionError):
+    """The run did not record what was asked of it."""
+
+
 OUTPUTS = frozenset(get_args(Output))
 Part = Literal["model", "encoder"]
 
 
 @dataclass(frozen=True, eq=False)
 class Run:
-    """What one forward pass recorded and the outputs it was asked for (float32, on the model's device)."""
+    """What one forward pass recorded and the outputs it was asked for (device and dtype: see the module)."""
 
     attention: Mapping[str, tuple[AttentionRecord, ...]] = field(default_factory=dict)  # module name ->
     stages: Mapping[str, tuple[StageRecord, ...]] = field(default_factory=dict)  # point name ->
@@ -84,24 +99,67 @@ class Run:
         calls = self.stages.get(name)
         return calls[call] if calls else None
 
+    def __getitem__(self, key) -> torch.Tensor:
+        """``run[item, layer]``, ``run[item, layer, head]``, ``run[item, stack, layer(, head)]``: see ``get``."""
+        item, *rest = key if isinstance(key, tuple) else (key,)
+        stack = rest.pop(0) if rest and isinstance(rest[0], str) else None
+        return self.get(item, *rest, stack=stack)
+
+    def get(
+        self,
+        item: str,
+        layer: int | None = None,
+        head: int | None = None,
+        *,
+        stack: str | None = None,
+        cross: bool = False,
+        call: int = -1,
+    ) -> torch.Tensor:
+        """One recorded place, float32 on the CPU: an attention item of block ``layer`` (``head``: that
+        head only, the head axis dropped) or a stage point; ``stack``: the one that makes the output."""
+        layout = cached_layout(self.model)
+        stack = stack or layout.last_stack
+        if item in STAGE_ITEMS:
+            if head is not None:
+                raise ValueError(f"{item!r} is a point of the stream, not of one head.")
+            if item not in ("embed", "final_norm") and layer is None:
+                raise ValueError(f"Give the layer of {item!r}.")
+            try:
+                name = layout.point_name(item, stack, layer or 0)
+            except UserError as error:  # a point this model does not have: nothing was recorded there
+                raise NotRecorded(f"This run did not record {item!r} of layer {layer}: {error}") from error
+            record = self.stage(name, call)
+            if record is None:
+                raise NotRecorded(f"This run did not record {name}: ask for the stage {item!r}.")
+            return record.output.float().cpu()
+        if item not in ATTENTION_ITEMS:
+            raise ValueError(f"Unknown item {item!r}; choose from {sorted(ATTENTION_ITEMS | STAGE_ITEMS)}.")
+        if layer is None:
+            raise ValueError(f"Give the layer of {item!r}.")
+        name = self._attention_name(layout, stack, layer, cross)
+        field_name = "heads" if item == "head_out" else item
+        calls = self.attention.get(name)
+        value = getattr(calls[call], field_name) if calls else None
+        if value is None:
+            raise NotRecorded(f"This run did not record the {item} of {name}: record {field_name!r}.")
+        return value if head is None else value[:, head]
+
+    def _attention_name(self, layout, stack: str, layer: int, cross: bool) -> str:
+        try:
+            return layout.attention_name(stack, layer, cross)
+        except UnknownLayoutError:  # a model read eagerly names its records by stack and layer
+            for name in (f"{stack}.{layer}.cross" if cross else f"{stack}.{layer}", f"layer.{layer}"):
+                if name in self.attention:
+                    return name
+            raise
+
     def stage_output(self, point: str, layer: int = 0, stack: str | None = None) -> torch.Tensor:
         """(B, T, D) at a stage point of block ``layer`` ("embed": the stream entering block 0)."""
-        stack = stack or cached_layout(self.model).last_stack
-        name = f"{stack}.embed" if point == "embed" else f"{stack}.{layer}.{point}"
-        record = self.stage(name)
-        if record is None:
-            raise InterventionError(f"This run did not record {name}: ask for the stage {point!r}.")
-        return record.output
+        return self.get(point, layer, stack=stack)
 
     def head_output(self, layer: int, head: int | None = None, stack: str | None = None, cross: bool = False):
         """(B, T, D_head) of one head before the output projection, or (B, H, T, D_head) of all heads."""
-        layout = cached_layout(self.model)
-        name = layout.attention_name(stack or layout.last_stack, layer, cross)
-        calls = self.attention.get(name)
-        if not calls or calls[-1].heads is None:
-            raise InterventionError(f"This run did not record the heads of {name}: record 'heads'.")
-        heads = calls[-1].heads
-        return heads if head is None else heads[:, head]
+        return self.get("head_out", layer, head, stack=stack, cross=cross)
 
 
 class NeedsCapture(UserError):

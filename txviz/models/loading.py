@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import torch
 
-from txviz.core import capture
+from txviz.core import capture, layouts
 from txviz.core.loaded import PRECISIONS, LoadedModel, ModelLoadError
 
 Progress = Callable[[str], None]
@@ -227,6 +227,7 @@ def load_pretrained(
     gap = 0.0
     if attention != "eager":
         recorded = _captured(model, probe)
+        layouts.remember_probe(model, list(recorded.attention))  # discovery places heads from this pass
         if recorded.attention:
             gap = self_check(model, probe, _output_of(recorded.output))
         else:  # it accepted the capture function but never calls it (Bloom, MPNet, DeBERTa-v2)

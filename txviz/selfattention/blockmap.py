@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from txviz.core.errors import UserError, require_kind
+from txviz.core.layouts import cached_layout
 from txviz.core.tracing import trace_run
 
 MAX_TOKENS = 12  # the map on the inputs is N*D_h x N*D floats: 768 x 4,608 for MiniLM at 12 tokens
@@ -52,8 +53,15 @@ def minilm_head_matrices(loaded, text: str, layer: int, head: int) -> HeadAsMatr
     trace, result = trace_run(
         loaded, text, max_tokens=MAX_TOKENS, record=("weights", "heads"), outputs=("hidden_states",)
     )
-    attention = loaded.model.encoder.layer[layer].attention.self
-    d_head = attention.value.weight.shape[0] // loaded.n_heads
+    layout = cached_layout(loaded.model)
+    parts = layout.record.attention if layout.record else None
+    if parts is None or parts.q is None:
+        raise BlockMapError(
+            f"txviz does not know where {loaded.name}'s query, key and value projections are."
+        )
+    block = layout.block(loaded.model, layout.last_stack, layer)
+    query, key, value = (block.get_submodule(p) for p in (parts.q, parts.k, parts.v))
+    d_head = value.weight.shape[0] // loaded.n_heads
     rows = slice(head * d_head, (head + 1) * d_head)
 
     def part(linear) -> tuple[np.ndarray, np.ndarray]:
@@ -62,13 +70,13 @@ def minilm_head_matrices(loaded, text: str, layer: int, head: int) -> HeadAsMatr
             linear.bias[rows].double().cpu().numpy(),
         )
 
-    omega_v, beta_v = part(attention.value)
+    omega_v, beta_v = part(value)
     return HeadAsMatrices(
         tokens=tuple(trace.query_tokens),
         inputs=result.hidden_states[layer][0].double().cpu().numpy(),
         omega_v=omega_v,
         beta_v=beta_v,
-        omega_qk=(*part(attention.query), *part(attention.key)),
+        omega_qk=(*part(query), *part(key)),
         weights=trace.weights[layer, head].astype(np.float64),
         output=result.head_output(layer, head)[0].double().cpu().numpy(),
         notice=trace.notice,

@@ -84,19 +84,13 @@ class HeadQKV:
 
 @torch.no_grad()
 def minilm_head(loaded, text: str, layer: int, head: int, max_tokens: int = 128) -> HeadQKV:
-    """Captured q, k and weights of one BERT head, and its values from the layer's value projection."""
+    """Captured q, k, v and weights of one head of an encoder."""
     require_kind(loaded, ("encoder",), "show one head's queries, keys and values")
     if not 0 <= layer < loaded.n_layers or not 0 <= head < loaded.n_heads:
         raise LinearAttentionError(f"Layer {layer}, head {head} is outside {loaded.name}.")
-    # one pass: the recorded queries and keys, and the stream entering the layer for its values
-    trace, result = trace_run(
-        loaded, text, max_tokens=max_tokens, record=("queries", "keys"), outputs=("hidden_states",)
-    )
-    attention = loaded.model.encoder.layer[layer].attention.self
-    hidden = result.hidden_states[layer][0]  # (n, D)
-    d = trace.queries.shape[-1]
-    weight = attention.value.weight  # the stream is float32; the projection runs in the weights' precision
-    values = attention.value(hidden.to(weight.dtype)).float().cpu().numpy()[:, head * d : (head + 1) * d]
+    # one pass records the queries, keys and values of every layer
+    trace, result = trace_run(loaded, text, max_tokens=max_tokens, record=("queries", "keys", "values"))
+    values = result["values", layer][0, head].numpy()  # (n, d)
     return HeadQKV(
         tuple(trace.query_tokens),
         trace.queries[layer, head].astype(np.float64),
