@@ -161,6 +161,7 @@ def test_conformer_tab_shows_the_convolution_window():
         ("GPT-NeoX", "E = X + MultiHeadAttn(Norm₁(X)) + FeedForward(Norm₂(X))", "side by side"),
         ("OPT", "Z = X + MultiHeadAttn(Norm(X))", None),
         ("Gemma 3 (text)", "E = Z + PostNorm(FeedForward(Norm(Z)))", "own before the dot product"),
+        ("Mixtral", "E = Z + FeedForward(Norm(Z))", "mixture of 4 experts"),
     ],
 )
 def test_modern_decoders_data_flow_and_block_as_code(app, tmp_path, family, line, note):
@@ -184,6 +185,7 @@ def test_modern_decoders_data_flow_and_block_as_code(app, tmp_path, family, line
         assert any(note in c.value for c in app.caption)
     difference = next(m for m in app.metric if m.label.startswith("max |E"))
     assert float(difference.value) <= 1e-5
-    for step in ("Q", "A", "H", "E"):
+    ffn = ("router", "expert weights") if family == "Mixtral" else ("H",)
+    for step in ("Q", "A", *ffn, "E"):
         app.selectbox(key="block_step").set_value(step).run()
         assert_clean(app)

@@ -18,7 +18,10 @@ from txviz.families import zoo
 from txviz.models import LoadedModel
 
 TEXT = "the cat sat on the mat and the dog ran to the house . the cat sat on the mat"
-WRITTEN_OUT = ("Llama", "Mistral", "Qwen3", "Gemma 2", "Gemma 3 (text)", "Phi-3", "OLMo 2", "GPT-NeoX", "OPT")
+WRITTEN_OUT = (
+    "Llama", "Mistral", "Qwen3", "Gemma 2", "Gemma 3 (text)", "Phi-3", "OLMo 2", "GPT-NeoX", "OPT", "Mixtral",
+    "Qwen2-MoE", "Qwen3-MoE",
+)  # fmt: skip
 TOL = 1e-5  # float32: the same sums in another order
 
 
@@ -118,3 +121,20 @@ def test_blocks_it_cannot_write_out_are_refused_with_the_reason(name, reason):
     run = run_text(loaded, TEXT)
     with pytest.raises(UserError, match=reason):
         open_block(loaded, run, "decoder", 0)
+
+
+@pytest.mark.parametrize(
+    ("name", "change"),
+    [("Mixtral", {"renormalize": False}), ("Qwen2-MoE", {"shared": None}), ("Mixtral", {"top_k": 1})],
+)
+def test_each_part_of_a_mixture_of_experts_matters(name, change):
+    """The router's top-k, the rescaling of the chosen experts' weights and the shared expert all count."""
+    _, loaded, run = _run(name)
+    weights = block_weights(run.layout, loaded.model, "decoder", 0)
+    changed = dataclasses.replace(weights, feed_forward=dataclasses.replace(weights.feed_forward, **change))
+    x = torch.tensor(run.stack().hidden[0])
+    rotary = _rotary(loaded.model, run.layout, x.shape[0], 0)
+    expected = torch.tensor(run.stack().hidden[1])
+    exact = float((prenorm.pre_norm_block(x, weights, rotary)[0] - expected).abs().max())
+    moved = float((prenorm.pre_norm_block(x, changed, rotary)[0] - expected).abs().max())
+    assert exact <= TOL and moved > max(1e-4, 100 * exact), (name, change, exact, moved)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from txviz.block.weights import Attention, FeedForward, Linear, Norm
+from txviz.block.weights import Attention, Experts, FeedForward, Linear, Norm
 from txviz.core.layouts import UnknownLayoutError
 
 
@@ -166,8 +166,40 @@ def multi_head_attention(
     return linear(concat, a.o)
 
 
-def feed_forward(x: torch.Tensor, f: FeedForward, steps: Steps, name: str = "Z") -> torch.Tensor:
-    """FeedForward(x) = W_2 act(W_1 x + b_1) + b_2; gated: W_down (act(W_gate x) * W_up x)."""
+def _expert(x: torch.Tensor, f: FeedForward) -> torch.Tensor:
+    """One gated FFN without steps: W_down (act(W_gate x) * W_up x)."""
+    return linear(activation(f.activation, linear(x, f.gate)) * linear(x, f.up), f.down)
+
+
+def mixture(x: torch.Tensor, m: Experts, steps: Steps, name: str) -> torch.Tensor:
+    """The router's top-k experts per token, their outputs summed with the router's weights."""
+    probs = torch.softmax(linear(x, m.router), dim=-1)  # (T, E)
+    steps.add("router", f"P = softmax({name} W_routerᵀ)", probs, ("token", "expert"))
+    top, chosen = probs.topk(m.top_k, dim=-1)
+    if m.renormalize:
+        top = top / top.sum(-1, keepdim=True)
+    weights = torch.zeros_like(probs).scatter(-1, chosen, top)  # (T, E): 0 for experts not chosen
+    code = (
+        f"G = P at each token's top {m.top_k} experts"
+        + (", rescaled to sum to 1" if m.renormalize else "")
+        + ", 0 elsewhere"
+    )
+    steps.add("expert weights", code, weights, ("token", "expert"))
+    out = torch.zeros_like(x)
+    for e, expert in enumerate(m.experts):
+        used = weights[:, e] > 0
+        if used.any():  # each expert runs on the tokens that chose it only
+            out[used] += weights[used, e, None] * _expert(x[used], expert)
+    if m.shared is not None:
+        out = out + torch.sigmoid(linear(x, m.shared_gate)) * _expert(x, m.shared)
+    return out
+
+
+def feed_forward(x: torch.Tensor, f: FeedForward | Experts, steps: Steps, name: str = "Z") -> torch.Tensor:
+    """FeedForward(x) = W_2 act(W_1 x + b_1) + b_2; gated: W_down (act(W_gate x) * W_up x); a mixture of
+    experts: the router's weighted sum of its top-k experts."""
+    if isinstance(f, Experts):
+        return mixture(x, f, steps, name)
     if f.gate is None:
         hidden = activation(f.activation, linear(x, f.up))
         code = f"H = {f.activation}({name} W_1ᵀ + b_1)"

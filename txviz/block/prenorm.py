@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 
 from txviz.block.ops import Steps, feed_forward, multi_head_attention, normalize
-from txviz.block.weights import BlockWeights
+from txviz.block.weights import BlockWeights, Experts
 
 LINES = (
     "Z = X + MultiHeadAttn(Norm(X))",
@@ -60,6 +60,13 @@ def variant_note(w: BlockWeights) -> str:
         notes.append(
             "Each branch is normalised on its way in and on its way out (PostNorm), as Gemma does, before it "
             "is added to the stream."
+        )
+    if isinstance(w.feed_forward, Experts):
+        m = w.feed_forward
+        notes.append(
+            f"The FFN is a mixture of {len(m.experts)} experts: a router scores them per token and the top "
+            f"{m.top_k} run, their outputs summed with the router's weights"
+            + (", beside a shared expert every token uses." if m.shared is not None else ".")
         )
     a = w.attention
     if a.q_norm is not None:

@@ -62,6 +62,19 @@ class FeedForward:
 
 
 @dataclass(frozen=True)
+class Experts:
+    """A mixture of experts in place of the FFN (Mixtral, Qwen-MoE): a router scores the experts per
+    token, the top_k run and their outputs are summed, weighted by the router's probabilities."""
+
+    router: Linear  # (n_experts, D)
+    top_k: int
+    renormalize: bool  # the chosen experts' probabilities rescaled to sum to 1
+    experts: tuple[FeedForward, ...]
+    shared: FeedForward | None = None  # Qwen2-MoE: one expert every token uses, scaled by a sigmoid gate
+    shared_gate: Linear | None = None
+
+
+@dataclass(frozen=True)
 class BlockWeights:
     """Everything one block computes with; ``cross`` only for encoder-decoder decoder blocks.
 
@@ -72,7 +85,7 @@ class BlockWeights:
     form: str  # "post-LN" or "pre-norm"
     attention: Attention
     norm1: Norm | None
-    feed_forward: FeedForward
+    feed_forward: FeedForward | Experts
     norm2: Norm | None
     cross: Attention | None = None
     norm_cross: Norm | None = None
@@ -189,6 +202,37 @@ def _feed_forward(parts: FeedForwardParts, block, config) -> FeedForward:
     return FeedForward(_linear(block.get_submodule(parts.up)), down, gate, act)
 
 
+def _experts(parts: FeedForwardParts, block, config) -> Experts:
+    """The router and every expert's gated FFN, from the experts' stacked (E, 2F, D) and (E, D, F) weights."""
+    module = block.get_submodule(parts.module)
+    experts, router = getattr(module, "experts", None), getattr(module, "gate", None)
+    plain = hasattr(experts, "gate_up_proj") and hasattr(experts, "down_proj")
+    if (
+        not plain
+        or getattr(experts, "gate_up_proj_bias", None) is not None
+        or getattr(router, "bias", None) is not None
+    ):
+        raise UnknownLayoutError(
+            "This model's experts are not the plain gated FFNs with a bias-free router that the block as code "
+            "writes out. Its residual stream and logit lens still work on this page."
+        )
+    act, half = _activation(config), experts.gate_up_proj.shape[1] // 2
+    ffns = tuple(
+        FeedForward(Linear(_float(w[half:])), Linear(_float(d)), Linear(_float(w[:half])), act)
+        for w, d in zip(experts.gate_up_proj, experts.down_proj, strict=True)
+    )
+    shared = getattr(module, "shared_expert", None)
+    shared_ffn = None
+    if shared is not None:
+        shared_ffn = FeedForward(
+            _linear(shared.up_proj), _linear(shared.down_proj), _linear(shared.gate_proj), act
+        )
+    return Experts(
+        Linear(_float(router.weight)), int(config.num_experts_per_tok), bool(getattr(router, "norm_topk_prob", True)),
+        ffns, shared_ffn, _linear(module.shared_expert_gate) if shared is not None else None,
+    )  # fmt: skip
+
+
 def _refusal(layout: Layout, model, record: Record | None) -> str | None:
     """Why this model's block cannot be written out, or None."""
     tail = "Its residual stream and logit lens still work on this page."
@@ -196,11 +240,6 @@ def _refusal(layout: Layout, model, record: Record | None) -> str | None:
         return (
             f"This {layout.model_type} model computes attention in its own code, not through transformers' "
             f"attention interface, so txviz does not write its block out as code. {tail}"
-        )
-    if record is not None and record.ffn.experts:
-        return (
-            f"This {layout.model_type} model's feed-forward network is a mixture of experts (a router picks a "
-            f"few expert FFNs per token); the block as code writes out a dense FFN. {tail}"
         )
     if record is None:
         return (
@@ -237,7 +276,7 @@ def block_weights(layout: Layout, model, stack: str, layer: int) -> BlockWeights
         form,
         _attention(record.attention, block, cfg, causal, rotary),
         norm("norm1"),
-        _feed_forward(record.ffn, block, cfg),
+        _experts(record.ffn, block, cfg) if record.ffn.experts else _feed_forward(record.ffn, block, cfg),
         norm("norm2"),
         _attention(record.cross, block, cfg, False, False) if cross else None,
         norm("norm_cross") if cross else None,

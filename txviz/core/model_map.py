@@ -186,7 +186,7 @@ def _moe(name: str, types: tuple[str, ...], note: str, qk_norm: bool = False) ->
     if qk_norm:
         attention = replace(LLAMA_ATTENTION, **QK_NORMS)
     return Record(name, types, DECODER, attention, FeedForwardParts("mlp", experts=True), PRE_NORMS,
-                  final_norm="norm", positions=ROTARY, note=note)  # fmt: skip
+                  final_norm="norm", positions=ROTARY, note=note, code=True)  # fmt: skip
 
 
 SANDWICH = (("norm1", "input_layernorm"), ("post_attn", "post_attention_layernorm"),
@@ -310,7 +310,7 @@ RECORDS = (
 BY_MODEL_TYPE = {model_type: record for record in RECORDS for model_type in record.model_types}
 WRITTEN_OUT = (
     "BERT-style encoders, BART and Marian, and the pre-norm decoders of the model map (Llama, Mistral, Qwen3, Gemma 2 and 3, "
-    "Phi-3, OLMo 2, GPT-NeoX, OPT, GPT-2) whose feed-forward network is dense"
+    "Phi-3, OLMo 2, GPT-NeoX, OPT, GPT-2, and the mixtures of experts Mixtral, Qwen2-MoE and Qwen3-MoE)"
 )
 
 
