@@ -132,7 +132,7 @@ def test_unusual_uploads_are_converted_with_a_note() -> None:
         assert_clean(at, name)
         if note:
             assert any(note in info.value for info in at.info), name
-        assert len(figures_titles(at)) == 7  # grid, bars, sequence, overlay, head stats, ablation, curves, name
+        assert len(figures_titles(at)) == 7, name  # the ablation figure too
 
 
 def test_the_data_hunger_section_shows_the_shipped_curves() -> None:
