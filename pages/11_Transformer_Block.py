@@ -120,6 +120,8 @@ if one.open:
             opened = cached_block(loaded, text, stack, layer)
         st.code("\n".join(opened.lines), language=None)
         st.caption(FORM_NOTES[opened.form])
+        if opened.note:
+            st.caption(opened.note)
         a, b = st.columns(2)
         a.metric(f"max |{opened.steps[-1].name} − model's own layer output|", f"{opened.max_difference:.2e}")
         b.metric("largest |value| of that output", f"{opened.scale:.3g}")

@@ -152,3 +152,40 @@ def test_conformer_tab_shows_the_convolution_window():
     assert_clean(app)
     assert app.metric[0].value == "0 to 5"
     assert "class ConformerBlock" in app.main.code[-1].value
+
+
+@pytest.mark.parametrize(
+    ("family", "line", "note"),
+    [
+        ("Gemma 2", "Z = X + PostNorm(MultiHeadAttn(Norm(X)))", "soft-capped"),
+        ("GPT-NeoX", "E = X + MultiHeadAttn(Norm₁(X)) + FeedForward(Norm₂(X))", "side by side"),
+        ("OPT", "Z = X + MultiHeadAttn(Norm(X))", None),
+        ("Gemma 3 (text)", "E = Z + PostNorm(FeedForward(Norm(Z)))", "own before the dot product"),
+        ("Mixtral", "E = Z + FeedForward(Norm(Z))", "mixture of 4 experts"),
+    ],
+)
+def test_modern_decoders_data_flow_and_block_as_code(app, tmp_path, family, line, note):
+    """A user's folder of each variant: the data flow places its positions, the block is written out
+    with its variant's norms and options, and equals the model's own output."""
+    from txviz.families import zoo
+
+    folder = zoo.save(zoo.BY_NAME[family], tmp_path / "model")
+    app.selectbox(key="model").set_value("Other: a Hugging Face id or local folder...").run()
+    app.text_input(key="model_custom").set_value(str(folder)).run()
+    app.text_area(key="text").set_value("the cat sat on the mat and the dog ran to the house").run()
+    assert_clean(app)
+    for stage in ("embedding", "positions", "blocks", "final_norm", "output"):
+        app.selectbox(key="block_stage").set_value(stage).run()
+        assert_clean(app)
+    app.session_state["block_view"] = "One block"
+    app.run()
+    assert_clean(app)
+    assert line in app.main.code[0].value
+    if note:
+        assert any(note in c.value for c in app.caption)
+    difference = next(m for m in app.metric if m.label.startswith("max |E"))
+    assert float(difference.value) <= 1e-5
+    ffn = ("router", "expert weights") if family == "Mixtral" else ("H",)
+    for step in ("Q", "A", *ffn, "E"):
+        app.selectbox(key="block_step").set_value(step).run()
+        assert_clean(app)

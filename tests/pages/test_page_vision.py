@@ -64,7 +64,7 @@ def test_moving_every_control() -> None:
 def test_samples(sample: str) -> None:
     at = run_page(sample=sample)
     assert_clean(at)
-    assert len(figures_titles(at)) == 6
+    assert len(figures_titles(at)) == 7  # grid, bars, sequence, overlay, head stats, ablation, curves
 
 
 def test_a_photo_on_the_digit_model_gets_a_note_on_what_it_knows() -> None:
@@ -132,7 +132,7 @@ def test_unusual_uploads_are_converted_with_a_note() -> None:
         assert_clean(at, name)
         if note:
             assert any(note in info.value for info in at.info), name
-        assert len(figures_titles(at)) == 6, name
+        assert len(figures_titles(at)) == 7, name  # the ablation figure too
 
 
 def test_the_data_hunger_section_shows_the_shipped_curves() -> None:
@@ -143,3 +143,18 @@ def test_the_data_hunger_section_shows_the_shipped_curves() -> None:
         t.startswith("Held-out accuracy (360 images) against the training images used") for t in titles
     )
     assert any("With 50 images the CNN scores" in m.value for m in at.markdown)
+
+
+def test_ablating_a_head_shows_the_class_probability_before_and_after() -> None:
+    at = run_page()
+    assert_clean(at)
+    assert "Class probabilities with and without layer 0, head 0" in figures_titles(at)
+    at.slider(key="ablate_layer").set_value(0).run()
+    at.slider(key="ablate_head").set_value(3).run()
+    assert_clean(at)
+    assert "Class probabilities with and without layer 0, head 3" in figures_titles(at)
+    (line,) = [t.value for t in at.text if t.value.startswith("Head 3 of layer 0 set to zero")]
+    assert " goes from 99.7% to 98.8% " in line, line  # the digit-0 sample, as the numbers test computes
+    at.slider(key="ablate_layer").set_value(3).run()
+    assert_clean(at)
+    assert "Class probabilities with and without layer 3, head 3" in figures_titles(at)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from txviz.block.ops import rotary_angles
 from txviz.block.recording import BlockRun
 from txviz.core.running import run_module
 from txviz.core.tokens import readable_tokens
@@ -78,12 +79,11 @@ def _stack_module(loaded: LoadedModel, run: BlockRun, stack: str):
     return loaded.model.base_model
 
 
-def _positions(loaded: LoadedModel, run: BlockRun, stack: str, n: int) -> np.ndarray:
+def _positions(loaded: LoadedModel, run: BlockRun, stack: str, n: int, layer: int) -> np.ndarray:
     positions = run.layout.record.positions
     table = _stack_module(loaded, run, stack).get_submodule(positions.table)
     if positions.kind == "rotary":
-        x = torch.zeros(1, n, 1, device=loaded.device)
-        cos, _ = run_module(table, x, torch.arange(n, device=loaded.device)[None])
+        cos, _ = rotary_angles(table, loaded.model.config, n, layer, loaded.device)
         rows = cos[0, :, : cos.shape[-1] // 2]  # the two halves repeat the same angles
     else:
         offset = getattr(table, positions.offset) if positions.offset else 0
@@ -104,7 +104,7 @@ def stage_values(loaded: LoadedModel, run: BlockRun, stack: str, key: str, layer
         table = module.get_submodule(tokens) if tokens else loaded.model.get_input_embeddings()
         return StageValues("Token embedding rows E[id]", run_module(table, ids).float().cpu().numpy())
     if key == "positions":
-        return StageValues("Position information", _positions(loaded, run, stack, len(data.ids)))
+        return StageValues("Position information", _positions(loaded, run, stack, len(data.ids), layer))
     if key == "stream":
         return StageValues("X₀: the input of block 0", data.hidden[0])
     if key == "blocks":

@@ -8,10 +8,9 @@ import numpy as np
 import torch
 
 from txviz.block import postln, prenorm
-from txviz.block.ops import Step
+from txviz.block.ops import Step, rotary_angles
 from txviz.block.recording import BlockRun
 from txviz.block.weights import block_weights
-from txviz.core.running import run_module
 from txviz.models import LoadedModel
 
 FORM_NOTES = {
@@ -40,16 +39,16 @@ class OpenedBlock:
     steps: tuple[Step, ...]
     max_difference: float  # max |E - model's output of this layer|
     scale: float  # max |model's output|, to read the difference against
+    note: str = ""  # what this family's block adds to the plain form (norms, q/k norms, soft-capping...)
 
     def step(self, name: str) -> Step:
         return next(s for s in self.steps if s.name == name)
 
 
-def _rotary(model, layout, n_tokens: int):
-    """The model's own (cos, sin) for positions 0..T-1, from its rotary_emb module."""
-    base = model.get_submodule(layout.base)
-    x = torch.zeros(1, n_tokens, 1, dtype=torch.float32, device=model.device)
-    return run_module(base.rotary_emb, x, torch.arange(n_tokens, device=model.device)[None])
+def _rotary(model, layout, n_tokens: int, layer: int):
+    """The model's own (cos, sin) for positions 0..T-1 in block ``layer``."""
+    rotary_emb = model.get_submodule(layout.base).rotary_emb
+    return rotary_angles(rotary_emb, model.config, n_tokens, layer, model.device)
 
 
 @torch.no_grad()
@@ -66,11 +65,12 @@ def open_block(loaded: LoadedModel, run: BlockRun, stack: str, layer: int) -> Op
         e, steps = postln.post_ln_block(x, weights, memory)
         lines = postln.LINES if memory is None else postln.DECODER_LINES
     else:
-        rotary = _rotary(model, layout, x.shape[0]) if weights.attention.rotary else None
+        rotary = _rotary(model, layout, x.shape[0], layer) if weights.attention.rotary else None
         e, steps = prenorm.pre_norm_block(x, weights, rotary)
-        lines = prenorm.LINES
+        lines = prenorm.lines(weights)
+    note = "" if weights.form == "post-LN" else prenorm.variant_note(weights)
     expected = stream.hidden[layer + 1]
     difference = float(np.abs(e.float().cpu().numpy() - expected).max())
     return OpenedBlock(
-        stack, layer, weights.form, lines, tuple(steps.items), difference, float(np.abs(expected).max())
+        stack, layer, weights.form, lines, tuple(steps.items), difference, float(np.abs(expected).max()), note
     )

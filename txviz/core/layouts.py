@@ -5,7 +5,7 @@ their points here; the block page writes out the families whose record says so.
 
 A family is recognised by its config's model type and then checked by the names of the block's
 modules, so a model whose block does something else gets a clear message instead of wrong numbers.
-A causal LM with no record is placed by discovery: its blocks are the base model's list of as many
+A causal LM or a vision encoder with no record is placed by discovery: its blocks are the base model's list of as many
 modules as the config has layers, and one short forward under the capture ContextVar shows which
 module of each block calls the attention function (its heads).
 """
@@ -168,6 +168,8 @@ def layout_of(model: torch.nn.Module) -> Layout:
     record = record_for(model_type)
     if record is None and _causal_lm(model):
         return _generic(model, model_type)
+    if record is None and _vision(model):
+        return _generic(model, model_type, "encoder")
     if record is None:
         raise UnknownLayoutError(
             f"txviz cannot write out the block of a '{model_type}' model: it knows {WRITTEN_OUT}, the "
@@ -214,10 +216,27 @@ def _output_head(model: torch.nn.Module) -> torch.nn.Module | None:
         return None
 
 
-def _generic(model: torch.nn.Module, model_type: str) -> Layout:
-    """A causal LM with no record: its blocks (the base model's list of as many modules as the config
-    has layers), the final norm beside them and the output embedding, found generically; the module of
-    each block that calls the attention function, found by discovery."""
+def _vision(model: torch.nn.Module) -> bool:
+    """A vision encoder (ViT, DeiT, DINOv2...): it reads pixels and is not an encoder-decoder."""
+    return getattr(model, "main_input_name", "") == "pixel_values" and not model.config.is_encoder_decoder
+
+
+def probe_inputs(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """A few tokens, or one blank image of the config's size for a vision encoder."""
+    config, weight = model.config, next(model.parameters())
+    device = weight.device
+    if _vision(model):
+        size = config.image_size if isinstance(config.image_size, (tuple, list)) else (config.image_size,) * 2
+        shape = (1, getattr(config, "num_channels", 3), *size)
+        return {"pixel_values": torch.zeros(shape, device=device, dtype=weight.dtype)}
+    ids = torch.tensor([[1, 2, 3]], device=device) % max(int(getattr(config, "vocab_size", 4) or 4), 4)
+    return {"input_ids": ids}
+
+
+def _generic(model: torch.nn.Module, model_type: str, stack: str = "decoder") -> Layout:
+    """A causal LM or a vision encoder with no record: its blocks (the base model's list of as many
+    modules as the config has layers), the final norm beside them and the output embedding, found
+    generically; the module of each block that calls the attention function, found by discovery."""
     names = module_names(model)
     base = names.get(id(model.base_model), "")
     n_layers = getattr(model.config.get_text_config(), "num_hidden_layers", None)
@@ -241,7 +260,7 @@ def _generic(model: torch.nn.Module, model_type: str) -> Layout:
         if final:
             break
     head = names.get(id(_output_head(model)))
-    stacks = (Stack("decoder", path, n_layers, False),)
+    stacks = (Stack(stack, path, n_layers, False),)
     attention, missing = discover_attention(model, path, n_layers)
     return Layout(GENERIC, "unknown", base, stacks, final, head, model_type, None, attention, missing)
 

@@ -35,6 +35,7 @@ class AttentionParts:
     k: str | None = None
     v: str | None = None
     qkv: str | None = None  # one fused projection instead of q, k, v
+    qkv_per_head: bool = False  # fused rows per head [q | k | v] (GPT-NeoX), not all q, all k, all v
     q_norm: str | None = None
     k_norm: str | None = None
     adds: str | None = None  # the module whose output the block adds to the stream; None: ``module``
@@ -185,11 +186,21 @@ def _moe(name: str, types: tuple[str, ...], note: str, qk_norm: bool = False) ->
     if qk_norm:
         attention = replace(LLAMA_ATTENTION, **QK_NORMS)
     return Record(name, types, DECODER, attention, FeedForwardParts("mlp", experts=True), PRE_NORMS,
-                  final_norm="norm", positions=ROTARY, note=note)  # fmt: skip
+                  final_norm="norm", positions=ROTARY, note=note, code=True)  # fmt: skip
 
 
 SANDWICH = (("norm1", "input_layernorm"), ("post_attn", "post_attention_layernorm"),
             ("norm2", "pre_feedforward_layernorm"), ("post_ffn", "post_feedforward_layernorm"))  # fmt: skip
+
+
+def _gemma(name: str, types: tuple[str, ...], note: str, qk_norm: bool = False) -> Record:
+    attention = replace(LLAMA_ATTENTION, adds="post_attention_layernorm", **(QK_NORMS if qk_norm else {}))
+    ffn = FeedForwardParts(
+        "mlp", "mlp.up_proj", "mlp.down_proj", "mlp.gate_proj", adds="post_feedforward_layernorm"
+    )
+    return Record(name, types, DECODER, attention, ffn, SANDWICH, form="sandwich", final_norm="norm",
+                  positions=ROTARY, note=note, code=True)  # fmt: skip
+
 
 RECORDS = (
     Record(
@@ -248,7 +259,7 @@ RECORDS = (
         form="post-LN", cross=_bart_attention("encoder_attn"), owner="stack", tokens="embed_tokens",
         positions=Positions("learned", "+ sinusoidal positions", "Marian adds a fixed sine/cosine vector per "
                             "position.", table="embed_positions"),
-        note="BART's block with fixed sinusoidal positions",
+        note="BART's block with fixed sinusoidal positions", code=True,
     ),
     Record(
         "modernbert", ("modernbert",), (("encoder", "layers"),),
@@ -258,33 +269,27 @@ RECORDS = (
     ),
     Record(
         "qwen3", ("qwen3",), DECODER, replace(LLAMA_ATTENTION, **QK_NORMS), GATED,
-        PRE_NORMS, final_norm="norm", positions=ROTARY, note="q/k norms",
+        PRE_NORMS, final_norm="norm", positions=ROTARY, note="q/k norms", code=True,
     ),
-    Record(
-        "gemma", ("gemma2", "gemma3_text"), DECODER,
-        replace(LLAMA_ATTENTION, adds="post_attention_layernorm"),
-        FeedForwardParts("mlp", "mlp.up_proj", "mlp.down_proj", "mlp.gate_proj", adds="post_feedforward_layernorm"),
-        SANDWICH, form="sandwich",
-        final_norm="norm", positions=ROTARY, note="norms after attention and FFN too, soft-capping (Gemma 2), "
-        "q/k norms (Gemma 3)",
-    ),
+    _gemma("gemma2", ("gemma2",), "norms after attention and FFN too, soft-capping"),
+    _gemma("gemma3", ("gemma3_text",), "norms after attention and FFN too, q/k norms", qk_norm=True),
     Record(
         "olmo2", ("olmo2",), DECODER,
         replace(LLAMA_ATTENTION, **QK_NORMS, adds="post_attention_layernorm"),
         FeedForwardParts("mlp", "mlp.up_proj", "mlp.down_proj", "mlp.gate_proj", adds="post_feedforward_layernorm"),
         (("post_attn", "post_attention_layernorm"), ("post_ffn", "post_feedforward_layernorm")),
-        form="post-norm", final_norm="norm", positions=ROTARY, note="norms after attention and FFN, q/k norms",
+        form="post-norm", final_norm="norm", positions=ROTARY, note="norms after attention and FFN, q/k norms", code=True,
     ),
     Record(
         "phi3", ("phi3",), DECODER, AttentionParts("self_attn", "self_attn.o_proj", qkv="self_attn.qkv_proj"),
         FeedForwardParts("mlp", down="mlp.down_proj", gate_up="mlp.gate_up_proj"), PRE_NORMS,
-        final_norm="norm", positions=ROTARY, note="fused projections",
+        final_norm="norm", positions=ROTARY, note="fused projections", code=True,
     ),
     Record(
         "gpt_neox", ("gpt_neox",), DECODER,
-        AttentionParts("attention", "attention.dense", qkv="attention.query_key_value"),
+        AttentionParts("attention", "attention.dense", qkv="attention.query_key_value", qkv_per_head=True),
         FeedForwardParts("mlp", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"), PRE_NORMS, form=_parallel,
-        final_norm="final_layer_norm", positions=ROTARY, note="attention and FFN side by side",
+        final_norm="final_layer_norm", positions=ROTARY, note="attention and FFN side by side", code=True,
     ),
     Record(
         "opt", ("opt",), (("decoder", "decoder.layers"),), _bart_attention("self_attn"),
@@ -292,7 +297,7 @@ RECORDS = (
         form=_opt_form, final_norm="decoder.final_layer_norm", owner="stack", tokens="embed_tokens",
         positions=Positions("learned", "+ learned positions", "OPT adds a learned vector per position.",
                             table="embed_positions", offset="offset"),
-        note="learned positions with an offset and a switch between pre- and post-norm",
+        note="learned positions with an offset and a switch between pre- and post-norm", code=True,
     ),
     Record(
         "gpt_oss", ("gpt_oss",), DECODER, LLAMA_ATTENTION, FeedForwardParts("mlp", experts=True), PRE_NORMS,
@@ -303,7 +308,10 @@ RECORDS = (
     _moe("qwen3_moe", ("qwen3_moe",), "a mixture of experts, q/k norms", qk_norm=True),
 )  # fmt: skip
 BY_MODEL_TYPE = {model_type: record for record in RECORDS for model_type in record.model_types}
-WRITTEN_OUT = "BERT-style encoders, Llama-style and GPT-2-style decoders, and BART"
+WRITTEN_OUT = (
+    "BERT-style encoders, BART and Marian, and the pre-norm decoders of the model map (Llama, Mistral, Qwen3, Gemma 2 and 3, "
+    "Phi-3, OLMo 2, GPT-NeoX, OPT, GPT-2, and the mixtures of experts Mixtral, Qwen2-MoE and Qwen3-MoE)"
+)
 
 
 def record_for(model_type: str) -> Record | None:

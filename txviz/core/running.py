@@ -327,13 +327,13 @@ def generate(model: torch.nn.Module, settings: CaptureSettings = PLAIN, **kwargs
 
 
 def _probe_attention(model: torch.nn.Module) -> tuple[list[str] | None, str]:
-    """The modules that call the attention function in a three-token forward, in call order."""
+    """The modules that call the attention function in a short forward (three tokens, or a blank image)."""
     if reads_eager(model):
         return None, "it computes attention in its own code, not through transformers' attention interface."
-    device = next(model.parameters()).device
-    ids = torch.tensor([[1, 2, 3]], device=device) % max(int(getattr(model.config, "vocab_size", 4) or 4), 4)
     try:
-        return list(run(model, CaptureSettings(record={"weights"}), input_ids=ids).attention), ""
+        return list(
+            run(model, CaptureSettings(record={"weights"}), **layouts.probe_inputs(model)).attention
+        ), ""
     except Exception as error:  # noqa: BLE001 - a model that cannot run a short probe is refused by name
         return None, f"a short probe forward failed ({type(error).__name__})."
 

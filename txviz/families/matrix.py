@@ -163,13 +163,18 @@ def check_residual(loaded, reference: torch.nn.Module) -> str:
 
 
 def check_block_code(loaded, reference: torch.nn.Module) -> str:
-    from txviz.block.weights import block_weights
-    from txviz.core.layouts import cached_layout
+    """Every block written out as code and run on its real weights equals the model's own block output."""
+    from txviz.block.opened import open_block
+    from txviz.block.recording import run_text
 
-    layout = cached_layout(loaded.model)
-    for stack in layout.stacks:
-        block_weights(layout, loaded.model, stack.name, 0)
-    return f"{layout.family} layout, {layout.form}"
+    run = run_text(loaded, TEXT)
+    n = 0
+    for stack in run.stacks:
+        for layer in range(stack.n_layers):
+            opened = open_block(loaded, run, stack.name, layer)
+            close(f"{stack.name} block {layer} as code", opened.max_difference, 0)
+            n += 1
+    return f"{n} blocks, {opened.form}"
 
 
 def check_heads(loaded, reference: torch.nn.Module) -> str:
