@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 from PIL import Image
 
-from txviz.app import serving, teaching, ui, widgets
+from txviz.app import sessions, teaching, ui, widgets
 from txviz.vision import book, curves, figures
 from txviz.vision import book_figures as book_figs
 from txviz.vision.ablation import ablate_head
@@ -91,7 +91,7 @@ if model_tab.open:
                 st.info("Choose an image file to upload.")
                 st.stop()
             with ui.user_errors():
-                loaded_image = load_image(ui.checked_upload(upload), serving.config().max_image_pixels)
+                loaded_image = load_image(ui.checked_upload(upload), sessions.config().max_image_pixels)
             for note in loaded_image.notes:
                 st.info(note)
             image = loaded_image.image

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from txviz import models
-from txviz.app import serving, teaching, ui, widgets
+from txviz.app import sessions, teaching, ui, widgets
 from txviz.block import conformer, dataflow, figures, lens, moe, norms, residual
 from txviz.block.opened import FORM_NOTES, open_block
 from txviz.block.recording import STAGES, read_only, run_text
@@ -247,7 +247,7 @@ def use_model(model: str) -> None:
 
 def offer_lens_model(error: lens.NoLensError) -> None:
     """Say why the chosen model has no lens, with a button that switches to a decoder that has one."""
-    decoders = [n for n in serving.offered_models(models.names(("decoder",))) if n != name]
+    decoders = [n for n in sessions.offered_models(models.names(("decoder",))) if n != name]
     st.info(str(error))
     if decoders:
         target = LENS_MODEL if LENS_MODEL in decoders else decoders[0]

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from txviz import models
-from txviz.app import serving, teaching, tour, ui
+from txviz.app import sessions, teaching, tour, ui
 from txviz.lecture import figures
 
 ui.setup_page(
@@ -32,7 +32,7 @@ teaching.notice(
     "model when you lock in your guess, so another model gives its own answers."
 )
 LECTURES_OWN = "The lecture's own models"
-offered = [LECTURES_OWN, *serving.offered_models(models.names(("encoder", "decoder")))]
+offered = [LECTURES_OWN, *sessions.offered_models(models.names(("encoder", "decoder")))]
 answering = st.selectbox(
     "Questions answered by",
     offered,

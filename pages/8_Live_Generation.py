@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from txviz.app import explain_view, serving, teaching, ui, widgets
+from txviz.app import explain_view, sessions, teaching, ui, widgets
 from txviz.generation import figures
 from txviz.generation.batching import Waiting
 from txviz.generation.loop import (
@@ -131,13 +131,13 @@ if steer:
         )
 
 
-engine = serving.engine(loaded)
+engine = sessions.engine(loaded)
 sampling = SamplingSettings(float(temperature), int(top_k), float(top_p), int(seed))
 request = GenerationRequest(prompt_text, int(max_new), sampling, chat)
 
 try:
-    if max_new > serving.config().max_new_tokens:
-        raise ui.UserError(f"This server makes at most {serving.config().max_new_tokens} new tokens a run.")
+    if max_new > sessions.config().max_new_tokens:
+        raise ui.UserError(f"This server makes at most {sessions.config().max_new_tokens} new tokens a run.")
     prompt, problem = prepare(loaded, request), ""
 except ui.UserError as error:  # GenerationError, WrongModelKind
     prompt, problem = None, str(error)
@@ -234,7 +234,7 @@ if start and not problem:
     drawn = 0.0
     with ui.user_errors():
         # Every session's run goes through the model's one engine: sessions share batched forwards.
-        for event in engine.submit(request, owner=serving.session_id()).events():
+        for event in engine.submit(request, owner=sessions.session_id()).events():
             if isinstance(event, Waiting):
                 ahead = f"{event.ahead} request{'s' if event.ahead != 1 else ''} ahead of you"
                 stats_slot.info(f"The server is busy: {ahead}. Your run starts when a place is free.")
@@ -257,7 +257,7 @@ if start and not problem:
             run["steps"], loaded.device, "Generating the steered run with the same settings and seed..."
         )
         with ui.user_errors():
-            serving.heavy(generate_steered, request, prompt, found, strength, run["steered"])
+            sessions.heavy(generate_steered, request, prompt, found, strength, run["steered"])
     run["done"] = True
 
 if not run or not run["steps"]:
@@ -265,7 +265,7 @@ if not run or not run["steps"]:
         st.stop()
     # Above the charts: live_slot, where they are drawn, sits below stats_slot.
     stats_slot.info("Press Generate. Before it starts, the model's candidates for the first new token:")
-    first = engine.submit(replace(request, max_new_tokens=1), owner=serving.session_id()).steps()
+    first = engine.submit(replace(request, max_new_tokens=1), owner=sessions.session_id()).steps()
     with ui.user_errors():
         show_live(next(first), prompt.tokens)
     first.close()

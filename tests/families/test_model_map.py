@@ -9,7 +9,7 @@ import torch
 
 from txviz.core import model_map
 from txviz.core.capture import CaptureSettings, use_capture
-from txviz.core.interventions import Ablate, InterventionError, Patch
+from txviz.core.edits import Ablate, InterventionError, Patch
 from txviz.core.layouts import UnknownLayoutError, layout_of
 from txviz.core.running import run
 from txviz.families import zoo

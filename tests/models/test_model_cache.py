@@ -19,7 +19,7 @@ from tiny_models import tiny_model
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-from txviz.app import serving, ui
+from txviz.app import sessions, ui
 from txviz.generation.loop import GenerationRequest
 from txviz.heads import corpus
 
@@ -65,7 +65,7 @@ def use_everywhere(loaded, generate: bool) -> None:
     corpus.word_vocabulary(loaded)
     if generate:
         request = GenerationRequest("aaa aab", max_new_tokens=2)
-        assert len(list(serving.engine(loaded).submit(request, owner="test").steps())) == 2
+        assert len(list(sessions.engine(loaded).submit(request, owner="test").steps())) == 2
 
 
 @pytest.fixture

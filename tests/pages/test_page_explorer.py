@@ -95,13 +95,13 @@ def test_binary_upload_gives_a_message():
 
 
 def test_the_trace_memory_budget_cuts_the_text_with_a_notice_or_refuses(monkeypatch):
-    from txviz.app import serving
+    from txviz.app import sessions
     from txviz.core import config
 
     # MiniLM: 6 layers x 12 heads, so 20 tokens' weights take 6 * 12 * 20^2 * 4 bytes
     monkeypatch.setenv("TXVIZ_TRACE_MEMORY_MB", str(6 * 12 * 20**2 * 4 / 2**20))
     monkeypatch.setattr(config, "_installed", None)
-    serving.config.clear()  # read once per server: read this one afresh
+    sessions.config.clear()  # read once per server: read this one afresh
     try:
         at = AppTest.from_file(PAGE, default_timeout=180)
         at.session_state["text"] = "The budget test goes on and on. " * 8  # no other test traced it
@@ -112,12 +112,12 @@ def test_the_trace_memory_budget_cuts_the_text_with_a_notice_or_refuses(monkeypa
         )
         assert at.slider(key="layer").max == 5
         monkeypatch.setenv("TXVIZ_TRACE_MEMORY_MB", "0.0001")
-        serving.config.clear()
+        sessions.config.clear()
         at.text_area(key="text").set_value("Another budget text, too long for any budget this small.").run()
         assert not at.exception
         assert any("not even 8 tokens fit" in e.value for e in at.error), [e.value for e in at.error]
     finally:
-        serving.config.clear()
+        sessions.config.clear()
         config.install(None)
 
 

@@ -73,13 +73,13 @@ def test_a_test_this_head_link_opens_the_head_ablated(smollm2):
 
 def test_the_models_own_answer_is_one_queued_forward_however_often_the_page_reruns(smollm2, monkeypatch):
     """A "test this head" link gives no answer: the likeliest next token is found once, in the queue."""
-    from txviz.app import serving
+    from txviz.app import sessions
     from txviz.interventions import runs
 
     calls = []
 
     def counted(loaded, text):
-        calls.append(getattr(serving._inside_job, "held", False))  # True: in the heavy-job queue
+        calls.append(getattr(sessions._inside_job, "held", False))  # True: in the heavy-job queue
         return top_next_token(loaded, text)
 
     top_next_token = runs.top_next_token

@@ -56,13 +56,13 @@ def _oversize_upload() -> None:
 
 @pytest.fixture
 def public(monkeypatch):
-    from txviz.app import serving
+    from txviz.app import sessions
 
     monkeypatch.setenv("TXVIZ_PUBLIC", "1")
-    serving.config.clear()
+    sessions.config.clear()
     yield
     monkeypatch.delenv("TXVIZ_PUBLIC")
-    serving.config.clear()
+    sessions.config.clear()
 
 
 def test_public_mode_refuses_a_local_path_and_a_hub_id_off_the_allow_list(public):
@@ -82,10 +82,10 @@ def test_public_mode_offers_no_typed_model_and_refuses_an_oversize_upload(public
 
 
 def test_with_the_mode_unset_a_visitor_may_still_type_a_model():
-    from txviz.app import serving
+    from txviz.app import sessions
     from txviz.app.ui import OTHER_MODEL
 
-    serving.config.clear()
+    sessions.config.clear()
     at = AppTest.from_function(_picker_options, default_timeout=60).run()
     assert OTHER_MODEL in at.selectbox[0].options
     at = AppTest.from_function(_oversize_upload, default_timeout=60).run()
@@ -94,13 +94,13 @@ def test_with_the_mode_unset_a_visitor_may_still_type_a_model():
 
 @pytest.fixture
 def short_texts(monkeypatch):
-    from txviz.app import serving
+    from txviz.app import sessions
 
     monkeypatch.setenv("TXVIZ_MAX_TEXT_CHARS", "60")
-    serving.config.clear()
+    sessions.config.clear()
     yield 60
     monkeypatch.delenv("TXVIZ_MAX_TEXT_CHARS")
-    serving.config.clear()
+    sessions.config.clear()
 
 
 def test_text_boxes_take_the_configured_limit(short_texts):
@@ -136,7 +136,7 @@ def test_max_jobs_bounds_heavy_passes_running_at_once(monkeypatch):
     import time
     from types import SimpleNamespace
 
-    from txviz.app import serving, ui
+    from txviz.app import sessions, ui
 
     running, peak, lock = [0], [0], threading.Lock()
 
@@ -153,7 +153,7 @@ def test_max_jobs_bounds_heavy_passes_running_at_once(monkeypatch):
     inner = ui.cached(spinner=False)(lambda loaded, n: n)
     shared = ui.cached(max_entries=16, spinner=False)(heavy)
     monkeypatch.setenv("TXVIZ_MAX_JOBS", "2")
-    serving.config.clear()
+    sessions.config.clear()
     try:
         loaded = SimpleNamespace(name="m", device="cpu", dtype="float32")
         sessions = [threading.Thread(target=shared, args=(loaded, n)) for n in range(5)]
@@ -163,7 +163,7 @@ def test_max_jobs_bounds_heavy_passes_running_at_once(monkeypatch):
             s.join(30)
     finally:
         monkeypatch.delenv("TXVIZ_MAX_JOBS")
-        serving.config.clear()
+        sessions.config.clear()
     assert peak[0] == 2 and running[0] == 0
     with pytest.raises(UserError, match="max_jobs"):
         load_config({"TXVIZ_MAX_JOBS": "0"})
@@ -193,16 +193,16 @@ def _heavy_pass() -> None:
 
     import streamlit as st
 
-    from txviz.app import serving
+    from txviz.app import sessions
 
-    st.session_state["ran_at"] = serving.heavy(time.monotonic)
+    st.session_state["ran_at"] = sessions.heavy(time.monotonic)
 
 
 def test_a_heavy_pass_waits_its_turn_behind_running_ones():
 
-    from txviz.app import serving
+    from txviz.app import sessions
 
-    queue, ended = serving.jobs(), []
+    queue, ended = sessions.jobs(), []
     holders = _hold_every_slot(queue, ended)
     assert queue.load() == (queue.max_jobs, 0)
     at = AppTest.from_function(_heavy_pass, default_timeout=30).run()
@@ -219,20 +219,20 @@ def _trace_pass() -> None:
     import streamlit as st
     from tiny_models import tiny_model, word_tokenizer
 
-    from txviz.app import serving
+    from txviz.app import sessions
     from txviz.core.loaded import LoadedModel
 
     tok = word_tokenizer(["the", "cat", "sat"])
     loaded = LoadedModel("tiny", "decoder", tiny_model("llama", len(tok)), tok, None, "cpu")
-    trace = serving.trace(loaded, "the cat sat", ("weights",))
+    trace = sessions.trace(loaded, "the cat sat", ("weights",))
     st.session_state["ran_at"], st.session_state["shape"] = time.monotonic(), trace.weights.shape
 
 
 def test_a_trace_waits_its_turn_in_the_same_queue_and_gets_its_own_trace():
 
-    from txviz.app import serving
+    from txviz.app import sessions
 
-    queue, ended = serving.jobs(), []
+    queue, ended = sessions.jobs(), []
     holders = _hold_every_slot(queue, ended)
     at = AppTest.from_function(_trace_pass, default_timeout=30).run()
     for thread in holders:

@@ -5,7 +5,7 @@ import torch
 from tiny_models import tiny_model
 
 from txviz.core.capture import CaptureSettings
-from txviz.core.interventions import Ablate, InterventionError, Patch
+from txviz.core.edits import Ablate, InterventionError, Patch
 from txviz.core.running import run
 
 IDS = torch.tensor([[1, 5, 7, 9, 3, 11]])

@@ -12,8 +12,8 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 from txviz.core.capture import CaptureSettings
+from txviz.core.edits import Ablate, Knockout, Patch, Steer
 from txviz.core.errors import UserError, WrongModelKind
-from txviz.core.interventions import Ablate, Knockout, Patch, Steer
 from txviz.core.running import run
 from txviz.interventions import ablation, metrics, patching, runs, steering
 from txviz.interventions.ablation import Component

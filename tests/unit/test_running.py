@@ -7,7 +7,7 @@ import torch
 from tiny_models import tiny_model
 
 from txviz.core.capture import PLAIN, CaptureSettings, capture
-from txviz.core.interventions import Ablate, InterventionError, Knockout, Patch, Steer
+from txviz.core.edits import Ablate, InterventionError, Knockout, Patch, Steer
 from txviz.core.running import generate, run, run_module, step
 
 IDS = torch.tensor([[1, 5, 7, 9, 3, 11]])

@@ -6,7 +6,7 @@ from typing import Any
 
 import streamlit as st
 
-from txviz.app import caching, projector, serving
+from txviz.app import caching, projector, sessions
 from txviz.lecture import figures
 from txviz.lecture.questions import Question, Truth, choices, is_right, truth
 
@@ -70,7 +70,7 @@ def _answer_widget(question: Question, key: str, options: tuple[str, ...], locke
         )
         if choice == TYPED:
             st.text_input(
-                "Your token", key=f"{key}_typed", max_chars=serving.max_text_chars(50), disabled=locked
+                "Your token", key=f"{key}_typed", max_chars=sessions.max_text_chars(50), disabled=locked
             )
     elif question.kind == "number":
         step = (question.high - question.low) / 100

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from txviz.app import serving
+from txviz.app import sessions
 from txviz.core.trace import lock_arrays
 from txviz.models import LoadedModel
 
@@ -56,7 +56,7 @@ def cached(
 
 
 def heavy(func: Callable[..., T]) -> Callable[..., T]:
-    """Decorator: ``func`` runs in this session's turn of the heavy-job queue (serving.heavy).
+    """Decorator: ``func`` runs in this session's turn of the heavy-job queue (sessions.heavy).
 
     The one explicit way a page's model work waits for its place among sessions (``max_jobs`` at
     once); under ``@ui.cached`` a cache hit never queues. A job run inside another runs in the outer
@@ -65,7 +65,7 @@ def heavy(func: Callable[..., T]) -> Callable[..., T]:
 
     @functools.wraps(func)
     def queued(*args: Any, **kwargs: Any) -> T:
-        return serving.heavy(func, *args, **kwargs)
+        return sessions.heavy(func, *args, **kwargs)
 
     return queued
 

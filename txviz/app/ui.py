@@ -10,10 +10,10 @@ from pathlib import Path
 import streamlit as st
 
 from txviz import models
-from txviz.app import legacy_pages, links, navigation, path, projector, serving, tour
+from txviz.app import legacy_pages, links, navigation, path, projector, sessions, tour
 from txviz.app.caching import cached, cached_data, clear_cached, heavy, shared_resource  # noqa: F401 (pages' names)
 from txviz.app.links import MAX_LINK_CHARS, link_index, link_set, link_tab, link_value  # noqa: F401 (pages' names)
-from txviz.app.serving import max_text_chars
+from txviz.app.sessions import max_text_chars
 from txviz.core.errors import UserError, require_kind
 from txviz.figures import export
 from txviz.models import LoadedModel, ModelLoadError
@@ -34,7 +34,7 @@ def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str
         layout="wide",
         initial_sidebar_state="collapsed" if presenting_now else "auto",
     )
-    serving.config()  # read once per server and installed in core, whose limits then follow it
+    sessions.config()  # read once per server and installed in core, whose limits then follow it
     st.session_state["_figure_count"] = 0
     st.html(projector.SIDEBAR_CSS)  # our own constant stylesheets, never user text
     lesson_picker()
@@ -173,8 +173,8 @@ def model_picker(
     label: str = "Model",
 ) -> str:
     """A model name from the registry (of the given kinds), or one the user types."""
-    names = serving.offered_models(models.names(kinds))
-    options = names if serving.config().public else names + [OTHER_MODEL]
+    names = sessions.offered_models(models.names(kinds))
+    options = names if sessions.config().public else names + [OTHER_MODEL]
     default = link_value(key, default, options)
     index = options.index(default) if default in options else 0
     choice = st.selectbox(label, options, index=index, key=key, format_func=_marked)
@@ -214,7 +214,7 @@ def load_model(name: str, kinds: tuple[str, ...] | None = None) -> LoadedModel:
     device, dtype = current_device(), current_dtype()
     where = device if dtype == "float32" else f"{device} in {dtype}"
     with user_errors():
-        serving.check_allowed(name, models.names())
+        sessions.check_allowed(name, models.names())
     note = st.empty()
     try:
         with note.status(f"Loading {name} on {where}...", expanded=False) as status:
@@ -265,7 +265,7 @@ def decode_upload(data: bytes, name: str = "file") -> str:
 
 def checked_upload(upload) -> bytes:
     """An uploaded file's bytes, refused with a message past the server's upload limit."""
-    limit = serving.config().max_upload_mb
+    limit = sessions.config().max_upload_mb
     if upload.size > limit * 1024 * 1024:
         st.error(f"{upload.name} is {upload.size / 1e6:.1f} MB; this server takes files up to {limit} MB.")
         st.stop()
@@ -351,7 +351,7 @@ def export_menu(figure, key: str, trace=None) -> None:
 
 @cached(max_entries=8)
 def _cached_trace(loaded: LoadedModel, text: str, record: tuple[str, ...]):
-    return serving.trace(loaded, text, record)  # queued, in one pass with other sessions' texts
+    return sessions.trace(loaded, text, record)  # queued, in one pass with other sessions' texts
 
 
 def cached_trace(loaded: LoadedModel, text: str, record: tuple[str, ...] = ("weights",)):

@@ -20,7 +20,7 @@ import torch
 
 from txviz import models
 from txviz.bench.capture import text_of
-from txviz.core.interventions import Ablate
+from txviz.core.edits import Ablate
 from txviz.interventions import ablation, metrics, patching
 from txviz.interventions.runs import forward, repeated
 

@@ -21,10 +21,10 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from txviz.core import interventions, rowstats, stages
+from txviz.core import edits, rowstats, stages
 from txviz.core.attention import Normalizer, causal_mask, softmax
+from txviz.core.edits import Intervention, Plan
 from txviz.core.errors import UserError
-from txviz.core.interventions import Intervention, Plan
 from txviz.core.layouts import Layout, cached_layout, module_names
 from txviz.core.stages import StageRecord
 
@@ -112,7 +112,7 @@ class CaptureSettings:
     extra_mask: MaskFn | torch.Tensor | None = None  # applied on top of the model's own mask, every layer
     newest_query_only: bool = False  # keep only the last query row (generation)
     stages: frozenset[Stage] = frozenset()  # block stages to record, any of STAGES
-    interventions: Sequence[Intervention] = ()  # txviz.core.interventions, applied in order
+    interventions: Sequence[Intervention] = ()  # txviz.core.edits, applied in order
     reduction: Reduction | None = None  # fold attention block by block instead of keeping it
     row_stats: rowstats.RowStatistics | None = None  # each row's entropy, distance, sink and local weight
 
@@ -160,7 +160,7 @@ class Recorder:
     module_names: dict[int, str]
     records: dict[str, list[AttentionRecord]] = field(default_factory=dict)  # attention module name ->
     stages: dict[str, list[StageRecord]] = field(default_factory=dict)  # point name, e.g. "decoder.3.ffn" ->
-    plan: Plan = interventions.EMPTY
+    plan: Plan = edits.EMPTY
     # One forward pass: a module called again is another layer (ALBERT shares one across layers), so
     # its later calls are recorded as "name#2", "name#3"...; in generate, calls are steps instead.
     one_pass: bool = False
@@ -199,9 +199,9 @@ def capture(model: torch.nn.Module, settings: CaptureSettings, one_pass: bool = 
     Stages and interventions outside attention need the model's block layout
     (txviz.core.layouts); their hooks are installed once per model and idle unless asked.
     """
-    plan = interventions.EMPTY
+    plan = edits.EMPTY
     if settings.interventions:
-        plan = interventions.plan(cached_layout(model), settings.interventions)
+        plan = edits.plan(cached_layout(model), settings.interventions)
     if settings.stages or plan.streams:
         prepared(model)
     recorder = Recorder(settings=settings, module_names=module_names(model), plan=plan, one_pass=one_pass)
@@ -237,7 +237,7 @@ def txviz_attention(
     recorder = _active.get()
     settings = recorder.settings if recorder else PLAIN
     # identity, not truth: this runs for every layer of every generation step
-    changed = recorder is not None and recorder.plan is not interventions.EMPTY
+    changed = recorder is not None and recorder.plan is not edits.EMPTY
     name = recorder.module_names.get(id(module)) if changed else None
     knockouts = recorder.plan.knockouts.get(name) if name else None
     head_edits = recorder.plan.heads.get(name) if name else None
@@ -297,7 +297,7 @@ def txviz_attention(
             **kwargs,
         )
     if head_edits:
-        output = interventions.edit_heads(output, head_edits)  # (B, Q, H, D), before the output projection
+        output = edits.edit_heads(output, head_edits)  # (B, Q, H, D), before the output projection
     if folded and settings.row_stats is not None and "row_stats" not in record:
         record["row_stats"] = _row_stats(
             module, query, key, value, attention_mask, scaling, causal, settings, knockouts, **kwargs
@@ -350,7 +350,7 @@ def _explicit(
     if settings.extra_mask is not None:
         scores = scores.masked_fill(~_allowed(settings, n_query, n_key, scores.device), float("-inf"))
     if knockouts:
-        cut = ~interventions.knockout_mask(
+        cut = ~edits.knockout_mask(
             knockouts, scores.shape[1], n_query, n_key, scores.device, n_batch=scores.shape[0]
         )
         scores = scores.masked_fill(cut, float("-inf"))
@@ -459,7 +459,7 @@ def _reduced(
             allowed = _allowed(settings, n_key - first, n_key, scores.device)[: last - first, :width]
             scores = scores.masked_fill_(~allowed, float("-inf"))
         if knockouts:
-            kept = interventions.knockout_mask(
+            kept = edits.knockout_mask(
                 knockouts, scores.shape[1], n_query, n_key, scores.device, n_batch=scores.shape[0]
             )
             scores = scores.masked_fill_(~kept[..., rows, :width], float("-inf"))

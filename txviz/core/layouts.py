@@ -1,6 +1,6 @@
 """Where a model keeps its blocks: its family's record (txviz.core.model_map) placed on the model.
 
-Recording stages and editing the residual stream, the FFN or a head (txviz.core.interventions) find
+Recording stages and editing the residual stream, the FFN or a head (txviz.core.edits) find
 their points here; the block page writes out the families whose record says so.
 
 A family is recognised by its config's model type and then checked by the names of the block's

@@ -4,7 +4,7 @@ A record says which config ``model_type`` values it covers, where the stacks of 
 inside one block where the attention (the module that calls the attention function), the
 cross-attention, the FFN's input and output projections and the norms are, what the block adds to
 the residual stream, the final norm and the output head. Layouts (txviz.core.layouts), stage
-points and edits (txviz.core.interventions), the block as code (txviz.block.weights) and the data
+points and edits (txviz.core.edits), the block as code (txviz.block.weights) and the data
 flow (txviz.block.dataflow) all read these records; nothing else keeps family knowledge.
 
 One module, not one file per family as TransformerLens has: TransformerLens's adapters carry

@@ -26,7 +26,7 @@ cross-attention. ``run.head_output`` and ``run.stage_output`` are the same for p
 
 One device and dtype rule: what the accessor hands out (every attention and stage record) is
 float32 on the CPU; the asked outputs (logits, hidden, hidden_states) are float32 on the model's
-device, where the caller computes on with them. Interventions (txviz.core.interventions), all frozen and
+device, where the caller computes on with them. Interventions (txviz.core.edits), all frozen and
 per call: ``Ablate(point, layer, head=..., positions=...)`` zeroes, ``Patch(..., value=t)``
 replaces, ``Steer(..., vector=v, strength=s)`` adds, on points "head", "attn", "cross", "ffn",
 "resid", "embed"; ``Knockout(edges=[(q, k)], layers=[...], heads=None)`` cuts attention edges in
@@ -53,8 +53,8 @@ import torch
 
 from txviz.core import layouts
 from txviz.core.capture import IMPLEMENTATION, PLAIN, AttentionRecord, CaptureSettings, Recorder, capture
+from txviz.core.edits import InterventionError
 from txviz.core.errors import UserError
-from txviz.core.interventions import InterventionError
 from txviz.core.layouts import UnknownLayoutError, cached_layout
 from txviz.core.stages import StageRecord
 

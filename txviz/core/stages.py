@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from txviz.core.interventions import edit_stream
+from txviz.core.edits import edit_stream
 
 _installed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {name: hook handle}
 _lock = threading.Lock()

@@ -233,7 +233,7 @@ def check_interventions(loaded, reference: torch.nn.Module) -> str:
     """Ablate head 0 of layer 0; where the map names the output projection, the output must equal the
     eager model's with that head's slice of the projection's input zeroed by hand."""
     from txviz.core.capture import CaptureSettings
-    from txviz.core.interventions import Ablate
+    from txviz.core.edits import Ablate
     from txviz.core.layouts import cached_layout
     from txviz.core.running import run
 

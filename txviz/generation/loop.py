@@ -38,7 +38,7 @@ class GenerationRequest:
     record_attention: bool = True
     stop_at_eos: bool = True
     top_candidates: int = TOP_CANDIDATES
-    interventions: tuple = ()  # txviz.core.interventions applied at every step (e.g. steering)
+    interventions: tuple = ()  # txviz.core.edits applied at every step (e.g. steering)
 
 
 @dataclass(frozen=True, eq=False)

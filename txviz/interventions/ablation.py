@@ -2,7 +2,7 @@
 
 A head or MLP is zeroed, set to its mean over a reference text, or resampled (set to what it
 computed on another prompt at the same positions). A sweep runs every head and MLP ablated alone
-as batches of one ablation per row (``rows=`` of txviz.core.interventions), so it costs about as
+as batches of one ablation per row (``rows=`` of txviz.core.edits), so it costs about as
 many plain forwards batched the same way.
 """
 
@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from txviz.core.candidates import Candidates, top_candidates
+from txviz.core.edits import Ablate, Knockout, Patch
 from txviz.core.errors import UserError
-from txviz.core.interventions import Ablate, Knockout, Patch
 from txviz.core.running import Run
 from txviz.interventions.metrics import Metric
 from txviz.interventions.runs import chunks, forward, prompt_ids, repeated, tokens_of

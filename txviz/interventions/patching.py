@@ -21,8 +21,8 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
+from txviz.core.edits import Patch, Steer
 from txviz.core.errors import UserError
-from txviz.core.interventions import Patch, Steer
 from txviz.interventions.ablation import batched_metrics
 from txviz.interventions.metrics import Metric, recovered
 from txviz.interventions.runs import forward, prompt_ids, tokens_of

@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from txviz.core.edits import Steer
 from txviz.core.errors import UserError
-from txviz.core.interventions import Steer
 from txviz.generation.loop import GenerationRequest, generate
 from txviz.generation.sampling import SamplingSettings
 from txviz.interventions.runs import cut_prompt, forward, prompt_ids, repeated

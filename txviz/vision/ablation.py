@@ -2,7 +2,7 @@
 
 One batched forward through the front door: row 0 is the image as the model sees it, row 1 the
 same image with the head's output zeroed before the output projection (an ``Ablate`` edit of
-txviz.core.interventions, applied inside the attention function, no weight touched).
+txviz.core.edits, applied inside the attention function, no weight touched).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import torch
 from PIL import Image
 
 from txviz.core.capture import CaptureSettings
+from txviz.core.edits import Ablate
 from txviz.core.errors import UserError, require_kind
-from txviz.core.interventions import Ablate
 from txviz.core.running import run
 from txviz.vision.runs import pixel_values
 

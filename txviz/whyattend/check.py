@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from txviz.core.capture import CaptureSettings
-from txviz.core.interventions import Steer
+from txviz.core.edits import Steer
 from txviz.core.layouts import cached_layout
 from txviz.core.running import run
 from txviz.whyattend.decompose import BadEdge, Decomposition
