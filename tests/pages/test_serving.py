@@ -150,17 +150,17 @@ def test_max_jobs_bounds_heavy_passes_running_at_once(monkeypatch):
             running[0] -= 1
         return n
 
-    inner = ui.cached(spinner=False)(lambda loaded, n: n)
-    shared = ui.cached(max_entries=16, spinner=False)(heavy)
+    inner = ui.cached(spinner=False)(ui.heavy(lambda loaded, n: n))
+    shared = ui.cached(max_entries=16, spinner=False)(ui.heavy(heavy))
     monkeypatch.setenv("TXVIZ_MAX_JOBS", "2")
     sessions.config.clear()
     try:
         loaded = SimpleNamespace(name="m", device="cpu", dtype="float32")
-        sessions = [threading.Thread(target=shared, args=(loaded, n)) for n in range(5)]
-        for s in sessions:
-            s.start()
-        for s in sessions:
-            s.join(30)
+        threads = [threading.Thread(target=shared, args=(loaded, n)) for n in range(5)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
     finally:
         monkeypatch.delenv("TXVIZ_MAX_JOBS")
         sessions.config.clear()
