@@ -162,7 +162,7 @@ def test_concurrent_captures_do_not_see_each_other():
 
 def test_unknown_record_item_is_refused():
     with pytest.raises(ValueError, match="Cannot record"):
-        CaptureSettings(record={"values"})
+        CaptureSettings(record={"valuez"})
 
 
 def test_softmax_stays_differentiable_and_fully_masked_rows_are_zero():
