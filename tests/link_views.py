@@ -129,6 +129,7 @@ VIEWS = {
             "text": "A short document. It has three sentences. The last one ends here.",
         },
     ),
+    "21_Lecture_Room": LinkView((("selectbox", "room_lecture", Index(1)),), None),
 }
 
 

@@ -30,6 +30,7 @@ ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
     "Entailment": ":material/rule:",
     "Interventions": ":material/content_cut:",
     "Long_Documents": ":material/article:",
+    "Lecture_Room": ":material/co_present:",
 }
 
 
@@ -56,6 +57,7 @@ SECTIONS = {  # sidebar and home-page groups, in order; every page sits in exact
         "Image_Captioning",
     ),
     "Research tools": ("Head_Detectors", "Query_Key_Space", "Interventions", "Long_Documents"),
+    "Teaching": ("Lecture_Room",),
 }
 
 

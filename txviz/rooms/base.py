@@ -137,8 +137,8 @@ class RoomStore(ABC):
         """Ask a question (a dict with an "id"), or clear it with None."""
 
     @abstractmethod
-    def reveal(self, code: str, token: Any) -> RoomState:
-        """Reveal the current question's answer to the room."""
+    def reveal(self, code: str, token: Any, truth: str = "") -> RoomState:
+        """Reveal the current question's answer to the room, with the truth the live model gave."""
 
     @abstractmethod
     def answer(self, code: str, seat: str, question_id: str, answer: Any) -> bool:

@@ -111,9 +111,11 @@ class MemoryStore(RoomStore):
             room = self._lecturer(code, token)
             return self._change(room, question=question, revealed=False)
 
-    def reveal(self, code, token):
+    def reveal(self, code, token, truth=""):
         with self._lock:
-            return self._change(self._lecturer(code, token), revealed=True)
+            room = self._lecturer(code, token)
+            question = dict(room.state.question or {}, truth=str(truth))
+            return self._change(room, question=question, revealed=True)
 
     def answer(self, code, seat, question_id, answer):
         with self._lock:

@@ -167,8 +167,9 @@ class RedisStore(RoomStore):
         return self._change(code, token, question=question, revealed=False)
 
     @_answering
-    def reveal(self, code, token):
-        return self._change(code, token, revealed=True)
+    def reveal(self, code, token, truth=""):
+        question = dict(self.state(code).question or {}, truth=str(truth))
+        return self._change(code, token, question=question, revealed=True)
 
     @_answering
     def answer(self, code, seat, question_id, answer):
