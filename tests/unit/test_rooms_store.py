@@ -24,8 +24,8 @@ STEP = {"page": "pages/2_Attention_Explorer.py", "settings": {"layer": 3}, "titl
 def redis_url():
     if not installed():
         pytest.skip("redis-server is missing: apt-get install -y redis-server (make redis)")
-    with redis_server() as url:
-        yield url
+    with redis_server() as server:
+        yield server.url
 
 
 @pytest.fixture(params=["memory", "redis"])

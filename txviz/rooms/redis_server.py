@@ -32,9 +32,22 @@ def _answers(port: int) -> bool:
         return False
 
 
+class RedisServer:
+    """A running redis-server: its URL, and stop() to take it away mid-test."""
+
+    def __init__(self, process: subprocess.Popen, port: int):
+        self.process, self.port = process, port
+        self.url = f"redis://127.0.0.1:{port}/0"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
 @contextlib.contextmanager
-def redis_server(port: int | None = None) -> Iterator[str]:
-    """Start redis-server (no disk persistence) while the block runs; yields its URL."""
+def redis_server(port: int | None = None) -> Iterator[RedisServer]:
+    """Start redis-server (no disk persistence) while the block runs."""
     if not installed():
         raise RuntimeError("redis-server is not installed: apt-get install -y redis-server (make redis)")
     port = port or free_port()
@@ -48,8 +61,8 @@ def redis_server(port: int | None = None) -> Iterator[str]:
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"redis-server did not start on port {port}")
             time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
+        server = RedisServer(process, port)
+        yield server
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        RedisServer(process, port).stop()
         shutil.rmtree(folder, ignore_errors=True)
