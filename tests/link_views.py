@@ -129,6 +129,10 @@ VIEWS = {
             "text": "A short document. It has three sentences. The last one ends here.",
         },
     ),
+    "20_Lectures": LinkView(
+        (("selectbox", "lecture", Index(1)), ("selectbox", "tour_model", Index(1))),
+        None,
+    ),
     "21_Lecture_Room": LinkView((("selectbox", "room_lecture", Index(1)),), None),
 }
 

@@ -12,7 +12,9 @@ from txviz.app.room_lectures import lectures
 from txviz.rooms import MAX_JOINS, RoomFull
 
 ROOM_PAGE = "pages/21_Lecture_Room.py"
-STEPS = lectures()["lessons"].steps
+LECTURE = lectures()["1_attention_and_transformers"]  # step 1 asks a choice, step 2 asks nothing
+STEPS = LECTURE.steps
+N = len(STEPS)
 
 
 def session(**params: str) -> AppTest:
@@ -42,7 +44,7 @@ def texts(at: AppTest) -> str:
 def lecturer() -> AppTest:
     at = session()
     assert_clean(at)
-    at.selectbox(key="room_lecture").set_value("The five lessons")
+    at.selectbox(key="room_lecture").set_value(LECTURE.title)
     at.button(key="room_start").click().run()
     assert_clean(at)
     return at
@@ -62,7 +64,7 @@ def test_a_lecturer_starts_a_room_on_the_projector_with_a_code_and_qr(lecturer):
     assert lecturer.session_state["_presentation_on"] is True
     assert len(lecturer.get("image")) == 1  # the QR code
     shown = texts(lecturer)
-    assert "0 following" in shown and "Step 1 of 5" in shown
+    assert "0 following" in shown and f"Step 1 of {N}" in shown
     assert any("?room=" in c.value and "key" not in c.value for c in lecturer.main.code)  # the join URL
 
 
@@ -76,23 +78,25 @@ def test_students_follow_wander_come_back_and_a_forged_key_drives_nothing(lectur
     student = session(room=code)
     assert_clean(student)
     assert student.session_state[room.AT] is not None  # followed to step 1 at once
-    assert "Following the lecturer" in texts(student) and "Step 1 of 5" in texts(student)
+    assert "Following the lecturer" in texts(student) and f"Step 1 of {N}" in texts(student)
+    assert student.session_state["view"] == STEPS[0].values()["view"]
     assert not {"_room_next", "_room_previous", "_room_reveal"} & buttons(student)
 
-    lecturer.button(key="_room_next").click().run()  # step 2: the Explorer, MiniLM layer 3 head 1
+    lecturer.button(key="_room_next").click().run()  # step 2: the same page, another view
     assert_clean(lecturer)
     assert room.store().state(code).index == 1
     student.run()
     assert_clean(student)
-    assert student.session_state["layer"] == STEPS[1].settings["layer"]
-    assert "Step 2 of 5" in texts(student)
+    assert student.session_state["view"] == STEPS[1].values()["view"] != STEPS[0].values()["view"]
+    assert f"Step 2 of {N}" in texts(student)
 
-    open_page(student, "pages/1_Self_Attention.py")  # wanders off
+    open_page(student, "pages/3_Positional_Encoding.py")  # wanders off
     assert_clean(student)
     assert "Exploring on your own" in texts(student) and "_room_back" in buttons(student)
     student.button(key="_room_back").click().run()
     assert_clean(student)
-    assert "Following the lecturer" in texts(student) and student.session_state["layer"] == 3
+    assert "Following the lecturer" in texts(student)
+    assert student.session_state["view"] == STEPS[1].values()["view"]
 
     forger = session(room=code, key="forged-" + _param(lecturer, "key")[7:])
     assert_clean(forger)
@@ -102,25 +106,30 @@ def test_students_follow_wander_come_back_and_a_forged_key_drives_nothing(lectur
 
 
 def test_a_question_is_answered_once_tallied_and_each_student_sees_their_answer_marked(lecturer):
-    code, key = _param(lecturer, "room"), _param(lecturer, "key")
-    room.store().set_question(code, key, {"id": "q1", "kind": "choice", "prompt": "Which word?",
-                                          "options": ["keys", "cabinet"], "answer": "keys"})  # fmt: skip
+    code = _param(lecturer, "room")
+    question = STEPS[0].question
+    qid = f"{LECTURE.name}-1"
+    key = f"_room_q_{qid}"
+    right, wrong = question.answer, (question.answer + 1) % len(question.options)
     students = [session(room=code), session(room=code)]
-    for student, given in zip(students, ["keys", "cabinet"], strict=True):
-        student.radio(key="_room_answer_q1").set_value(given).run()
-        student.button(key="_room_send_q1").click().run()
+    for student, given in zip(students, [right, wrong], strict=True):
+        student.radio(key=f"{key}_pick").set_value(given).run()
+        student.button(key=f"{key}_lock").click().run()
         assert_clean(student)
-        assert f"Your answer: {given} (sent)" in texts(student)
-        assert "_room_send_q1" not in buttons(student)  # nothing to send twice
-    assert room.store().tally(code, "q1") == {"cabinet": 1, "keys": 1}
+        assert f"{key}_lock" not in buttons(student)  # locked: nothing to send twice
+        student.run()
+    assert room.store().answers(code, qid) and sorted(room.store().answers(code, qid).values()) == sorted(
+        [str(right), str(wrong)]
+    )
     lecturer.run()
     assert "2 answers" in texts(lecturer)
     lecturer.button(key="_room_reveal").click().run()
     assert_clean(lecturer)
-    assert room.store().state(code).question["truth"] == "keys"
-    right, wrong = (s.run() for s in students)
-    assert any("is what the model says" in s.value for s in right.success)
-    assert any("Your answer: cabinet. The model says: keys." in e.value for e in wrong.error)
+    assert room.store().state(code).question["truth"] == question.options[question.answer]
+    assert len(lecturer.get("plotly_chart")) >= 1  # the tally beside the truth
+    shown_right, shown_wrong = (s.run() for s in students)
+    assert any(m.value.startswith("Right.") for m in shown_right.success)
+    assert any(m.value.startswith("Not this time.") for m in shown_wrong.warning)
 
 
 def test_reloads_keep_the_room_for_students_and_control_for_the_lecturer(lecturer):
@@ -130,7 +139,7 @@ def test_reloads_keep_the_room_for_students_and_control_for_the_lecturer(lecture
     lecturer.button(key="_room_next").click().run()
     again = session(room=code, seat=seat)  # a reload: a fresh session with the address
     assert_clean(again)
-    assert again.session_state[room.SEAT] == seat and "Step 2 of 5" in texts(again)
+    assert again.session_state[room.SEAT] == seat and f"Step 2 of {N}" in texts(again)
     assert len(room.store().nicknames(code)) == 1
     lecturer_again = session(room=code, key=key)
     assert_clean(lecturer_again)

@@ -122,13 +122,6 @@ def strings(value) -> list[str]:
     return []
 
 
-@case("rooms.figures.tally_chart")
-def _():
-    from txviz.rooms.figures import tally_chart
-
-    return tally_chart({BOLD: 2, LINK: 1}, truth=ENTITY, title=BOLD), HOSTILE
-
-
 # --- shared attention figures ---------------------------------------------------------------------
 @case("figures.attention.attention_heatmap")
 def _():

@@ -11,7 +11,7 @@ import pytest
 
 from txviz.rooms import MAX_JOINS, NotLecturer, RoomFull, StoreDown, UnknownRoom, clean_code, clean_nickname
 from txviz.rooms.base import CODE_ALPHABET, CODE_LENGTH, FOLLOWING_S
-from txviz.rooms.export import results_csv
+from txviz.rooms.export import Asked, results_csv
 from txviz.rooms.memory import MemoryStore
 from txviz.rooms.qr import qr_png
 from txviz.rooms.redis_server import installed, redis_server
@@ -219,24 +219,18 @@ def test_a_stopped_redis_is_a_clear_message():
 
 
 def test_results_export_per_question_answers_counts_and_truth(store):
-    code, token = store.create("Attention")
-    ann, bob = store.join(code, "Ann"), store.join(code, "Bob")
-    store.answer(code, ann, "q1", "keys")
-    store.answer(code, bob, "q1", "table")
-    store.answer(code, bob, "q2", "0.4")
-    rows = list(
-        csv.DictReader(
-            io.StringIO(
-                results_csv(store, code, [{"id": "q1", "prompt": "Which?"}, {"id": "q2"}], {"q1": "keys"})
-            )
-        )
-    )
+    code, _ = store.create("Attention")
+    ann, bob, cy = store.join(code, "Ann"), store.join(code, "Bob"), store.join(code, "")
+    answers = {ann: "keys", bob: "table", cy: "keys"}
+    asked = [Asked("Which?", "keys", answers), Asked("How sure?", "", {bob: "0.4"})]
+    rows = list(csv.DictReader(io.StringIO(results_csv(store.nicknames(code), asked))))
     assert [
         (r["question"], r["nickname"], r["answer"], r["count"], r["truth"], r["right"]) for r in rows
     ] == [
-        ("Which?", "Ann", "keys", "1", "keys", "true"),
+        ("Which?", "", "keys", "2", "keys", "true"),
+        ("Which?", "Ann", "keys", "2", "keys", "true"),
         ("Which?", "Bob", "table", "1", "keys", "false"),
-        ("q2", "Bob", "0.4", "1", "", ""),
+        ("How sure?", "Bob", "0.4", "1", "", ""),
     ]
     assert set(rows[0]) == {"question", "nickname", "answer", "count", "truth", "right"}  # no seats, no ids
 

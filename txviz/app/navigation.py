@@ -30,6 +30,7 @@ ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
     "Entailment": ":material/rule:",
     "Interventions": ":material/content_cut:",
     "Long_Documents": ":material/article:",
+    "Lectures": ":material/school:",
     "Lecture_Room": ":material/co_present:",
 }
 
@@ -57,7 +58,7 @@ SECTIONS = {  # sidebar and home-page groups, in order; every page sits in exact
         "Image_Captioning",
     ),
     "Research tools": ("Head_Detectors", "Query_Key_Space", "Interventions", "Long_Documents"),
-    "Teaching": ("Lecture_Room",),
+    "Teaching": ("Lectures", "Lecture_Room"),
 }
 
 

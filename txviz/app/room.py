@@ -12,8 +12,8 @@ import json
 
 import streamlit as st
 
-from txviz.app import projector
-from txviz.app.room_lectures import Step, lectures
+from txviz.app import links, projector
+from txviz.app.room_lectures import lectures, page_settings, question_ref, shared
 from txviz.rooms import NotLecturer, RoomStore, clean_code, open_store
 from txviz.rooms.base import RoomState
 
@@ -63,9 +63,11 @@ def join(code: str, nickname: str) -> None:
 def start(lecture: str) -> str:
     """Start a room as its lecturer, from a lecture's first step or ad hoc; projector mode on."""
     chosen = lectures().get(lecture)
-    first = chosen.steps[0].shared() if chosen and chosen.steps else {}
-    code, key = store().create(chosen.title if chosen else "Ad hoc", lecture if chosen else "", first,
-                               len(chosen.steps) if chosen else 0)  # fmt: skip
+    if chosen is None:
+        code, key = store().create("Ad hoc")
+    else:
+        code, key = store().create(chosen.title, chosen.name, shared(chosen.steps[0]), len(chosen.steps))
+        store().set_question(code, key, question_ref(chosen, 0))
     st.session_state.update({CODE: code, KEY: key, SEAT: None, FOLLOW: False, AT: None})
     st.session_state[projector.ON] = True  # the lecturer's screen is the projector's
     keep_in_address()
@@ -102,16 +104,16 @@ def keep_in_address() -> None:
             st.query_params[name] = value
 
 
-def step_of(state: RoomState) -> Step | None:
+def step_of(state: RoomState):
     """The lecture's step the room is on (with its talking points and question), if it has a lecture."""
     chosen = lectures().get(state.lecture)
     return chosen.steps[state.index] if chosen and 0 <= state.index < len(chosen.steps) else None
 
 
 def go_to(step: dict) -> None:
-    """Open a step's page with its settings (this session's own values of them dropped first)."""
+    """Open a step's page with exactly its settings (this session's values of the page's settings dropped)."""
     settings = step.get("settings") or {}
-    for name in settings:
+    for name in [*links.shared_keys(page_settings(step["page"])), *settings]:
         st.session_state.pop(name, None)
     st.session_state[AT] = json.dumps(step, sort_keys=True)
     params = {k: json.dumps(v) for k, v in settings.items()} | address() | projector.link_params()
@@ -128,12 +130,10 @@ def move(state: RoomState, index: int) -> None:
     chosen = lectures().get(state.lecture)
     if not chosen or not 0 <= index < len(chosen.steps):
         return
-    step = chosen.steps[index]
-    store().set_step(code(), st.session_state.get(KEY), index, step.shared())
-    if step.question:
-        store().set_question(code(), st.session_state.get(KEY), step.question)
-    st.session_state[NOTE] = None
-    go_later(step.shared())
+    store().set_step(code(), st.session_state.get(KEY), index, shared(chosen.steps[index]))
+    if chosen.steps[index].question:
+        store().set_question(code(), st.session_state.get(KEY), question_ref(chosen, index))
+    go_later(shared(chosen.steps[index]))
 
 
 def bring_here(page: str, title: str) -> None:

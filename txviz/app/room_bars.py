@@ -7,19 +7,23 @@ store read, never the page's model work.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import streamlit as st
 
-from txviz.app import projector, room
-from txviz.app.room_lectures import lectures, truth_of
+from txviz.app import asking, projector, room
+from txviz.app.room_lectures import lectures, question_of
+from txviz.lecture import figures
+from txviz.lecture.questions import Question, Truth, tally, truth_label
 from txviz.rooms import RoomError, StoreDown, UnknownRoom
 from txviz.rooms.base import RoomState
-from txviz.rooms.figures import tally_chart
 
-ANSWERED = "_room_answered"  # question id -> this student's answer
+SENT = "_room_sent"  # question ids this student's answer went to the store for
+REVEAL = "_room_reveal_now"  # set by the Reveal button: the truth is computed in the run, not the callback
+Load = Callable[[str], object]
 
 
-def room_bar(page_script: str, title: str) -> None:
+def room_bar(page_script: str, title: str, load: Load) -> None:
     """At the top of every page while in a room (one call from setup_page); nothing otherwise."""
     if not (st.query_params.get("room") or st.session_state.get(room.CODE)):
         return  # not in a room: nothing read, nothing drawn
@@ -33,9 +37,9 @@ def room_bar(page_script: str, title: str) -> None:
         if note:
             st.warning(note)
         if room.is_lecturer():
-            lecturer_bar(page_script, title)
+            lecturer_bar(page_script, title, load)
         else:
-            student_bar(page_script)
+            _student_live(page_script, load)
     except UnknownRoom as error:
         room.leave()
         st.info(f"{error} You have left the room.")
@@ -48,9 +52,13 @@ def _step_label(state: RoomState) -> str:
     return f"Step {state.index + 1} of {state.total}: {shown}" if state.total else shown
 
 
-def lecturer_bar(page_script: str, title: str) -> None:
-    """Room code, followers and tally (live), previous/next, ask/reveal; talking points in the sidebar."""
+def lecturer_bar(page_script: str, title: str, load: Load) -> None:
+    """Room code, followers and tally (live), previous/next, reveal; talking points in the sidebar."""
     state = room.store().state(room.code())
+    if st.session_state.pop(REVEAL, False) and state.question:
+        asked = question_of(state.question)
+        found = truth(asked, load) if asked else None
+        state = room.store().reveal(room.code(), st.session_state.get(room.KEY), found.label if found else "")
     with st.container(border=True, key="room_lecturer_bar"):
         info, back, forward, act = st.columns([4, 1, 1, 1.3], vertical_alignment="center")
         info.markdown(f"**Room {room.code()}** · {_step_label(state)}")  # code and titles: our own text
@@ -63,14 +71,12 @@ def lecturer_bar(page_script: str, title: str) -> None:
             forward.button("Bring the class here", key="_room_here", width="stretch", type="primary",
                            on_click=room.bring_here, args=(page_script, title))  # fmt: skip
         if state.question and not state.revealed:
-            act.button("Reveal", key="_room_reveal", width="stretch", on_click=_reveal)
-        elif state.question:
-            act.button("Hide answer", key="_room_hide", width="stretch", on_click=_clear_question)
-        _lecturer_live()
+            act.button("Reveal", key="_room_reveal", width="stretch", on_click=_ask_reveal)
+        _lecturer_live(load)
     step = room.step_of(state)
-    if step and step.talking_points:
+    if step and step.points:
         with st.sidebar.expander("Talking points (your screen only)", expanded=True):
-            for point in step.talking_points:
+            for point in step.points:
                 st.markdown(f"- {point}")
     chosen = lectures().get(state.lecture)
     if chosen and state.index + 1 < len(chosen.steps):
@@ -81,17 +87,25 @@ def _move(index: int) -> None:
     room.move(room.store().state(room.code()), index)
 
 
-def _reveal() -> None:
-    state = room.store().state(room.code())
-    room.store().reveal(room.code(), st.session_state.get(room.KEY), truth_of(state.question or {}))
+def _ask_reveal() -> None:
+    st.session_state[REVEAL] = True
 
 
-def _clear_question() -> None:
-    room.store().set_question(room.code(), st.session_state.get(room.KEY), None)
+def truth(asked: tuple[Question, str], load: Load) -> Truth:
+    """The live model's truth (cached for every session: the students' reveal reads the same)."""
+    question, model = asked
+    return asking.live_truth(
+        question, load(asking.model_of(question, model)) if question.asks_model else None
+    )
+
+
+def answers_of(code: str, qid: str) -> list:
+    """The room's answers to a question as the asker gave them (JSON values)."""
+    return [json.loads(a) for a in room.store().answers(code, qid).values()]
 
 
 @st.fragment(run_every=room.POLL_S)
-def _lecturer_live() -> None:
+def _lecturer_live(load: Load) -> None:
     """Followers and the tally, read from the store every POLL_S without rerunning the page."""
     try:
         state = room.store().state(room.code())
@@ -101,27 +115,28 @@ def _lecturer_live() -> None:
     except StoreDown as error:
         st.warning(str(error))
         return
-    question = state.question
-    if not question:
+    asked = question_of(state.question)
+    if not asked:
         st.caption(f"{followers} following")
         return
-    tally = room.store().tally(room.code(), question["id"])
-    st.caption(f"{followers} following · {sum(tally.values())} answers to: {question.get('prompt', '')}")
+    given = answers_of(room.code(), state.question["id"])
+    st.caption(f"{followers} following · {len(given)} answers to: {asked[0].prompt}")
     if state.revealed:
-        truth = question.get("truth", "")
-        chart, said = st.columns([2, 1])
+        found = truth(asked, load)
+        chart, view = st.columns(2)
         with chart:
-            projector.draw(tally_chart(tally, truth, "The class's answers"), key="_room_tally")
-        said.metric("The model says", truth or "-")
-
-
-def student_bar(page_script: str) -> None:
-    """A student's bar: follow the lecturer's step (the page switches by itself) or explore alone."""
-    _student_live(page_script)
+            projector.draw(figures.tally_figure(tally(asked[0], given, found), truth_label(asked[0], found)),
+                           key="_room_tally")  # fmt: skip
+        with view:
+            st.markdown(f"**The model says:** {found.label}")  # the model's token, drawn as markdown text
+            explaining = figures.truth_figure(asked[0], found)
+            if explaining is not None:
+                projector.draw(explaining, key="_room_truth")
 
 
 @st.fragment(run_every=room.POLL_S)
-def _student_live(page_script: str) -> None:
+def _student_live(page_script: str, load: Load) -> None:
+    """A student's bar: follow the lecturer's step (the page switches by itself) or explore alone."""
     code, seat = room.code(), st.session_state.get(room.SEAT) or ""
     try:
         state = room.store().state(code)
@@ -149,8 +164,9 @@ def _student_live(page_script: str) -> None:
         else:
             control.button("Back to the lecturer", key="_room_back", width="stretch", type="primary",
                            on_click=_back)  # fmt: skip
-        if state.question:
-            _question(state, code, seat)
+        asked = question_of(state.question)
+        if asked:
+            _question(state, asked, code, seat, load)
 
 
 def _wander() -> None:
@@ -162,47 +178,17 @@ def _back() -> None:
     st.session_state[room.AT] = None  # the fragment's next line opens the lecturer's step
 
 
-def _question(state: RoomState, code: str, seat: str) -> None:
+def _question(state: RoomState, asked: tuple[Question, str], code: str, seat: str, load: Load) -> None:
     """The question on the student's laptop; after reveal, their own answer marked against the truth."""
-    question = state.question or {}
-    qid = str(question.get("id", ""))
-    mine = st.session_state.setdefault(ANSWERED, {}).get(qid)
-    st.markdown(f"**Question:** {question.get('prompt', '')}")
+    question, model = asked
+    qid, key = state.question["id"], f"_room_q_{state.question['id']}"
+    loaded = load(asking.model_of(question, model)) if question.asks_model else None
+    answer = asking.ask(question, key, asking.offered(question, loaded))
+    sent = st.session_state.setdefault(SENT, set())
+    if answer is not None and qid not in sent:
+        room.store().answer(code, seat, qid, json.dumps(answer))  # counted once, even if sent again
+        sent.add(qid)
     if state.revealed:
-        truth = question.get("truth", "")
-        if mine is None:
-            st.info(f"The model says: {truth}")
-        elif mine == truth:
-            st.success(f"Your answer, {mine}, is what the model says.")
-        else:
-            st.error(f"Your answer: {mine}. The model says: {truth}.")
-        return
-    if mine is not None:
-        st.caption(f"Your answer: {mine} (sent)")
-        return
-    key = f"_room_answer_{qid}"
-    given = answer_input(question, key=key)
-    st.button("Send answer", key=f"_room_send_{qid}", disabled=given in (None, ""), on_click=_send,
-              args=(code, seat, qid, key))  # fmt: skip
-
-
-def _send(code: str, seat: str, qid: str, key: str) -> None:
-    """A callback: send the answer once (the store would not count a second one either)."""
-    given = st.session_state.get(key)
-    if given in (None, ""):
-        return
-    room.store().answer(code, seat, qid, given)
-    st.session_state.setdefault(ANSWERED, {})[qid] = str(given)
-
-
-def answer_input(question: dict, key: str):
-    """The widget of the question's kind: options to choose, a number slider, or a typed token."""
-    kind = question.get("kind", "choice")
-    if kind == "number":
-        low, high = float(question.get("min", 0.0)), float(question.get("max", 1.0))
-        return st.slider(
-            "Your answer", low, high, (low + high) / 2, float(question.get("step", 0.01)), key=key
+        asking.reveal(
+            question, asking.live_truth(question, loaded), asking.model_of(question, model), key, answer
         )
-    if kind == "text":
-        return st.text_input("Your answer", key=key, max_chars=60).strip()
-    return st.radio("Your answer", list(question.get("options", [])), index=None, key=key, horizontal=True)

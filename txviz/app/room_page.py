@@ -3,13 +3,16 @@ results) and a student's waiting view."""
 
 from __future__ import annotations
 
+import json
+
 import streamlit as st
 
-from txviz.app import links, projector, room
-from txviz.app.room_lectures import lectures, truth_of
+from txviz.app import links, projector, room, room_bars, ui
+from txviz.app.room_lectures import lectures, question_ref
+from txviz.lecture import figures
+from txviz.lecture.questions import tally, truth_label
 from txviz.rooms import RoomError
-from txviz.rooms.export import results_csv
-from txviz.rooms.figures import tally_chart
+from txviz.rooms.export import Asked, results_csv
 from txviz.rooms.qr import qr_png
 
 JOIN_PROBLEM = "_room_join_problem"
@@ -64,9 +67,8 @@ def start_or_join() -> None:
         problem = st.session_state.pop(JOIN_PROBLEM, None)
         if problem:
             st.error(problem)  # an unknown code, a full room: the store's message, plain text
-    st.subheader("At reveal, the projector shows the class's answers beside the model's")
-    projector.draw(tally_chart(EXAMPLE_TALLY, "keys", "Which word does 'are' attend to most? (example)"),
-                   key="room_example")  # fmt: skip
+    st.subheader("At reveal, the projector shows the class's answers beside the model's (an example)")
+    projector.draw(figures.tally_figure(EXAMPLE_TALLY, "keys"), key="room_example")
 
 
 def _join() -> None:
@@ -105,28 +107,39 @@ def presenter(state) -> None:
             if 0 <= index < len(chosen.steps):
                 step = chosen.steps[index]
                 column.markdown(f"**{label}: {step.title}**")
-                for point in step.talking_points:
+                for point in step.points:
                     column.markdown(f"- {point}")
 
 
 def results(state) -> None:
-    """The tally of the question asked now, and every question's answers as CSV."""
+    """Every question's answers as CSV (labels as the tally shows them, the live model's truth)."""
     chosen = lectures().get(state.lecture)
-    questions = [s.question for s in chosen.steps if s.question] if chosen else []
-    if state.question and all(q.get("id") != state.question.get("id") for q in questions):
-        questions.append(state.question)
-    if state.question:
-        tally = room.store().tally(room.code(), state.question["id"])
-        truth = state.question.get("truth", "") if state.revealed else ""
-        projector.draw(tally_chart(tally, truth, state.question.get("prompt", "")), key="room_console_tally")
-    if questions:
-        truths = {str(q["id"]): truth_of(q) for q in questions}
-        st.download_button("Results (CSV)", results_csv(room.store(), room.code(), questions, truths),
-                           file_name=f"room-{room.code()}.csv", mime="text/csv", key="room_csv")  # fmt: skip
+    if chosen and chosen.questions():
+        st.button("Prepare the results (CSV)", key="room_results", on_click=_prepare)
+        if st.session_state.pop("_room_prepare", False):
+            st.download_button("Download the results", results_csv(room.store().nicknames(room.code()),
+                               [_asked(chosen, i) for i, _ in chosen.questions()]),
+                               file_name=f"room-{room.code()}.csv", mime="text/csv", key="room_csv")  # fmt: skip
     names = sorted(n for n in room.store().nicknames(room.code()).values() if n)
     if names:
         with st.expander(f"Students who gave a nickname ({len(names)})"):
             st.dataframe({"nickname": names}, hide_index=True)  # a table of plain text, never HTML
+
+
+def _prepare() -> None:
+    st.session_state["_room_prepare"] = True
+
+
+def _asked(lecture, index: int) -> Asked:
+    """One question's results: each answer by its tally label, the truth the live model gives now."""
+    ref = question_ref(lecture, index)
+    question = lecture.steps[index].question
+    found = room_bars.truth((question, lecture.model), ui.load_model)
+    labels = {}
+    for seat, raw in room.store().answers(room.code(), ref["id"]).items():
+        counted = [label for label, n in tally(question, [json.loads(raw)], found).items() if n]
+        labels[seat] = counted[0] if counted else raw
+    return Asked(question.prompt, truth_label(question, found) or found.label, labels)
 
 
 def _close() -> None:
@@ -143,8 +156,8 @@ def waiting() -> None:
     else:
         st.caption("The lecturer has not opened a step yet: this page moves by itself when they do.")
     st.button("Leave the room", key="room_leave", on_click=room.leave)
-    projector.draw(tally_chart(EXAMPLE_TALLY, "keys", "Questions look like this at reveal (example)"),
-                   key="room_example")  # fmt: skip
+    st.caption("At reveal the projector shows the class's answers like this (an example):")
+    projector.draw(figures.tally_figure(EXAMPLE_TALLY, "keys"), key="room_example")
 
 
 def _follow() -> None:

@@ -65,7 +65,7 @@ class RedisStore(RoomStore):
         pool = redis.BlockingConnectionPool.from_url(
             url,
             max_connections=64,
-            timeout=5,
+            timeout=30,
             socket_timeout=2,
             socket_connect_timeout=2,
             decode_responses=True,

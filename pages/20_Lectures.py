@@ -1,0 +1,66 @@
+"""Lectures as guided tours: each step opens a page with its settings, and asks you to predict first."""
+
+import streamlit as st
+
+from txviz import models
+from txviz.app import serving, teaching, tour, ui
+from txviz.lecture import figures
+
+ui.setup_page(
+    "Lectures",
+    "A lecture is a list of steps: each opens a page with its settings and says what to look at; some ask "
+    "you to predict what the model will do before the live model answers.",
+    share=("lecture", "tour_model"),
+)
+lectures = tour.lectures()
+names = list(lectures)
+name = st.selectbox(
+    "Lecture",
+    names,
+    index=ui.link_index("lecture", names),
+    format_func=lambda n: lectures[n].title,
+    key="lecture",
+)
+lecture = lectures[name]
+st.caption(
+    f"From {lecture.source}. Questions are answered by {lecture.model} unless a step names another model."
+)
+ui.show_figure(figures.outline_figure(lecture), key="outline")
+teaching.notice(
+    "each marker is a step and the page it opens; the shaped ones ask a question, answered by the live "
+    "model when you lock in your guess, so another model gives its own answers."
+)
+LECTURES_OWN = "The lecture's own models"
+offered = [LECTURES_OWN, *serving.offered_models(models.names(("encoder", "decoder")))]
+answering = st.selectbox(
+    "Questions answered by",
+    offered,
+    index=ui.link_index("tour_model", offered),
+    key="tour_model",
+    help="Another model gives its own truth: its heads attend elsewhere and it predicts other tokens. "
+    "A question it cannot answer (a layer it lacks; a next token from an encoder) is skipped.",
+)
+st.button(
+    "Start the tour",
+    key="start_tour",
+    type="primary",
+    icon=":material/play_arrow:",
+    on_click=tour.start,
+    args=(name, 0, None if answering == LECTURES_OWN else answering),
+)
+st.dataframe(
+    [
+        {
+            "step": i + 1,
+            "title": step.title,
+            "page": step.page.split("_", 1)[1].replace("_", " "),
+            "question": step.question.kind.replace("_", " ") if step.question else "",
+        }
+        for i, step in enumerate(lecture.steps)
+    ],
+    hide_index=True,
+)
+st.caption(
+    "Lecture files live in assets/lectures/ (YAML): a title, a default model and steps, each a page, its "
+    "link settings, talking points and an optional question."
+)

@@ -1,0 +1,125 @@
+"""Asking a lecture question and revealing its truth: the widgets, and the model work cached for everyone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from txviz.app import caching, projector, serving
+from txviz.lecture import figures
+from txviz.lecture.questions import Question, Truth, choices, is_right, truth
+
+TYPED = "Type another token"
+
+
+def model_of(question: Question, lecture_model: str) -> str:
+    """The model that answers: the question's own, else the lecture's."""
+    return question.model or lecture_model
+
+
+@caching.cached(max_entries=64, spinner=False)
+def _offered(loaded, question: Question) -> tuple[str, ...]:
+    return choices(question, loaded)
+
+
+@caching.cached(max_entries=64, spinner="The model is answering...")
+def _truth(loaded, question: Question) -> Truth:
+    return truth(question, loaded)
+
+
+def offered(question: Question, loaded=None) -> tuple[str, ...]:
+    """What the asker offers (tokens to click, four next tokens, options), the same for every session.
+
+    A model question needs ``loaded``, the model that answers it; a UserError says when it cannot.
+    """
+    if not question.asks_model or question.kind == "number":
+        return choices(question)
+    return _offered(loaded, question)
+
+
+def live_truth(question: Question, loaded=None) -> Truth:
+    """The truth now, from the live model (cached for every session); a choice's from the file."""
+    if not question.asks_model:
+        return truth(question)
+    return _truth(loaded, question)
+
+
+def _picked(question: Question, key: str) -> Any:
+    """The answer the widgets hold now (None when there is none yet)."""
+    value = st.session_state.get(f"{key}_pick")
+    if question.kind == "next_token" and value == TYPED:
+        return str(st.session_state.get(f"{key}_typed") or "").strip() or None
+    if question.kind == "number" and value is not None:
+        return float(value)
+    return value
+
+
+def _lock(question: Question, key: str) -> None:
+    st.session_state[f"{key}_answer"] = _picked(question, key)
+
+
+def _answer_widget(question: Question, key: str, options: tuple[str, ...], locked: bool) -> None:
+    pick = f"{key}_pick"
+    if question.kind == "attends_to":
+        clickable = [i for i, token in enumerate(options) if token]  # "" marks a special token
+        st.pills("Click a token", clickable, format_func=lambda i: options[i], key=pick, disabled=locked)
+    elif question.kind == "next_token":
+        choice = st.radio(
+            "The next token", [*options, TYPED], index=None, key=pick, disabled=locked, horizontal=True
+        )
+        if choice == TYPED:
+            limit = min(50, serving.config().max_text_chars)
+            st.text_input("Your token", key=f"{key}_typed", max_chars=limit, disabled=locked)
+    elif question.kind == "number":
+        step = (question.high - question.low) / 100
+        middle = round((question.low + question.high) / 2, 6)
+        st.slider("Your guess", question.low, question.high, middle, step, key=pick, disabled=locked)
+    else:
+        st.radio(
+            "Your answer",
+            range(len(options)),
+            index=None,
+            format_func=lambda i: options[i],
+            key=pick,
+            disabled=locked,
+        )
+
+
+def ask(question: Question, key: str, options: tuple[str, ...] = ()) -> Any | None:
+    """The question and its answer widget; the answer once locked in with the button, else None.
+
+    ``options`` come from ``offered`` (they depend on the model). Answers are plain JSON values: a token
+    index (attends_to), a token's text (next_token), a float (number), an option's index (choice).
+    """
+    answered = f"{key}_answer"
+    st.markdown(f"**Predict:** {question.prompt}")  # the lecture file's own text, not a reader's
+    locked = st.session_state.get(answered) is not None
+    _answer_widget(question, key, options, locked)
+    if not locked:
+        st.button(
+            "Lock in my answer",
+            key=f"{key}_lock",
+            disabled=_picked(question, key) is None,
+            on_click=_lock,
+            args=(question, key),
+        )
+    return st.session_state.get(answered)
+
+
+def reveal(question: Question, found: Truth, model: str, key: str, answer: Any = None) -> bool:
+    """The truth beside the reader's answer, and the view that explains it; whether the answer was right."""
+    right = is_right(question, answer, found)
+    said = "The answer" if not question.asks_model else f"{model} says"
+    if answer is None:
+        st.info(f"{said}: {found.label}")
+    elif right:
+        st.success(f"Right. {said}: {found.label}", icon=":material/check:")
+    else:
+        st.warning(f"Not this time. {said}: {found.label}", icon=":material/close:")
+    if question.explain:
+        st.caption(question.explain)
+    figure = figures.truth_figure(question, found, answer)
+    if figure is not None:
+        projector.draw(figure, f"{key}_truth")
+    return right
