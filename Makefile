@@ -65,11 +65,13 @@ bench: $(STAMP)
 # projector, three restored links and one per page, named after its script); this copies exactly
 # those to assets/screenshots/.
 SCREENSHOTS := home explorer projector link-attention_explorer link-positional_encoding link-self_attention \
+	room-projector room-student \
 	$(basename $(notdir $(wildcard pages/*.py)))
 
 screenshots: $(STAMP) browser
 	$(VENV)/bin/pytest -q -p no:cacheprovider tests/browser/test_browser_pages.py tests/browser/test_browser_explorer.py \
-		tests/browser/test_browser_projector.py tests/browser/test_browser_links.py
+		tests/browser/test_browser_projector.py tests/browser/test_browser_links.py \
+		tests/browser/test_browser_lecture_room.py::test_a_lecturer_leads_two_students_on_one_server
 	mkdir -p assets/screenshots
 	for name in $(SCREENSHOTS); do cp test-artifacts/$$name.png assets/screenshots/ || exit 1; done
 
