@@ -5,6 +5,7 @@ line to COUNT_FILE per pass, then runs `streamlit run` in this process."""
 from __future__ import annotations
 
 import functools
+import runpy
 import sys
 import threading
 
@@ -27,10 +28,8 @@ def main() -> None:
     path, rest = sys.argv[1], sys.argv[2:]
     for name in ("run", "step", "generate"):
         setattr(running, name, counting(getattr(running, name), path))
-    from streamlit.web import cli
-
     sys.argv = ["streamlit", "run", *rest]
-    cli.main()
+    runpy.run_module("streamlit", run_name="__main__")  # `python -m streamlit run ...`, in this process
 
 
 if __name__ == "__main__":
