@@ -104,7 +104,9 @@ async def room(
         base = bases[i % len(bases)]
         async with gate:
             page = await _new_page(browser, base, f"replica{i % len(bases) + 1}" if len(bases) > 1 else None)
-            await page.goto(f"{base}/Lecture_Room?room={code}")
+            await page.goto(
+                f"{base}/Lecture_Room?room={code}", wait_until="commit"
+            )  # the app switches page at once
             await _bar_says(page, STUDENT_BAR, f"Step 1 of {N}")
             return page
 
