@@ -8,12 +8,12 @@ STAMP := $(VENV)/.installed
 # the pinned version from PyTorch's CPU index first (from PyPI alone it is the multi-GB CUDA build).
 TORCH_INDEX ?=
 
-.PHONY: run test test-gpu install browser haproxy serve-replicas lint bench screenshots clean
+.PHONY: run test test-gpu install browser haproxy redis serve-replicas lint bench screenshots clean
 
 run: $(STAMP)
 	$(VENV)/bin/streamlit run app.py --server.port 8501
 
-test: $(STAMP) browser haproxy
+test: $(STAMP) browser haproxy redis
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 # The GPU tier alone: every page and the model tests with the model on a CUDA GPU (tests/gpu and the
@@ -44,9 +44,15 @@ haproxy:
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq haproxy; \
 		else echo "Replicas need Debian's haproxy: sudo apt-get install -y haproxy" >&2; exit 1; fi; }
 
+# Lecture rooms shared by replicas live in Debian's redis-server (TXVIZ_REDIS_URL); one server needs none.
+redis:
+	@command -v redis-server >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq redis-server; \
+		else echo "Rooms across replicas need Debian's redis-server: sudo apt-get install -y redis-server" >&2; exit 1; fi; }
+
 # N app replicas on loopback ports behind HAProxy on 127.0.0.1:8080, sticky by cookie.
 N ?= 2
-serve-replicas: $(STAMP) haproxy
+serve-replicas: $(STAMP) haproxy redis
 	$(PY) -m txviz.serving.replicas --replicas $(N) --port 8080
 
 lint: $(STAMP)
@@ -59,11 +65,13 @@ bench: $(STAMP)
 # projector, three restored links and one per page, named after its script); this copies exactly
 # those to assets/screenshots/.
 SCREENSHOTS := home explorer projector link-attention_explorer link-positional_encoding link-self_attention \
+	room-projector room-student \
 	$(basename $(notdir $(wildcard pages/*.py)))
 
 screenshots: $(STAMP) browser
 	$(VENV)/bin/pytest -q -p no:cacheprovider tests/browser/test_browser_pages.py tests/browser/test_browser_explorer.py \
-		tests/browser/test_browser_projector.py tests/browser/test_browser_links.py
+		tests/browser/test_browser_projector.py tests/browser/test_browser_links.py \
+		tests/browser/test_browser_lecture_room.py::test_a_lecturer_leads_two_students_on_one_server
 	mkdir -p assets/screenshots
 	for name in $(SCREENSHOTS); do cp test-artifacts/$$name.png assets/screenshots/ || exit 1; done
 

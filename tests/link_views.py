@@ -138,6 +138,7 @@ VIEWS = {
         (("selectbox", "lecture", Index(1)), ("selectbox", "tour_model", Index(1))),
         None,
     ),
+    "21_Lecture_Room": LinkView((("selectbox", "room_lecture", Index(1)),), None),
 }
 
 

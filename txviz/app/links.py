@@ -21,6 +21,7 @@ import streamlit as st
 MAX_LINK_CHARS = 1_500  # longer values stay out of the URL (browsers and chat apps cut long links)
 _COPY_BOX = "_copy_link_box"
 _TAB_DEFAULTS = "_link_tab_defaults"
+PRIVATE = ("room", "key", "seat")  # a lecture room's membership: never in a copied view link
 
 
 def shared_keys(patterns: Sequence[str]) -> list[str]:
@@ -124,7 +125,7 @@ def link_tab(key: str, labels: Sequence[str]) -> str:
 def view_url() -> str:
     """The address of this view: the page's URL in the reader's browser with the settings' query."""
     base = st.context.url or ""  # None without a browser behind the session (a script run in tests)
-    query = urlencode(st.query_params.to_dict())
+    query = urlencode({k: v for k, v in st.query_params.to_dict().items() if k not in PRIVATE})
     return f"{base}?{query}" if query else base
 
 

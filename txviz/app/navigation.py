@@ -33,6 +33,7 @@ ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
     "Long_Documents": ":material/article:",
     "Course_Map": ":material/map:",
     "Lectures": ":material/school:",
+    "Lecture_Room": ":material/co_present:",
 }
 
 
@@ -60,7 +61,7 @@ SECTIONS = {  # sidebar and home-page groups, in order; every page sits in exact
         "Image_Captioning",
     ),
     "Research tools": ("Head_Detectors", "Query_Key_Space", "Why_Attend", "Interventions", "Long_Documents"),
-    "Teaching": ("Lectures",),
+    "Teaching": ("Lectures", "Lecture_Room"),
 }
 
 

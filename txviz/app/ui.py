@@ -10,7 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from txviz import models
-from txviz.app import legacy_pages, links, navigation, path, projector, sessions, tour
+from txviz.app import legacy_pages, links, navigation, path, projector, room_bars, sessions, tour
 from txviz.app.caching import cached, cached_data, clear_cached, heavy, shared_resource  # noqa: F401 (pages' names)
 from txviz.app.links import MAX_LINK_CHARS, link_index, link_set, link_tab, link_value  # noqa: F401 (pages' names)
 from txviz.app.sessions import max_text_chars
@@ -26,6 +26,7 @@ def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str
     """Page config, title, intro, the sidebar's presentation, lesson and device controls, the link,
     and Back/Next on the pages of the "Start here" path."""
     page = _calling_page()
+    script = _calling_script()
     legacy_pages.take_over()  # before any widget: a fresh server's first run restarts here
     presenting_now = presentation_toggle()  # first: the page's config folds the sidebar away by it
     st.set_page_config(
@@ -54,6 +55,9 @@ def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str
         st.title(title)
     if intro and not presenting_now:  # the lecturer says it: the room sees the figure sooner
         st.caption(intro)
+    room_bars.room_bar(
+        script, title, load_model
+    )  # in a lecture room: the lecturer's controls or the follow bar
     path.back_and_next(page)
     tour.lecture_bar(page, load_model)
     device_picker()
@@ -65,6 +69,12 @@ def _calling_page() -> str:
     """The URL name of the page script that called setup_page (Streamlit runs each as __main__)."""
     script = Path(sys._getframe(2).f_globals.get("__file__", ""))
     return navigation.url_name(script) if "_" in script.stem else script.stem
+
+
+def _calling_script() -> str:
+    """The page script that called setup_page as a room step names it ("pages/N_Title.py")."""
+    script = Path(sys._getframe(2).f_globals.get("__file__", ""))
+    return f"pages/{script.name}" if script.parent.name == "pages" else script.name
 
 
 def presentation_toggle() -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import shutil
 import signal
 import socket
@@ -22,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from txviz.core.paths import ROOT
+from txviz.rooms import redis_server
+from txviz.rooms.store import REDIS_ENV
 
 CONFIG = ROOT / "deploy" / "haproxy.cfg"
 START_TIMEOUT_S = 120.0
@@ -105,8 +108,13 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def cluster(n: int, port: int | None = None, log_folder: Path | None = None) -> Iterator[Cluster]:
-    """N replicas and the balancer on 127.0.0.1 while the block runs; everything stops after it."""
+def cluster(
+    n: int, port: int | None = None, log_folder: Path | None = None, redis_url: str | None = None
+) -> Iterator[Cluster]:
+    """N replicas and the balancer on 127.0.0.1 while the block runs; everything stops after it.
+
+    With ``redis_url`` every replica keeps its lecture rooms there (TXVIZ_REDIS_URL), so they share them.
+    """
     if shutil.which("haproxy") is None:
         raise RuntimeError("haproxy is not installed: apt-get install -y haproxy")
     folder = Path(log_folder or tempfile.mkdtemp(prefix="txviz-replicas-"))
@@ -122,8 +130,9 @@ def cluster(n: int, port: int | None = None, log_folder: Path | None = None) -> 
                 "--server.address", "127.0.0.1", "--server.headless", "true",
             ]  # fmt: skip
             log = open(folder / f"replica{i}.log", "w")  # noqa: SIM115 - open while the process runs
+            env = os.environ | ({REDIS_ENV: redis_url} if redis_url else {})
             replicas[f"replica{i}"] = subprocess.Popen(
-                command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
+                command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env
             )
             processes.append(replicas[f"replica{i}"])
         for replica_port in ports:
@@ -156,11 +165,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m txviz.serving.replicas", description=__doc__)
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--port", type=int, default=8080, help="the balancer's port on 127.0.0.1")
+    parser.add_argument("--redis", default=os.environ.get(REDIS_ENV, ""),
+                        help="the Redis the replicas share lecture rooms in (default: start redis-server)")  # fmt: skip
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so `finally` stops every process
-    with cluster(max(1, args.replicas), args.port) as running:
+    with contextlib.ExitStack() as stack:
+        url = args.redis or stack.enter_context(redis_server.redis_server()).url
+        running = stack.enter_context(cluster(max(1, args.replicas), args.port, redis_url=url))
         print(
-            f"{len(running.replicas)} replicas behind {running.url} (logs in {running.folder}); Ctrl-C stops"
+            f"{len(running.replicas)} replicas behind {running.url}, rooms in {url} (logs in {running.folder}); "
+            "Ctrl-C stops"
         )
         with contextlib.suppress(KeyboardInterrupt):
             while all(p.poll() is None for p in [running.balancer, *running.replicas.values()]):

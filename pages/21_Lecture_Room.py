@@ -1,0 +1,17 @@
+"""Lecture room: lead thirty laptops through a lecture, ask the class to predict, reveal the live answer."""
+
+from txviz.app import room_page, teaching, ui
+
+ui.setup_page(
+    "Lecture Room",
+    "Start a room from a lecture (or drive it yourself); students join with a code and follow your steps.",
+    icon="🎓",
+    share=("room_lecture",),
+)
+with ui.user_errors():
+    room_page.show()
+    teaching.notice(
+        "the class predicts before the model answers: students choose on their laptops, the projector "
+        "tallies, and the truth comes from the live model at reveal, never from the lecture file."
+    )
+    room_page.show_more()

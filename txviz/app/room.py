@@ -1,0 +1,151 @@
+"""Being in a lecture room: who this session is (lecturer or student), the room bar every page shows,
+and following the lecturer's step.
+
+Membership lives in the session and in the address (``room=CODE``, the lecturer's ``key=TOKEN``, a
+student's ``seat``), so a reload rejoins. A student's bar is a fragment that reruns every POLL_S and
+reads only the store: an idle follower never reruns its page, so it never repeats the page's model work.
+"""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from txviz.app import links, projector
+from txviz.app.room_lectures import lectures, page_settings, question_ref, shared
+from txviz.rooms import NotLecturer, RoomStore, clean_code, open_store
+from txviz.rooms.base import RoomState
+
+POLL_S = 2.0  # a follower's fragment reads the store this often: a new step shows within it
+CODE, KEY, SEAT = "_room_code", "_room_key", "_room_seat"
+FOLLOW, AT, NOTE, GO = "_room_follow", "_room_at", "_room_note", "_room_go_to"
+PARAMS = ("room", "key", "seat")  # the address keeps membership; copied view links leave them out
+ROOM_PAGE = "pages/21_Lecture_Room.py"
+
+
+@st.cache_resource(show_spinner=False)
+def store() -> RoomStore:
+    """The server's one room store (Redis when TXVIZ_REDIS_URL is set)."""
+    return open_store()
+
+
+def from_address() -> None:
+    """A room link (room=, key=, seat=) opens this session in that room; a wrong key makes a student."""
+    code = clean_code(st.query_params.get("room"))
+    if not code or (
+        code == st.session_state.get(CODE) and st.query_params.get("key") == st.session_state.get(KEY)
+    ):
+        return
+    key = st.query_params.get("key")
+    if key:
+        try:
+            store().check(code, key)
+        except NotLecturer:
+            st.session_state[NOTE] = "This link's lecturer key is not the room's: you joined as a student."
+            key = None
+    st.session_state.update({CODE: code, KEY: key, FOLLOW: not key, AT: None})
+    if key:
+        st.session_state[NOTE] = None
+    else:
+        st.session_state[SEAT] = store().join(
+            code, "", seat=st.query_params.get("seat") or st.session_state.get(SEAT) or ""
+        )
+
+
+def join(code: str, nickname: str) -> None:
+    """Join as a student (RoomError for a bad code or a full room) and keep it in the address."""
+    seat = store().join(code, nickname)
+    st.session_state.update({CODE: clean_code(code), KEY: None, SEAT: seat, FOLLOW: True, AT: None})
+    keep_in_address()
+
+
+def start(lecture: str) -> str:
+    """Start a room as its lecturer, from a lecture's first step or ad hoc; projector mode on."""
+    chosen = lectures().get(lecture)
+    if chosen is None:
+        code, key = store().create("Ad hoc")
+    else:
+        code, key = store().create(chosen.title, chosen.name, shared(chosen.steps[0]), len(chosen.steps))
+        store().set_question(code, key, question_ref(chosen, 0))
+    st.session_state.update({CODE: code, KEY: key, SEAT: None, FOLLOW: False, AT: None})
+    st.session_state[projector.ON] = True  # the lecturer's screen is the projector's
+    keep_in_address()
+    return code
+
+
+def leave() -> None:
+    for name in (CODE, KEY, SEAT, FOLLOW, AT, NOTE):
+        st.session_state.pop(name, None)
+    for name in PARAMS:
+        st.query_params.pop(name, None)
+
+
+def code() -> str:
+    return st.session_state.get(CODE) or ""
+
+
+def is_lecturer() -> bool:
+    return bool(code() and st.session_state.get(KEY))
+
+
+def address() -> dict[str, str]:
+    """This session's room parameters, for a link or a page switch."""
+    if not code():
+        return {}
+    if is_lecturer():
+        return {"room": code(), "key": st.session_state[KEY]}
+    return {"room": code(), "seat": st.session_state.get(SEAT) or ""}
+
+
+def keep_in_address() -> None:
+    for name, value in address().items():
+        if st.query_params.get(name) != value:
+            st.query_params[name] = value
+
+
+def step_of(state: RoomState):
+    """The lecture's step the room is on (with its talking points and question), if it has a lecture."""
+    chosen = lectures().get(state.lecture)
+    return chosen.steps[state.index] if chosen and 0 <= state.index < len(chosen.steps) else None
+
+
+def go_to(step: dict) -> None:
+    """Open a step's page with exactly its settings (this session's values of the page's settings dropped)."""
+    settings = step.get("settings") or {}
+    for name in [*links.shared_keys(page_settings(step["page"])), *settings]:
+        st.session_state.pop(name, None)
+    st.session_state[AT] = json.dumps(step, sort_keys=True)
+    params = {k: json.dumps(v) for k, v in settings.items()} | address() | projector.link_params()
+    st.switch_page(step["page"], query_params=params)
+
+
+def go_later(step: dict) -> None:
+    """A callback: open the step at this run (a page switch cannot happen inside a callback)."""
+    st.session_state[GO] = step
+
+
+def move(state: RoomState, index: int) -> None:
+    """A lecturer's button: the room moves to step ``index`` of its lecture, and so does the lecturer."""
+    chosen = lectures().get(state.lecture)
+    if not chosen or not 0 <= index < len(chosen.steps):
+        return
+    store().set_step(code(), st.session_state.get(KEY), index, shared(chosen.steps[index]))
+    if chosen.steps[index].question:
+        store().set_question(code(), st.session_state.get(KEY), question_ref(chosen, index))
+    go_later(shared(chosen.steps[index]))
+
+
+def bring_here(page: str, title: str) -> None:
+    """Ad hoc: the room moves to the lecturer's page with its current settings."""
+    settings = {}
+    for name, value in st.query_params.to_dict().items():
+        if name not in (*PARAMS, projector.PARAM):
+            try:
+                settings[name] = json.loads(value)
+            except ValueError:
+                continue
+    step = {"page": page, "settings": settings, "title": title}
+    state = store().state(code())
+    store().set_step(code(), st.session_state.get(KEY), state.index + 1, step)
+    st.session_state[AT] = json.dumps(step, sort_keys=True)

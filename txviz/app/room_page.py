@@ -1,0 +1,165 @@
+"""The Lecture Room page: start or join a room; the lecturer's console (join code, QR, presenter view,
+results) and a student's waiting view."""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from txviz.app import links, projector, room, room_bars, ui
+from txviz.app.room_lectures import lectures, question_ref
+from txviz.lecture import figures
+from txviz.lecture.questions import tally, truth_label
+from txviz.rooms import RoomError
+from txviz.rooms.export import Asked, results_csv
+from txviz.rooms.qr import qr_png
+
+JOIN_PROBLEM = "_room_join_problem"
+AD_HOC = "No lecture: drive it myself"
+EXAMPLE_TALLY = {"keys": 17, "cabinet": 9, "table": 4}  # what a reveal looks like, before any room
+
+
+def show() -> None:
+    """The view of this session's part: the lecturer's console, a student's, or start and join."""
+    if room.is_lecturer():
+        console()
+    elif room.code():
+        waiting()
+    else:
+        start_or_join()
+
+
+def show_more() -> None:
+    """Under the first figure and its notice: the lecturer's presenter view, results and close."""
+    if room.is_lecturer():
+        state = room.store().state(room.code())
+        presenter(state)
+        results(state)
+        st.button("Close the room", key="room_close", on_click=_close)
+
+
+def join_url() -> str:
+    """The address students open: this page with the room's code (never the lecturer's key)."""
+    base = (st.context.url or "").split("?")[0] or "/Lecture_Room"
+    return f"{base}?room={room.code()}"
+
+
+def start_or_join() -> None:
+    start, join = st.columns(2)
+    with start.container(border=True):
+        st.subheader("Lead a room")
+        by_title = {lecture.title: name for name, lecture in lectures().items()}
+        options = [*by_title, AD_HOC]
+        chosen = st.selectbox(
+            "Lecture", options, key="room_lecture", index=links.link_index("room_lecture", options)
+        )
+        st.button("Start a room", key="room_start", type="primary", on_click=room.start,
+                  args=(by_title.get(chosen, ""),))  # fmt: skip
+        st.caption(
+            "Your screen goes to presentation mode; students join with the code or the QR code it shows."
+        )
+    with join.container(border=True):
+        st.subheader("Join a room")
+        st.text_input("Join code", key="room_code_typed", max_chars=12, placeholder="e.g. K7P3QX")
+        st.text_input("Nickname (optional)", key="room_nickname", max_chars=24)
+        st.button("Join", key="room_join", on_click=_join)
+        problem = st.session_state.pop(JOIN_PROBLEM, None)
+        if problem:
+            st.error(problem)  # an unknown code, a full room: the store's message, plain text
+    st.subheader("At reveal, the projector shows the class's answers beside the model's (an example)")
+    projector.draw(figures.tally_figure(EXAMPLE_TALLY, "keys"), key="room_example")
+
+
+def _join() -> None:
+    try:
+        room.join(st.session_state.get("room_code_typed", ""), st.session_state.get("room_nickname", ""))
+    except RoomError as error:
+        st.session_state[JOIN_PROBLEM] = str(error)
+
+
+def console() -> None:
+    """The projector's join screen, then the lecturer's presenter view and the results."""
+    state = room.store().state(room.code())
+    url = join_url()
+    code_col, qr_col = st.columns([3, 2], vertical_alignment="center")
+    with code_col:
+        st.markdown(f"## Join code: `{room.code()}`")  # our own code: six letters and digits
+        st.code(url, language=None, wrap_lines=True)
+        st.caption(f"{room.store().followers(room.code())} following · {state.title}")
+        if state.step:
+            st.button(
+                "Go to the lecture", key="room_go", type="primary", on_click=room.go_later, args=(state.step,)
+            )
+        else:
+            st.caption("Open any page and press 'Bring the class here' in the room bar.")
+    qr_col.image(qr_png(url), caption="Scan to join", width=280)
+
+
+def presenter(state) -> None:
+    """The current and next step with their talking points: on the lecturer's screen only."""
+    chosen = lectures().get(state.lecture)
+    if not chosen:
+        return
+    with st.expander("Presenter view: this step and the next", expanded=not projector.presenting()):
+        now, after = st.columns(2)
+        for column, index, label in ((now, state.index, "Now"), (after, state.index + 1, "Next")):
+            if 0 <= index < len(chosen.steps):
+                step = chosen.steps[index]
+                column.markdown(f"**{label}: {step.title}**")
+                for point in step.points:
+                    column.markdown(f"- {point}")
+
+
+def results(state) -> None:
+    """Every question's answers as CSV (labels as the tally shows them, the live model's truth)."""
+    chosen = lectures().get(state.lecture)
+    if chosen and chosen.questions():
+        st.button("Prepare the results (CSV)", key="room_results", on_click=_prepare)
+        if st.session_state.pop("_room_prepare", False):
+            st.download_button("Download the results", results_csv(room.store().nicknames(room.code()),
+                               [_asked(chosen, i) for i, _ in chosen.questions()]),
+                               file_name=f"room-{room.code()}.csv", mime="text/csv", key="room_csv")  # fmt: skip
+    names = sorted(n for n in room.store().nicknames(room.code()).values() if n)
+    if names:
+        with st.expander(f"Students who gave a nickname ({len(names)})"):
+            st.dataframe({"nickname": names}, hide_index=True)  # a table of plain text, never HTML
+
+
+def _prepare() -> None:
+    st.session_state["_room_prepare"] = True
+
+
+def _asked(lecture, index: int) -> Asked:
+    """One question's results: each answer by its tally label, the truth the live model gives now."""
+    ref = question_ref(lecture, index)
+    question = lecture.steps[index].question
+    found = room_bars.truth((question, lecture.model), ui.load_model)
+    labels = {}
+    for seat, raw in room.store().answers(room.code(), ref["id"]).items():
+        counted = [label for label, n in tally(question, [json.loads(raw)], found).items() if n]
+        labels[seat] = counted[0] if counted else raw
+    return Asked(question.prompt, truth_label(question, found) or found.label, labels)
+
+
+def _close() -> None:
+    room.store().close(room.code(), st.session_state.get(room.KEY))
+    room.leave()
+
+
+def waiting() -> None:
+    """A student on this page: the step is one click away (the room bar above follows it by itself)."""
+    state = room.store().state(room.code())
+    st.markdown(f"You are in room **{room.code()}**: {state.title}.")
+    if state.step:
+        st.button("Go to the lecturer's step", key="room_follow", type="primary", on_click=_follow)
+    else:
+        st.caption("The lecturer has not opened a step yet: this page moves by itself when they do.")
+    st.button("Leave the room", key="room_leave", on_click=room.leave)
+    st.caption("At reveal the projector shows the class's answers like this (an example):")
+    projector.draw(figures.tally_figure(EXAMPLE_TALLY, "keys"), key="room_example")
+
+
+def _follow() -> None:
+    st.session_state[room.FOLLOW] = True
+    st.session_state[room.AT] = None

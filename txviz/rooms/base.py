@@ -1,0 +1,172 @@
+"""What every room store shares: the interface, its errors, and the checks on what users type."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+import secrets
+import unicodedata
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from txviz.core.errors import UserError
+
+CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: a code read off a projector is typed right
+CODE_LENGTH = 6  # 31**6 = 887 million codes: a guessed code finds no room
+MAX_JOINS = 200  # students per room; a burst beyond it gets RoomFull
+MAX_NICKNAME = 24  # characters kept of a nickname
+IDLE_TTL_S = 4 * 3600  # a room nobody touched for this long is gone (and Redis expires its keys)
+FOLLOWING_S = 10.0  # a student polled within this many seconds counts as following
+MAX_ANSWER = 200  # characters kept of a typed answer
+
+
+class RoomError(UserError):
+    """Something about a room the user should read: an unknown code, a full room, a wrong key."""
+
+
+class UnknownRoom(RoomError):
+    """No room has this code (never made, closed, or expired)."""
+
+
+class RoomFull(RoomError):
+    """The room has MAX_JOINS students already."""
+
+
+class NotLecturer(RoomError):
+    """The lecturer's key was missing or wrong: only the lecturer drives the room."""
+
+
+class StoreDown(RoomError):
+    """The shared room store (Redis) does not answer."""
+
+
+@dataclass(frozen=True)
+class RoomState:
+    """What a follower reads on each poll: the step (a page, its settings, a title), the question and
+    whether it is revealed; ``version`` grows with every change the lecturer makes."""
+
+    code: str
+    title: str
+    lecture: str
+    index: int
+    step: dict
+    version: int
+    question: dict | None = None
+    revealed: bool = False
+    total: int = 0  # steps in the lecture; 0 when the lecturer drives ad hoc
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(self.__dict__)
+
+    @classmethod
+    def from_json(cls, text: str) -> RoomState:
+        return cls(**json.loads(text))
+
+
+def new_code() -> str:
+    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def clean_code(text: Any) -> str:
+    """A typed join code as stored: upper case, spaces and dashes dropped; '' when it cannot be one."""
+    code = re.sub(r"[\s-]", "", str(text or "")).upper()[: CODE_LENGTH + 4]
+    return code if len(code) == CODE_LENGTH and all(c in CODE_ALPHABET for c in code) else ""
+
+
+def clean_nickname(text: Any) -> str:
+    """A nickname as shown: control characters dropped, spaces collapsed, at most MAX_NICKNAME characters.
+
+    It is always drawn as plain text; cleaning keeps the tally readable, escaping is the drawing's job.
+    """
+    text = str(text or "")[:1000]
+    kept = "".join(
+        " " if c.isspace() else c for c in text if c.isspace() or unicodedata.category(c)[0] != "C"
+    )
+    return " ".join(kept.split())[:MAX_NICKNAME]
+
+
+def clean_answer(answer: Any) -> str:
+    """An answer as tallied: its text, trimmed, at most MAX_ANSWER characters."""
+    text = answer if isinstance(answer, str) else json.dumps(answer)
+    return " ".join(text.split())[:MAX_ANSWER]
+
+
+def same_token(given: Any, stored: str) -> bool:
+    """The lecturer's key matches, compared in constant time."""
+    return isinstance(given, str) and hmac.compare_digest(given.encode(), stored.encode())
+
+
+def new_state(code: str, title: str, lecture: str, step: dict, total: int) -> RoomState:
+    return RoomState(code=code, title=title, lecture=lecture, index=0, step=step, version=1, total=total)
+
+
+class RoomStore(ABC):
+    """Rooms by join code. One owner (the app's one store object); every call is safe from any thread."""
+
+    @abstractmethod
+    def create(
+        self, title: str, lecture: str = "", step: dict | None = None, total: int = 0
+    ) -> tuple[str, str]:
+        """A new room at its first step; returns (join code, the lecturer's secret key)."""
+
+    @abstractmethod
+    def state(self, code: str) -> RoomState:
+        """The room's state, or UnknownRoom."""
+
+    @abstractmethod
+    def check(self, code: str, token: Any) -> None:
+        """NotLecturer unless ``token`` is the room's key."""
+
+    @abstractmethod
+    def join(self, code: str, nickname: str = "", seat: str = "") -> str:
+        """A student's seat (a random id); joining again with one's seat keeps it. RoomFull past MAX_JOINS."""
+
+    @abstractmethod
+    def set_step(self, code: str, token: Any, index: int, step: dict) -> RoomState:
+        """Move the room to a step; clears the question (a step's question is set after)."""
+
+    @abstractmethod
+    def set_question(self, code: str, token: Any, question: dict | None) -> RoomState:
+        """Ask a question (a dict with an "id"), or clear it with None."""
+
+    @abstractmethod
+    def reveal(self, code: str, token: Any, truth: str = "") -> RoomState:
+        """Reveal the current question's answer to the room, with the truth the live model gave."""
+
+    @abstractmethod
+    def answer(self, code: str, seat: str, question_id: str, answer: Any) -> bool:
+        """Record a student's answer; False (and nothing changes) when the seat has answered already."""
+
+    @abstractmethod
+    def answers(self, code: str, question_id: str) -> dict[str, str]:
+        """Every answer to a question by seat."""
+
+    @abstractmethod
+    def nicknames(self, code: str) -> dict[str, str]:
+        """Every joined seat's nickname."""
+
+    @abstractmethod
+    def seen(self, code: str, seat: str) -> None:
+        """A student polled now (the followers count reads it)."""
+
+    @abstractmethod
+    def followers(self, code: str) -> int:
+        """Students who polled within FOLLOWING_S seconds."""
+
+    @abstractmethod
+    def close(self, code: str, token: Any) -> None:
+        """End the room: its state is gone and its code unknown from now on."""
+
+    def tally(self, code: str, question_id: str) -> dict[str, int]:
+        """How many students gave each answer, most frequent first."""
+        counts: dict[str, int] = {}
+        for given in self.answers(code, question_id).values():
+            counts[given] = counts.get(given, 0) + 1
+        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
