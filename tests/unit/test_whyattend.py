@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 import transformers as tf
+from tiny_models import tiny_model
 
-from tests.tiny_models import tiny_model
 from txviz.core.capture import CaptureSettings, use_capture
 from txviz.core.running import run
 from txviz.whyattend import composition
@@ -190,7 +190,8 @@ def test_a_model_placed_by_discovery_is_refused_with_the_reason(monkeypatch):
 
 
 def test_the_command_writes_the_decomposition(tmp_path, monkeypatch, capsys):
-    from tests.tiny_models import word_tokenizer
+    from tiny_models import word_tokenizer
+
     from txviz import cli, models
     from txviz.core.loaded import LoadedModel
 
