@@ -22,7 +22,12 @@ ui.setup_page(
 )
 
 name = ui.model_picker(kinds=("encoder", "decoder"))
-loaded = ui.load_model(name, kinds=("encoder", "decoder"))
+if ui.current_dtype() != "float32":
+    st.info(
+        f"The sidebar asks for {ui.current_dtype()}; this page loads the model in float32 and decomposes "
+        "there, so the parts add up to the score to float32 precision."
+    )
+loaded = ui.load_model(name, kinds=("encoder", "decoder"), dtype="float32")
 text = ui.text_input("Text", "The animal didn't cross the street because it was too tired.", key="why_text")
 ids = loaded.tokenizer(text, return_tensors="pt")["input_ids"][:, :128].to(loaded.device)
 tokens = loaded.tokenizer.convert_ids_to_tokens(ids[0].tolist())

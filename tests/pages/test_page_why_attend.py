@@ -46,3 +46,12 @@ def test_smollm2_refuses_a_key_after_the_query(app):
     assert not app.exception and "causal mask" in app.error[0].value
     app.selectbox(key="why_key").set_value(1).run()
     assert_clean(app)
+
+
+def test_bfloat16_in_the_sidebar_decomposes_in_float32():
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    at.session_state["precision"] = "bfloat16"
+    at.run()
+    assert_clean(at)
+    assert any("loads the model in float32" in m.value for m in at.info)
+    assert len(at.get("vega_lite_chart")) == 2  # the decomposition is drawn, not refused

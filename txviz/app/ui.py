@@ -219,9 +219,12 @@ def _cached_model(name: str, device: str, dtype: str = "float32") -> LoadedModel
     return models.load(name, device, dtype=dtype)
 
 
-def load_model(name: str, kinds: tuple[str, ...] | None = None) -> LoadedModel:
-    """The cached model, loaded with a progress note; a clear error and a stop on failure."""
-    device, dtype = current_device(), current_dtype()
+def load_model(name: str, kinds: tuple[str, ...] | None = None, dtype: str | None = None) -> LoadedModel:
+    """The cached model, loaded with a progress note; a clear error and a stop on failure.
+
+    ``dtype`` overrides the sidebar's precision for a page whose numbers need one (Why Attend: float32).
+    """
+    device, dtype = current_device(), dtype or current_dtype()
     where = device if dtype == "float32" else f"{device} in {dtype}"
     with user_errors():
         sessions.check_allowed(name, models.names())
