@@ -135,20 +135,17 @@ def child(case: str, n_tokens: int, repeats: int) -> dict:
     call = calls[case]
     warm = text_of(loaded, 16)
     call(torch.tensor([loaded.tokenizer(warm)["input_ids"]]), warm)  # lazy set-up out of the count
-    seconds, peaks = [], []
+    seconds, cpu, peaks = [], [], []
     for _ in range(repeats):
         _reset_peak()
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         result = call(ids, text)
         seconds.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
         peaks.append(_read_rss()[1])
         del result
-    return {
-        "case": case,
-        "tokens": int(ids.shape[1]),
-        "seconds": statistics.median(seconds),
-        "peak": max(peaks),
-    }
+    median = statistics.median
+    return {"case": case, "wall": median(seconds), "cpu": median(cpu), "peak": max(peaks)}
 
 
 def in_fresh_process(case: str, n_tokens: int, repeats: int) -> dict:
