@@ -191,11 +191,12 @@ def _slots(loaded: LoadedModel, batch: int, n_tokens: int) -> torch.Tensor | Non
     Copying ~30 per-layer maps into one array afterwards held every map twice (1 GB more for
     SmolLM2 at 1,024 tokens) and cost a pass over them. Pages are touched only when written, so a
     model whose calls do not fit the slots (eager fallback, a GPU) costs nothing and is stacked.
+    torch allocates, not numpy: its allocator asks for huge pages, and writing a layer's weights
+    into 4 KiB pages faulted one by one took longer than eager attention's whole layer.
     """
     if torch.device(loaded.device).type != "cpu":
         return None
-    shape = (loaded.n_layers, batch, loaded.n_heads, n_tokens, n_tokens)
-    return torch.from_numpy(np.empty(shape, dtype=np.float32))
+    return torch.empty((loaded.n_layers, batch, loaded.n_heads, n_tokens, n_tokens), dtype=torch.float32)
 
 
 def _filled(result: Run, slots: torch.Tensor | None) -> bool:
