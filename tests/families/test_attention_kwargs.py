@@ -78,16 +78,16 @@ def test_a_model_with_its_own_attention_is_read_eagerly_and_refuses_what_needs_c
 
 
 def test_the_self_check_finds_a_capture_path_that_differs(tmp_path, monkeypatch):
-    from txviz.core import capture
+    from txviz.core import routes
 
     honest, _ = _loaded(tmp_path, "Llama")
     assert honest.check_gap is not None and honest.check_gap < 1e-5 and not honest.check_warning
-    original = capture.softmax
+    original = routes.softmax
 
-    def off_by_a_little(scores):
-        return original(scores * 1.5)
+    def off_by_a_little(scores, **kwargs):
+        return original(scores * 1.5, **kwargs)
 
-    monkeypatch.setattr(capture, "softmax", off_by_a_little)
+    monkeypatch.setattr(routes, "softmax", off_by_a_little)
     marked, _ = _loaded(tmp_path, "Llama")
     assert marked.check_gap > 1e-4
     assert f"{marked.check_gap:.2g}" in marked.check_warning

@@ -8,7 +8,7 @@ import pytest
 import torch
 from tiny_models import VOCAB, tiny_model
 
-from txviz.core import attention, capture
+from txviz.core import attention, capture, routes
 from txviz.core.capture import CaptureSettings
 
 
@@ -102,8 +102,8 @@ def test_bart_encoder_decoder_and_cross_attention_stay_apart():
 def test_plain_runs_take_the_fast_path(monkeypatch):
     model, _ = tiny("llama")
     calls = []
-    real = capture.sdpa_attention_forward
-    monkeypatch.setattr(capture, "sdpa_attention_forward", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = routes.sdpa_attention_forward
+    monkeypatch.setattr(routes, "sdpa_attention_forward", lambda *a, **k: calls.append(1) or real(*a, **k))
     with torch.no_grad():
         model(input_ids=IDS)
         assert len(calls) == 2

@@ -11,7 +11,7 @@ from tiny_models import tiny_model, word_tokenizer
 
 from txviz.core.errors import UserError
 from txviz.core.loaded import LoadedModel
-from txviz.core.tracing import prepare, trace_text, traces
+from txviz.core.tracing import prepare, trace_run, trace_text, traces
 from txviz.serving import batches
 from txviz.serving.batches import Batcher
 from txviz.serving.jobs import JobCancelled, JobQueue
@@ -96,6 +96,15 @@ def test_one_padded_pass_gives_each_text_its_lone_trace(loaded):
     for t, got in zip(texts, batched, strict=True):
         assert_same_trace(got, trace_text(loaded, t, record=RECORD))
     assert batched[2].weights.shape[-1] == 9  # 7 words, [CLS] and [SEP]: the padding is cut off
+
+
+def test_each_layer_s_weights_are_written_once_into_the_array_the_trace_returns(loaded):
+    trace, result = trace_run(loaded, text(9, 3))
+    calls = [calls[-1].weights for calls in result.attention.values()]
+    assert len(calls) == trace.n_layers
+    for layer, weights in enumerate(calls):  # the records are views of the trace, not copied into it
+        assert np.shares_memory(trace.weights[layer], weights.numpy())
+        np.testing.assert_array_equal(trace.weights[layer], weights[0].numpy())
 
 
 def test_sessions_queued_together_share_one_pass_and_each_gets_its_own_trace(loaded):

@@ -12,20 +12,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal, get_args
 
 import numpy as np
 import torch
 from transformers import AttentionInterface
-from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from txviz.core import edits, rowstats, stages
-from txviz.core.attention import Normalizer, causal_mask, softmax
+from txviz.core import edits, routes, rowstats, stages
+from txviz.core.attention import Normalizer
 from txviz.core.edits import Intervention, Plan
-from txviz.core.errors import UserError
 from txviz.core.layouts import Layout, cached_layout, module_names
+from txviz.core.reduction import Block, Reduction  # noqa: F401  (Block: callers import it from here)
+from txviz.core.routes import UnsupportedAttention
 from txviz.core.stages import StageRecord
 
 IMPLEMENTATION = "txviz"
@@ -37,7 +38,6 @@ RECORDABLE = frozenset(get_args(RecordItem))
 # and the FFN add, the stream after each block, the stream entering block 0, the final norm.
 Stage = Literal["attn", "cross", "ffn", "resid", "embed", "final_norm"]
 STAGES = frozenset(get_args(Stage))
-_SLOW = RECORDABLE - {"heads"}  # items only the explicit computation has
 
 # Keyword arguments transformers passes to attention functions that carry context, not maths.
 CONTEXT_KWARGS = frozenset({
@@ -56,10 +56,6 @@ MATHS_KWARGS = frozenset({"sliding_window", "softcap", "s_aux", "sinks", "positi
 MaskFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
-class UnsupportedAttention(UserError):
-    """The model's attention takes an argument txviz does not know how to apply."""
-
-
 def check_kwargs(module: torch.nn.Module, kwargs: dict) -> None:
     """Refuse an attention argument that would change the maths and that txviz does not apply."""
     unknown = sorted(
@@ -76,34 +72,6 @@ def check_kwargs(module: torch.nn.Module, kwargs: dict) -> None:
 
 
 @dataclass(frozen=True)
-class Block:
-    """One block of queries of one attention call, as a Reduction sees it."""
-
-    first: int  # position of the block's first query
-    weights: torch.Tensor  # (B, H, C, K'): queries first..first+C-1; a causal block has K' = first + C keys
-
-
-@dataclass(frozen=True)
-class Reduction:
-    """Attention weights folded into a small summary while they are computed, then dropped.
-
-    Queries are taken ``chunk`` at a time: each block's scores, weights and output are computed,
-    ``reduce(state, block)`` folds the Block into the state (None before the first block), and the
-    block is dropped. A causal block sees keys 0..first+C-1 only: later keys get no attention. The
-    last state is the call's ``AttentionRecord.reduced``. Peak memory is one block, never a whole
-    map; the output equals the plain forward's.
-    """
-
-    reduce: Callable[[Any, Block], Any]
-    chunk: int = 256  # queries per block: a block holds B x H x chunk x K weights
-    modules: frozenset[str] | None = None  # attention modules to reduce (None: all); others run SDPA
-    rows: tuple[int, int] | None = None  # only query positions [start, stop): SDPA gives the output
-
-    def applies(self, name: str | None) -> bool:
-        return self.modules is None or name in self.modules
-
-
-@dataclass(frozen=True)
 class CaptureSettings:
     """What one call should compute, record and change: the one per-call carrier."""
 
@@ -115,6 +83,9 @@ class CaptureSettings:
     interventions: Sequence[Intervention] = ()  # txviz.core.edits, applied in order
     reduction: Reduction | None = None  # fold attention block by block instead of keeping it
     row_stats: rowstats.RowStatistics | None = None  # each row's entropy, distance, sink and local weight
+    # (calls, B, H, Q, K) float32: the i-th call's weights are written into weights_into[i] (no copy
+    # afterwards), where its shape and device fit; other calls keep their own tensors
+    weights_into: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         for given, known, verb in (
@@ -128,13 +99,18 @@ class CaptureSettings:
         object.__setattr__(self, "stages", frozenset(self.stages))
         object.__setattr__(self, "interventions", tuple(self.interventions))
 
-    @property
-    def fast_path(self) -> bool:
-        """No weights to record and plain softmax: hand over to SDPA (heads are edited after it)."""
-        return not (self.record & _SLOW) and self.normalize is None and self.extra_mask is None
+    @cached_property
+    def _reductions(self) -> tuple[Reduction, ...]:
+        """Every reduction asked for; row statistics are one that can fuse."""
+        stats = () if self.row_stats is None else (rowstats.Statistics(spec=self.row_stats),)
+        return (() if self.reduction is None else (self.reduction,)) + stats
+
+    def reductions(self, name: str | None) -> tuple[Reduction, ...]:
+        """The reductions that apply to attention module ``name``."""
+        return tuple(r for r in self._reductions if r.applies(name))
 
 
-PLAIN = CaptureSettings()  # nothing recorded or changed, softmax: the fast path
+PLAIN = CaptureSettings()  # nothing recorded or changed, softmax: SDPA
 
 
 @dataclass(frozen=True)
@@ -164,6 +140,17 @@ class Recorder:
     # One forward pass: a module called again is another layer (ALBERT shares one across layers), so
     # its later calls are recorded as "name#2", "name#3"...; in generate, calls are steps instead.
     one_pass: bool = False
+    filled: int = 0  # slots of settings.weights_into given out so far
+
+    def slot(self, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor | None:
+        """The next slot of ``settings.weights_into`` for this call's (B, H, Q, K) weights, if it fits."""
+        into, settings = self.settings.weights_into, self.settings
+        if into is None or self.filled >= len(into) or settings.newest_query_only or query.requires_grad:
+            return None
+        if into.shape[1:] != (*query.shape[:-1], key.shape[-2]) or into.device != query.device:
+            return None
+        self.filled += 1
+        return into[self.filled - 1]
 
     def add(self, module: torch.nn.Module, record: AttentionRecord) -> None:
         name = self.module_names.get(id(module), type(module).__name__)
@@ -212,16 +199,6 @@ def capture(model: torch.nn.Module, settings: CaptureSettings, one_pass: bool = 
         _active.reset(token)
 
 
-def _allowed(settings: CaptureSettings, n_query: int, n_key: int, device) -> torch.Tensor:
-    """The extra mask for queries that are the last n_query of n_key positions."""
-    mask = settings.extra_mask
-    if isinstance(mask, torch.Tensor):
-        return mask[n_key - n_query : n_key, :n_key].to(device)
-    q = torch.arange(n_key - n_query, n_key, device=device)[:, None]
-    k = torch.arange(n_key, device=device)[None, :]
-    return mask(q, k).expand(n_query, n_key)
-
-
 def txviz_attention(
     module: torch.nn.Module,
     query: torch.Tensor,  # (B, H, Q, D)
@@ -233,258 +210,33 @@ def txviz_attention(
     is_causal: bool | None = None,
     **kwargs,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Attention as the model defines it, with the active settings applied and recorded."""
-    recorder = _active.get()
-    settings = recorder.settings if recorder else PLAIN
-    # identity, not truth: this runs for every layer of every generation step
-    changed = recorder is not None and recorder.plan is not edits.EMPTY
-    name = recorder.module_names.get(id(module)) if changed else None
-    knockouts = recorder.plan.knockouts.get(name) if name else None
-    head_edits = recorder.plan.heads.get(name) if name else None
+    """Attention as the model defines it, with the active settings applied and recorded.
+
+    The route (SDPA, explicit, block by block: txviz.core.routes) is planned once per call from the
+    settings, this module's edits and reductions, and the model's arguments.
+    """
     check_kwargs(module, kwargs)
-    # SDPA applies none of these (sliding windows come in the mask when there is one)
-    maths = any(kwargs.get(k) is not None for k in ("softcap", "s_aux", "sinks", "position_bias"))
-    window = kwargs.get("sliding_window") is not None and attention_mask is None
-    reduction = settings.reduction
-    reduced = (
-        reduction is not None
-        and recorder is not None
-        and reduction.applies(recorder.module_names.get(id(module)))
-    )
-    folded = reduced or (settings.row_stats is not None and recorder is not None)
-    if folded and (maths or window):  # the block-by-block fold writes out plain masked softmax only
-        raise UnsupportedAttention(
-            f"{type(module).__name__} uses soft-capping, attention sinks, a position bias or a sliding "
-            "window without a mask, which the long-document view does not apply yet: open this model "
-            "in the Attention Explorer instead."
-        )
-    plain = settings.fast_path and not (knockouts or maths or window or kwargs.get("output_attentions"))
-    causal = bool(is_causal if is_causal is not None else getattr(module, "is_causal", False))
-    merged = (
-        plain
-        and settings.row_stats is not None
-        and recorder is not None
-        and rowstats.fusable(query, key, attention_mask, causal)
-        and not module.training
-    )
-    if merged:
-        # one kernel call gives the output and the row statistics (txviz.core.rowstats)
-        stats, output, lse = rowstats.fused(settings.row_stats, query, key, _scale(query, scaling), value)
-        output, weights = output.to(query.dtype).transpose(1, 2).contiguous(), None
-        record = {"row_stats": _cpu(stats)}
-        if reduced:
-            # this layer's blocks are folded too; the output and each row's softmax sum are the kernel's
-            args = (module, query, key, value, attention_mask, 0.0, scaling, causal, settings, knockouts)
-            record["reduced"] = _reduced(*args, with_output=False, log_partition=lse, **kwargs)[2]["reduced"]
-    elif plain and not reduced:
-        output, weights = sdpa_attention_forward(
-            module, query, key, value, attention_mask, dropout, scaling, is_causal, **kwargs
-        )
-        record = {}
+    recorder = _active.get()
+    if recorder is None:
+        settings, name, plan, into = PLAIN, None, edits.EMPTY, None
     else:
-        compute = _reduced if reduced else _explicit
-        output, weights, record, causal = compute(
-            module,
-            query,
-            key,
-            value,
-            attention_mask,
-            dropout,
-            scaling,
-            is_causal,
-            settings,
-            knockouts,
-            **kwargs,
-        )
+        settings, name, plan = recorder.settings, recorder.module_names.get(id(module)), recorder.plan
+        into = recorder.slot(query, key) if "weights" in settings.record else None
+    reductions = settings.reductions(name) if recorder is not None else ()
+    call = routes.Call(
+        module, query, key, value, attention_mask, dropout, scaling, is_causal,
+        settings, plan.knockouts.get(name), kwargs, into,
+    )  # fmt: skip
+    output, weights, record = routes.plan(call, reductions)(call)
+    head_edits = plan.heads.get(name)
     if head_edits:
         output = edits.edit_heads(output, head_edits)  # (B, Q, H, D), before the output projection
-    if folded and settings.row_stats is not None and "row_stats" not in record:
-        record["row_stats"] = _row_stats(
-            module, query, key, value, attention_mask, scaling, causal, settings, knockouts, **kwargs
-        )
-    if recorder is not None and (settings.record or "reduced" in record or "row_stats" in record):
+    if recorder is not None and (settings.record or reductions):
         rows = slice(-1, None) if settings.newest_query_only else slice(None)
         if "heads" in settings.record:
-            record["heads"] = _keep(output.transpose(1, 2)[..., rows, :], "heads", settings)
-        recorder.add(module, AttentionRecord(**record, is_causal=causal))
+            record["heads"] = routes.keep(output.transpose(1, 2)[..., rows, :], "heads", settings)
+        recorder.add(module, AttentionRecord(**record, is_causal=call.causal))
     return output, weights
-
-
-def _explicit(
-    module, query, key, value, attention_mask, dropout, scaling, is_causal, settings, knockouts, **kwargs
-):
-    """Attention computed step by step: scores, masks, the normaliser, weights, output, records."""
-    scale = _scale(query, scaling)
-    scores = _grouped(query, key.transpose(2, 3)).float() * scale  # (B, H, Q, K)
-    if kwargs.get("softcap") is not None:
-        scores = kwargs["softcap"] * torch.tanh(scores / kwargs["softcap"])
-    if kwargs.get("position_bias") is not None:
-        scores = scores + kwargs["position_bias"]
-
-    n_query, n_key = scores.shape[-2:]
-    causal = bool(is_causal if is_causal is not None else getattr(module, "is_causal", False))
-    sinks = kwargs.get("s_aux", kwargs.get("sinks"))
-    if sinks is not None and settings.normalize is not None:
-        raise UnsupportedAttention(
-            "This model's attention has sinks (a learned extra score per head that takes part of the "
-            "softmax), so another normaliser would not be the model's attention with a change. Use "
-            "softmax, or a model without attention sinks."
-        )
-    if attention_mask is not None:
-        if attention_mask.dtype == torch.bool:
-            scores = scores.masked_fill(~attention_mask, float("-inf"))
-        else:
-            scores = scores + attention_mask.float()
-            # additive masks use the dtype's minimum: show them as -inf, exactly zero weight
-            scores = scores.masked_fill(
-                attention_mask <= torch.finfo(attention_mask.dtype).min / 2, float("-inf")
-            )
-    elif causal and n_query > 1:
-        allowed = causal_mask(n_query, n_key, scores.device)
-        if kwargs.get("sliding_window") is not None:  # a key at most window - 1 positions back
-            q = torch.arange(n_key - n_query, n_key, device=scores.device)[:, None]
-            allowed = allowed & (
-                q - torch.arange(n_key, device=scores.device)[None, :] < kwargs["sliding_window"]
-            )
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    if settings.extra_mask is not None:
-        scores = scores.masked_fill(~_allowed(settings, n_query, n_key, scores.device), float("-inf"))
-    if knockouts:
-        cut = ~edits.knockout_mask(
-            knockouts, scores.shape[1], n_query, n_key, scores.device, n_batch=scores.shape[0]
-        )
-        scores = scores.masked_fill(cut, float("-inf"))
-
-    if sinks is not None:
-        # gpt-oss: softmax over [scores, sink], then the sink column is dropped, as the model computes
-        # it; each row then sums to less than one (the rest went to the sink).
-        sink = sinks.float().reshape(1, -1, 1, 1).expand(*scores.shape[:-1], 1)
-        weights = torch.softmax(torch.cat([scores, sink], dim=-1), dim=-1)[..., :-1]
-    else:
-        weights = (settings.normalize or softmax)(scores)  # (B, H, Q, K)
-    if module.training and dropout > 0:
-        weights = torch.nn.functional.dropout(weights, p=dropout)
-    output = _grouped(weights.to(value.dtype), value).transpose(1, 2).contiguous()
-    rows = slice(-1, None) if settings.newest_query_only else slice(None)
-    groups = query.shape[1] // key.shape[1]
-    record = {
-        "weights": _keep(weights[..., rows, :], "weights", settings),
-        "scores": _keep(scores[..., rows, :], "scores", settings),
-        "queries": _keep(query[..., rows, :], "queries", settings),
-        "keys": _keep(repeat_kv(key, groups), "keys", settings) if "keys" in settings.record else None,
-        "values": _keep(repeat_kv(value, groups), "values", settings)
-        if "values" in settings.record
-        else None,
-    }
-    return output, weights.to(query.dtype), record, causal
-
-
-def _row_stats(module, query, key, value, attention_mask, scaling, causal, settings, knockouts, **kwargs):
-    """The call's row statistics: fused where the kernel computes this attention, else from blocks."""
-    spec = settings.row_stats
-    plain = settings.normalize is None and settings.extra_mask is None and not knockouts
-    if plain and rowstats.fusable(query, key, attention_mask, causal):
-        return _cpu(rowstats.fused(spec, query.detach(), key.detach(), _scale(query, scaling))[0])
-    fold = rowstats.Fold(spec)
-    blocks = Reduction(fold, chunk=spec.chunk, rows=(0, key.shape[-2]))
-    _, _, record, _ = _reduced(
-        module, query, key, value, attention_mask, 0.0, scaling, causal,
-        replace(settings, reduction=blocks), knockouts, **kwargs,
-    )  # fmt: skip
-    return _cpu(fold.finish(record["reduced"]))
-
-
-def _scale(query: torch.Tensor, scaling: float | None) -> float:
-    return query.shape[-1] ** -0.5 if scaling is None else scaling
-
-
-def _cpu(stats: rowstats.RowStats) -> rowstats.RowStats:
-    return rowstats.RowStats(*(x.detach().float().cpu() for x in vars(stats).values()))
-
-
-def _grouped(per_head: torch.Tensor, shared: torch.Tensor) -> torch.Tensor:
-    """per_head (B, H, Q, X) @ shared (B, H_kv, X, Y) -> (B, H, Q, Y), each KV head serving its group.
-
-    Query heads h*G .. h*G + G-1 share KV head h (as repeat_kv lays them out); folding the group
-    into the rows reads each key and value once instead of copying them G times per layer and step.
-    """
-    b, h, q, x = per_head.shape
-    kv = shared.shape[1]
-    if kv == h:
-        return torch.matmul(per_head, shared)
-    folded = torch.matmul(per_head.reshape(b, kv, (h // kv) * q, x), shared)  # (B, H_kv, G*Q, Y)
-    return folded.reshape(b, h, q, shared.shape[-1])
-
-
-def _reduced(
-    module, query, key, value, attention_mask, dropout, scaling, is_causal, settings, knockouts,
-    with_output: bool = True, log_partition: torch.Tensor | None = None, **kwargs,
-):  # fmt: skip
-    """Attention one block of queries at a time, each block's weights folded by the Reduction
-    (and the output computed, unless the caller has it already)."""
-    reduction = settings.reduction
-    causal = bool(is_causal if is_causal is not None else getattr(module, "is_causal", False))
-    groups = getattr(module, "num_key_value_groups", 1)
-    scale = _scale(query, scaling)
-    n_query, n_key = query.shape[-2], key.shape[-2]
-    offset = n_key - n_query  # queries are the last n_query positions
-    start, stop = reduction.rows or (0, n_key)
-    start, stop = max(start, offset), min(stop, n_key)
-    blockwise = with_output and reduction.rows is None
-    if blockwise:
-        output = torch.empty_like(query)  # (B, H, Q, D), filled block by block
-    elif with_output:  # only some rows' weights are asked for: the output comes from SDPA, whole
-        output = sdpa_attention_forward(module, query, key, value, attention_mask, 0.0, scaling, is_causal)[0]
-    else:
-        output = None
-    key, value = repeat_kv(key, groups), repeat_kv(value, groups)
-    state = None
-    for first in range(start, stop, reduction.chunk):
-        last = min(first + reduction.chunk, stop)
-        rows = slice(first - offset, last - offset)
-        width = last if causal else n_key  # a causal query sees no later key
-        scores = torch.matmul(query[:, :, rows] * scale, key[:, :, :width].transpose(2, 3)).float()
-        if attention_mask is not None:
-            mask = attention_mask[..., rows if attention_mask.shape[-2] > 1 else slice(None), :width]
-            if mask.dtype == torch.bool:
-                scores = scores.masked_fill_(~mask, float("-inf"))
-            else:
-                scores = scores.add_(mask.float()).masked_fill_(
-                    mask <= torch.finfo(mask.dtype).min / 2, float("-inf")
-                )
-        elif causal:  # only the diagonal square has later keys
-            diagonal = scores[..., first:width]
-            diagonal.masked_fill_(~causal_mask(last - first, width - first, scores.device), float("-inf"))
-        if settings.extra_mask is not None:
-            allowed = _allowed(settings, n_key - first, n_key, scores.device)[: last - first, :width]
-            scores = scores.masked_fill_(~allowed, float("-inf"))
-        if knockouts:
-            kept = edits.knockout_mask(
-                knockouts, scores.shape[1], n_query, n_key, scores.device, n_batch=scores.shape[0]
-            )
-            scores = scores.masked_fill_(~kept[..., rows, :width], float("-inf"))
-        if log_partition is not None:
-            # softmax with each row's log-sum-exp known: one subtraction, one exp, both in place (a
-            # new tensor the size of a block costs more in page faults than the arithmetic)
-            weights = scores.sub_(log_partition[..., rows, None]).exp_()
-        elif settings.normalize is None and causal and attention_mask is None:
-            weights = torch.softmax(scores, dim=-1)  # every causal row sees its own key: no empty row
-        else:
-            weights = (settings.normalize or softmax)(scores)
-        state = reduction.reduce(state, Block(first, weights))
-        if blockwise:
-            output[:, :, rows] = torch.matmul(weights.to(value.dtype), value[:, :, :width])
-        del scores, weights
-    if blockwise:
-        output = output.transpose(1, 2).contiguous()
-    return output, None, {"reduced": state}, causal
-
-
-def _keep(tensor: torch.Tensor, item: str, settings: CaptureSettings) -> torch.Tensor | None:
-    """A detached float32 CPU copy when ``item`` is asked for."""
-    if item not in settings.record:
-        return None
-    return tensor.detach().float().cpu()
 
 
 def register() -> None:

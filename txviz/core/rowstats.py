@@ -12,17 +12,21 @@ statistics come almost free from the fused attention kernel instead, which never
 - the weight on the first ``sink`` keys and within ``window`` positions comes from those few
   scores alone, exp(s_qk - lse_q), a band of window + 1 keys per query.
 
-The fused route takes plain causal softmax attention over the whole sequence (no mask tensor, no
-normaliser or edits) on a CPU; any other call is folded block by block from explicit weights by
-``Fold`` (capture's reduced path), with the same definitions.
+``Statistics`` is these statistics as a capture reduction (txviz.core.reduction) that can fuse:
+it takes plain causal softmax attention over the whole sequence (no mask tensor, no normaliser or
+edits) on a CPU in one kernel call; any other call is folded block by block from explicit weights
+by ``Fold``, with the same definitions.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 from transformers.integrations.sdpa_attention import repeat_kv
+
+from txviz.core.reduction import Fused, Reduction
 
 NAMES = ("entropy", "distance", "sink", "local")
 _KERNEL = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
@@ -167,3 +171,31 @@ class Fold:
     @staticmethod
     def finish(state: list[torch.Tensor]) -> RowStats:
         return RowStats(*torch.cat(state, dim=-1).unbind(0))
+
+
+@dataclass(frozen=True)
+class Statistics(Reduction):
+    """Row statistics as a reduction: from the fused kernel where it computes the call, else from blocks."""
+
+    reduce: Fold = None  # set from spec
+    spec: RowStatistics = field(default_factory=RowStatistics)
+    record_as: ClassVar[str] = "row_stats"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reduce", Fold(self.spec))
+        object.__setattr__(self, "chunk", self.spec.chunk)
+
+    def can_fuse(self, query, key, attention_mask, causal: bool) -> bool:
+        return fusable(query, key, attention_mask, causal)
+
+    def fuse(self, query, key, value, scale: float) -> Fused:
+        stats, output, lse = fused(self.spec, query, key, scale, value)
+        return Fused(on_cpu(stats), output, lse)
+
+    def finish(self, state: list[torch.Tensor]) -> RowStats:
+        return on_cpu(Fold.finish(state))
+
+
+def on_cpu(stats: RowStats) -> RowStats:
+    """The statistics detached, float32, on the CPU."""
+    return RowStats(*(x.detach().float().cpu() for x in vars(stats).values()))

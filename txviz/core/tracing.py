@@ -63,7 +63,7 @@ def fit_budget(
 ) -> Encoded:
     """``encoded`` itself when its trace fits ``budget_mb``, else the text cut to the tokens that fit, with a notice.
 
-    The pass briefly holds the records and the stacked trace together, about twice these bytes.
+    The pass writes each layer's weights once, into the array the trace returns (``_slots``).
     """
     n = len(encoded.ids)
     budget = budget_mb * 2**20
@@ -134,10 +134,11 @@ def trace_run(
 ) -> tuple[AttentionTrace, Run]:
     """``trace_text`` and, from the same single pass, the model's logits or last hidden state."""
     encoded = prepare(loaded, text, max_tokens=max_tokens, record=record, budget_mb=budget_mb)
-    settings = _settings(record, normalize, extra_mask)
+    slots = _slots(loaded, 1, len(encoded.ids))
+    settings = _settings(record, normalize, extra_mask, slots)
     input_ids = torch.tensor([encoded.ids], device=loaded.device)
     result = run(loaded.model, settings, outputs, input_ids=input_ids)
-    return _trace_of(loaded, encoded, result, record, row=0), result
+    return _trace_of(loaded, encoded, result, record, row=0, slots=slots), result
 
 
 def prepare(
@@ -163,33 +164,63 @@ def traces(
     mask keeps padded keys at exactly zero weight (causal rows never reach them), so cutting the
     padded rows and columns off leaves each text's own records.
     """
+    longest = max(len(t.ids) for t in texts)
+    slots = _slots(loaded, len(texts), longest)
     if len(texts) == 1:
         input_ids = torch.tensor([texts[0].ids], device=loaded.device)
-        return [
-            _trace_of(loaded, texts[0], run(loaded.model, _settings(record), input_ids=input_ids), record)
-        ]
-    longest = max(len(t.ids) for t in texts)
+        result = run(loaded.model, _settings(record, slots=slots), input_ids=input_ids)
+        return [_trace_of(loaded, texts[0], result, record, slots=slots)]
     pad = loaded.tokenizer.pad_token_id or 0  # any real id: the mask hides it
     ids = torch.tensor([t.ids + [pad] * (longest - len(t.ids)) for t in texts], device=loaded.device)
     mask = torch.tensor(
         [[1] * len(t.ids) + [0] * (longest - len(t.ids)) for t in texts], device=loaded.device
     )
-    result = run(loaded.model, _settings(record), input_ids=ids, attention_mask=mask)
-    return [_trace_of(loaded, t, result, record, row=i) for i, t in enumerate(texts)]
+    result = run(loaded.model, _settings(record, slots=slots), input_ids=ids, attention_mask=mask)
+    return [_trace_of(loaded, t, result, record, row=i, slots=slots) for i, t in enumerate(texts)]
 
 
-def _settings(record: tuple[str, ...], normalize=None, extra_mask=None) -> CaptureSettings:
-    return CaptureSettings(record=frozenset(record) | {"weights"}, normalize=normalize, extra_mask=extra_mask)
+def _settings(record: tuple[str, ...], normalize=None, extra_mask=None, slots=None) -> CaptureSettings:
+    return CaptureSettings(
+        record=frozenset(record) | {"weights"}, normalize=normalize, extra_mask=extra_mask, weights_into=slots
+    )
+
+
+def _slots(loaded: LoadedModel, batch: int, n_tokens: int) -> torch.Tensor | None:
+    """Where the pass writes each layer's weights: one [call, B, H, T, T] array, the trace's own memory.
+
+    Copying ~30 per-layer maps into one array afterwards held every map twice (1 GB more for
+    SmolLM2 at 1,024 tokens) and cost a pass over them. Pages are touched only when written, so a
+    model whose calls do not fit the slots (eager fallback, a GPU) costs nothing and is stacked.
+    torch allocates, not numpy: its allocator asks for huge pages, and writing a layer's weights
+    into 4 KiB pages faulted one by one took longer than eager attention's whole layer.
+    """
+    if torch.device(loaded.device).type != "cpu":
+        return None
+    return torch.empty((loaded.n_layers, batch, loaded.n_heads, n_tokens, n_tokens), dtype=torch.float32)
+
+
+def _filled(result: Run, slots: torch.Tensor | None) -> bool:
+    """True when each recorded call's weights are the slot of its layer, in order."""
+    if slots is None or len(result.attention) != len(slots):
+        return False
+    calls = [calls[-1].weights for calls in result.attention.values()]
+    return all(w is not None and w.data_ptr() == s.data_ptr() for w, s in zip(calls, slots, strict=True))
 
 
 def _trace_of(
-    loaded: LoadedModel, encoded: Encoded, result: Run, record: tuple[str, ...], row: int = 0
+    loaded: LoadedModel,
+    encoded: Encoded,
+    result: Run,
+    record: tuple[str, ...],
+    row: int = 0,
+    slots: torch.Tensor | None = None,
 ) -> AttentionTrace:
     """Batch item ``row`` of a pass as an AttentionTrace, cut to its own tokens (a copy when it was padded)."""
     n = len(encoded.ids)
+    written = _filled(result, slots)
 
     def own(item: str) -> np.ndarray:
-        array = result.stack(item, row=row)
+        array = slots.numpy()[:, row] if item == "weights" and written else result.stack(item, row=row)
         array = array[..., :n, :n] if item in ("weights", "scores") else array[..., :n, :]
         return np.ascontiguousarray(array, dtype=np.float32)  # no copy unless padding was cut off
 
