@@ -155,8 +155,8 @@ class Fold:
     def __call__(self, state, block) -> list[torch.Tensor]:
         w, first = block.weights.float(), block.first  # (B, H, C, K')
         rows, width = w.shape[-2:]
-        query = torch.arange(first, first + rows)[:, None]
-        apart = (query - torch.arange(width)[None, :]).abs()  # (C, K')
+        query = torch.arange(first, first + rows, device=w.device)[:, None]
+        apart = (query - torch.arange(width, device=w.device)[None, :]).abs()  # (C, K')
         logs = torch.where(w > 0, w.log(), torch.zeros((), dtype=w.dtype))
         found = torch.stack(
             [

@@ -49,7 +49,7 @@ def head_weights(model, layer: int, head: int, stack: str | None = None) -> Head
         w_v = fused[:, start + kv * d_head : start + (kv + 1) * d_head]
     gain = torch.ones(w_q.shape[0])
     if layout.form == "pre-norm" and layout.record.norm("norm1"):
-        gain = block.get_submodule(layout.record.norm("norm1")).weight.detach().float()
+        gain = block.get_submodule(layout.record.norm("norm1")).weight.detach().float().cpu()
     return HeadWeights(gain[:, None] * w_q, gain[:, None] * w_k, gain[:, None] * w_v,
                        w_o[head * d_head : (head + 1) * d_head])  # fmt: skip
 

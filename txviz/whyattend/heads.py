@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from txviz.core.layouts import Layout
+from txviz.core.running import run_module
 from txviz.whyattend.linear import CannotDecompose, frozen, matrix, rotate
 from txviz.whyattend.stream import Part, Stream
 
@@ -38,10 +39,10 @@ def _rotary(model, layout: Layout, positions, d_head: int):
         return None
     base = model.get_submodule(layout.base) if layout.base else model
     rotary = base.get_submodule(where.table)
-    ids = torch.tensor([list(positions)])
-    with torch.no_grad():
-        cos, sin = rotary(torch.zeros(1, len(positions), d_head), ids)
-    return cos[0].float(), sin[0].float()
+    device = next(model.parameters()).device
+    ids = torch.tensor([list(positions)], device=device)
+    cos, sin = run_module(rotary, torch.zeros(1, len(positions), d_head, device=device), ids)
+    return cos[0].float().cpu(), sin[0].float().cpu()
 
 
 def head_parts(

@@ -40,10 +40,10 @@ def frozen(norm: torch.nn.Module, x: torch.Tensor) -> FrozenNorm:
     weight = getattr(norm, "weight", None)
     if weight is None:
         raise CannotDecompose(f"{type(norm).__name__} has no gain txviz can read.")
-    gain = weight.detach().float()
+    gain = weight.detach().float().cpu()
     if isinstance(norm, torch.nn.LayerNorm):
         center, eps = True, norm.eps
-        bias = None if norm.bias is None else norm.bias.detach().float()
+        bias = None if norm.bias is None else norm.bias.detach().float().cpu()
         scale = torch.sqrt(x.var(-1, unbiased=False) + eps)
     else:  # an RMSNorm: Llama's names the epsilon variance_epsilon, others eps
         center, bias = False, None
@@ -52,7 +52,7 @@ def frozen(norm: torch.nn.Module, x: torch.Tensor) -> FrozenNorm:
         if "Gemma" in type(norm).__name__:  # Gemma's RMSNorm multiplies by 1 + weight
             gain = 1.0 + gain
     found = FrozenNorm(gain, bias, center, scale)
-    expected = run_module(norm, x.to(weight.dtype)).float()
+    expected = run_module(norm, x.to(weight.device, weight.dtype)).float().cpu()
     got = found.apply(x) + found.bias_at(len(x))
     if not torch.allclose(got, expected, rtol=1e-3, atol=1e-4 * (1 + expected.abs().max().item())):
         raise CannotDecompose(
@@ -65,11 +65,11 @@ def frozen(norm: torch.nn.Module, x: torch.Tensor) -> FrozenNorm:
 def matrix(module: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
     """A projection as (W (in, out), bias (out,)) in float32, for x @ W + b: nn.Linear or GPT-2's Conv1D."""
     bias = getattr(module, "bias", None)
-    bias = None if bias is None else bias.detach().float()
+    bias = None if bias is None else bias.detach().float().cpu()
     if isinstance(module, torch.nn.Linear):
-        return module.weight.detach().float().T, bias
+        return module.weight.detach().float().cpu().T, bias
     if type(module).__name__ == "Conv1D":
-        return module.weight.detach().float(), bias
+        return module.weight.detach().float().cpu(), bias
     raise CannotDecompose(f"{type(module).__name__} is not a linear projection txviz can read.")
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from txviz.core.layouts import Layout
-from txviz.core.running import Run
+from txviz.core.running import Run, run_module
 from txviz.whyattend.linear import CannotDecompose, frozen, matrix
 
 FORMS = ("pre-norm", "post-LN")
@@ -76,7 +76,7 @@ def _embedding_parts(run, model, layout: Layout, stack: str, ids: torch.Tensor, 
     embed = _at(run["embed", stack], positions)
     base = model.get_submodule(layout.base) if layout.base else model
     table = base.get_submodule(layout.record.tokens) if layout.record.tokens else model.get_input_embeddings()
-    token = table.weight.detach().float()[ids[0, positions]]
+    token = table.weight.detach().float().cpu()[ids[0, positions].cpu()]
     if layout.form == "post-LN":
         return _post_ln_embeddings(base, ids, positions, token, embed)
     kind = layout.record.positions.kind if layout.record.positions else "none"
@@ -100,10 +100,10 @@ def _post_ln_embeddings(base, ids, positions, token, embed):
     at = torch.tensor(positions)
     offset = getattr(embeddings, "padding_idx", None)  # RoBERTa counts positions after its padding index
     position_ids = at + (offset + 1 if offset is not None else 0)
-    position = embeddings.position_embeddings.weight.detach().float()[position_ids]
+    position = embeddings.position_embeddings.weight.detach().float().cpu()[position_ids]
     vectors, parts = [token, position], [Part("token"), Part("position")]
     if getattr(embeddings, "token_type_embeddings", None) is not None:
-        vectors.append(embeddings.token_type_embeddings.weight.detach().float()[torch.zeros_like(at)])
+        vectors.append(embeddings.token_type_embeddings.weight.detach().float().cpu()[torch.zeros_like(at)])
         parts.append(Part("segment"))
     stacked = torch.stack(vectors)
     norm = frozen(embeddings.LayerNorm, stacked.sum(0))
@@ -163,6 +163,5 @@ def _through(block, layout: Layout, role: str, parts, vectors, x):
         vectors[index] += bias
     else:
         parts, vectors = parts + [Part("bias")], torch.cat((vectors, bias[None]))
-    with torch.no_grad():
-        out = module(x.to(module.weight.dtype)).float()
+    out = run_module(module, x.to(module.weight.device, module.weight.dtype)).float().cpu()
     return parts, vectors, out
