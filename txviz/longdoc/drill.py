@@ -34,7 +34,7 @@ class Rows:
 
 
 def _keep(state, block: Block) -> list:
-    return [*(state or []), block.weights[0].clone()]
+    return [*(state or []), block.weights[0].to("cpu", copy=True)]  # a copy: the block buffer is reused
 
 
 def checked_region(start: int, stop: int, n_tokens: int) -> tuple[int, int, str]:

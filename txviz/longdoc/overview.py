@@ -66,7 +66,8 @@ class Fold:
         }
 
     def __call__(self, state, block: Block) -> dict[str, torch.Tensor]:
-        w, first = block.weights[0], block.first  # (H, C, K'), queries first..
+        # (H, C, K'), queries first..; the state lives on the CPU, whatever device the model is on
+        w, first = block.weights[0].float().cpu(), block.first
         heads, rows, width = w.shape
         state = state or self.start(heads)
         t = self.tile
