@@ -61,8 +61,10 @@ def start_or_join() -> None:
         )
     with join.container(border=True):
         st.subheader("Join a room")
-        st.text_input("Join code", key="room_code_typed", max_chars=12, placeholder="e.g. K7P3QX")
-        st.text_input("Nickname (optional)", key="room_nickname", max_chars=24)
+        st.text_input(
+            "Join code", key="room_code_typed", max_chars=ui.max_text_chars(12), placeholder="e.g. K7P3QX"
+        )
+        st.text_input("Nickname (optional)", key="room_nickname", max_chars=ui.max_text_chars(24))
         st.button("Join", key="room_join", on_click=_join)
         problem = st.session_state.pop(JOIN_PROBLEM, None)
         if problem:

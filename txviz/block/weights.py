@@ -101,7 +101,7 @@ def _float(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def _linear(module) -> Linear:
-    if type(module).__name__ == "Conv1D":  # GPT-2's Conv1D stores W as (in, out) and computes x W + b
+    if module.__class__.__name__ == "Conv1D":  # GPT-2's Conv1D stores W as (in, out) and computes x W + b
         return Linear(_float(module.weight).T, _float(module.bias))
     return Linear(_float(module.weight), None if module.bias is None else _float(module.bias))
 
@@ -114,7 +114,7 @@ def _rows(linear: Linear, start: int, stop: int) -> Linear:
 def _gain_offset(module) -> float:
     """1.0 for a norm whose forward scales by (1 + weight), as Gemma's RMSNorm does; else 0."""
     try:
-        source = inspect.getsource(type(module).forward)
+        source = inspect.getsource(module.__class__.forward)
     except (OSError, TypeError):
         return 0.0
     return 1.0 if "(1.0 + self.weight" in source or "(1 + self.weight" in source else 0.0
@@ -125,9 +125,13 @@ def _norm(module) -> Norm:
         bias = None if module.bias is None else _float(module.bias)
         return Norm("layer", _float(module.weight), bias, float(module.eps))
     eps = getattr(module, "variance_epsilon", getattr(module, "eps", None))
-    if "RMSNorm" in type(module).__name__ and eps is not None and getattr(module, "weight", None) is not None:
+    if (
+        "RMSNorm" in module.__class__.__name__
+        and eps is not None
+        and getattr(module, "weight", None) is not None
+    ):
         return Norm("rms", _float(module.weight), None, float(eps), _gain_offset(module))
-    raise UnknownLayoutError(f"txviz cannot write out a {type(module).__name__} as code.")
+    raise UnknownLayoutError(f"txviz cannot write out a {module.__class__.__name__} as code.")
 
 
 def _fused(parts: AttentionParts, block, n_heads: int, n_kv: int, d: int) -> tuple[Linear, Linear, Linear]:

@@ -16,7 +16,7 @@ Three routes, each held to eager attention by the tests:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
@@ -25,8 +25,8 @@ from txviz.core import attention, edits
 from txviz.core.errors import UserError
 from txviz.core.reduction import Block, Reduction
 
-if TYPE_CHECKING:
-    from txviz.core.capture import CaptureSettings
+# Settings are txviz.core.capture.CaptureSettings; capture imports this module, so they are typed Any here.
+CaptureSettings = Any
 
 _SLOW = frozenset(
     {"weights", "scores", "queries", "keys", "values"}
