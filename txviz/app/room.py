@@ -9,6 +9,7 @@ reads only the store: an idle follower never reruns its page, so it never repeat
 from __future__ import annotations
 
 import json
+import time
 
 import streamlit as st
 
@@ -20,6 +21,8 @@ from txviz.rooms.base import RoomState
 POLL_S = 2.0  # a follower's fragment reads the store this often: a new step shows within it
 CODE, KEY, SEAT = "_room_code", "_room_key", "_room_seat"
 FOLLOW, AT, NOTE, GO = "_room_follow", "_room_at", "_room_note", "_room_go_to"
+SWITCHING = "_room_switching"  # (page, when) of a switch this session started and has not yet arrived at
+SWITCH_S = 10.0  # after this long a switch that never arrived no longer counts
 PARAMS = ("room", "key", "seat")  # the address keeps membership; copied view links leave them out
 ROOM_PAGE = "pages/21_Lecture_Room.py"
 
@@ -116,6 +119,7 @@ def go_to(step: dict) -> None:
     for name in [*links.shared_keys(page_settings(step["page"])), *settings]:
         st.session_state.pop(name, None)
     st.session_state[AT] = json.dumps(step, sort_keys=True)
+    st.session_state[SWITCHING] = (step["page"], time.monotonic())
     params = {k: json.dumps(v) for k, v in settings.items()} | address() | projector.link_params()
     st.switch_page(step["page"], query_params=params)
 
@@ -149,3 +153,15 @@ def bring_here(page: str, title: str) -> None:
     state = store().state(code())
     store().set_step(code(), st.session_state.get(KEY), state.index + 1, step)
     st.session_state[AT] = json.dumps(step, sort_keys=True)
+
+
+def switching_away(page_script: str) -> bool:
+    """Whether this run is the old page's last one while a switch to another page is under way.
+
+    A follower's fragment can still run on the page it leaves: seen there, it is not wandering.
+    """
+    page, when = st.session_state.get(SWITCHING) or (None, 0.0)
+    if page is None or page == page_script or time.monotonic() - when > SWITCH_S:
+        st.session_state.pop(SWITCHING, None)
+        return False
+    return True

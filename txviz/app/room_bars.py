@@ -151,7 +151,14 @@ def _student_live(page_script: str, load: Load) -> None:
     step = state.step
     at = json.dumps(step, sort_keys=True) if step else None
     following = st.session_state.get(room.FOLLOW, True)
-    if following and step and st.session_state.get(room.AT) == at and page_script != step.get("page"):
+    arriving = room.switching_away(page_script)
+    if (
+        following
+        and step
+        and not arriving
+        and st.session_state.get(room.AT) == at
+        and page_script != step.get("page")
+    ):
         following = st.session_state[room.FOLLOW] = False  # the student opened another page: wandering
     if following and step and st.session_state.get(room.AT) != at:
         room.go_to(step)  # the lecturer moved: open the step, its settings with it
