@@ -19,12 +19,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
-from txviz.bench.load import CHROMIUM, CHROMIUM_FLAGS, IDLE, free_port, stop_server
-from txviz.core import paths
+from txviz.bench.load import CHROMIUM, CHROMIUM_FLAGS, IDLE, free_port, launch, server_env, stop_server
 from txviz.lecture.files import shipped_lectures
 
 LECTURE = shipped_lectures()["1_attention_and_transformers"]
@@ -42,19 +40,9 @@ def start_counting_server(port: int, count_file: Path, log_path: Path) -> subpro
         "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
         "--browser.gatherUsageStats", "false",
     ]  # fmt: skip
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = server_env()
     env.pop("TXVIZ_REDIS_URL", None)  # one server: rooms in its memory
-    log = open(log_path, "w")  # noqa: SIM115 - closed with the process
-    process = subprocess.Popen(command, cwd=paths.ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).status == 200:
-                return process
-        except OSError:
-            time.sleep(0.5)
-    stop_server(process)
-    raise RuntimeError(f"the app did not start in 120 s; see {log_path}")
+    return launch(command, port, log_path, env)
 
 
 def forwards(count_file: Path | None) -> int:

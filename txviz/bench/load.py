@@ -98,9 +98,22 @@ def start_server(port: int, log_path: Path) -> subprocess.Popen:
         "--server.address", "127.0.0.1", "--server.headless", "true",
         "--browser.gatherUsageStats", "false",
     ]  # fmt: skip
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    return launch(command, port, log_path)
+
+
+def server_env() -> dict[str, str]:
+    """The environment an app server of a benchmark runs in: offline, unbuffered."""
+    return {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def launch(
+    command: list[str], port: int, log_path: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen:
+    """Start an app server's ``command``, its output in log_path; raises if it is not up in 120 s."""
     log = open(log_path, "w")  # noqa: SIM115 - closed with the process in stop_server
-    process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
+    process = subprocess.Popen(
+        command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env or server_env()
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
