@@ -139,6 +139,11 @@ VIEWS = {
         None,
     ),
     "21_Lecture_Room": LinkView((("selectbox", "room_lecture", Index(1)),), None),
+    "24_Head_Atlas": LinkView(
+        (("number_input", "layer", 1), ("number_input", "head", 2), ("selectbox", "context", Index(1))),
+        ("atlas_view", "Head"),
+        start={"model": "tiny-mlm", "atlas_window": 16, "atlas_open": True},
+    ),
 }
 
 

@@ -25,6 +25,7 @@ ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
     "Image_GPT": ":material/draw:",
     "Image_Captioning": ":material/closed_caption:",
     "Head_Detectors": ":material/biotech:",
+    "Head_Atlas": ":material/travel_explore:",
     "Query_Key_Space": ":material/scatter_plot:",
     "Why_Attend": ":material/join_inner:",
     "Why_Attention": ":material/compare_arrows:",
@@ -60,7 +61,14 @@ SECTIONS = {  # sidebar and home-page groups, in order; every page sits in exact
         "Image_GPT",
         "Image_Captioning",
     ),
-    "Research tools": ("Head_Detectors", "Query_Key_Space", "Why_Attend", "Interventions", "Long_Documents"),
+    "Research tools": (
+        "Head_Detectors",
+        "Head_Atlas",
+        "Query_Key_Space",
+        "Why_Attend",
+        "Interventions",
+        "Long_Documents",
+    ),
     "Teaching": ("Lectures", "Lecture_Room"),
 }
 

@@ -1,0 +1,311 @@
+"""Head Atlas: every head of a model scored over a whole corpus once, stored, and given its own page.
+
+A page beside Head Detectors, not inside it: the detectors score one text or a few passages live, in
+seconds, for the question at hand; the atlas streams a corpus through the model once, stores every
+head's scores and top contexts on disk, and then opens instantly, with a link per head.
+"""
+
+import json
+import time
+
+import numpy as np
+import streamlit as st
+
+from txviz.app import navigation, projector, teaching, ui, widgets
+from txviz.atlas import circuits, figures, opening, views
+from txviz.atlas.atlas import Settings
+from txviz.core import paths
+from txviz.core.errors import UserError
+from txviz.figures import grids
+
+VIEWS = ["Map", "Head", "Two models"]
+UPLOAD = "Upload a text file"
+PICKED = ("layer", "head")
+
+ui.setup_page(
+    "Head Atlas",
+    "What does each head of this model do across a corpus? The atlas runs the corpus through the model "
+    "once, in windows, and keeps per head its scores (previous token, induction, sink, local share, "
+    "distance, entropy...) and the contexts where it attends most, as token positions; stored on disk, "
+    "it opens instantly after. Every head has its own page and link.",
+    share=("model", "atlas_corpus", "atlas_window", "atlas_open", "atlas_view", "metric", "metric_x",
+           "metric_y", "finder_rank", "layer", "head", "criterion", "context", "model_b", "cmp_metric"),
+)  # fmt: skip
+
+name = ui.model_picker(kinds=("encoder", "decoder"))
+loaded = ui.load_model(name, kinds=("encoder", "decoder"))
+METRICS = opening.metrics()
+
+
+@ui.shared_resource(max_entries=4)
+def _shipped(corpus_name: str):
+    return opening.shipped()[corpus_name]()
+
+
+def corpus_choice():
+    """The corpus: one an installed package ships, or an upload."""
+    names = [*opening.shipped(), UPLOAD]
+    choice = st.selectbox("Corpus", names, key="atlas_corpus", index=ui.link_index("atlas_corpus", names))
+    if choice != UPLOAD:
+        return _shipped(choice)
+    file = st.file_uploader("A UTF-8 text file", type=["txt", "md", "py", "rst"], key="atlas_upload")
+    if file is None:
+        st.info("Choose a text file: the atlas is built over its tokens.")
+        st.stop()
+    with ui.user_errors():
+        return opening.from_upload(file.name, ui.checked_upload(file))
+
+
+@ui.cached(max_entries=4, progress="Building the atlas...")
+@ui.heavy
+def _atlas(loaded, corpus, settings: Settings, progress):
+    start = time.perf_counter()
+
+    def report(done: float, text: str) -> None:
+        spent = time.perf_counter() - start
+        left = f", about {spent * (1 - done) / done:.0f} s left" if 0 < done < 1 else ""
+        progress(done, f"{text}{left}")
+
+    return opening.open_or_build(loaded, corpus, settings, report)
+
+
+def atlas_of(model, corpus, window: int):
+    """The model's atlas over the corpus (opened from disk, or built once with a progress bar)."""
+    settings = Settings(window=min(window, model.n_ctx or window))
+    with ui.user_errors():
+        return _atlas(model, corpus, settings)
+
+
+@ui.cached(max_entries=4, spinner="Reading the heads' circuits from the weights...")
+@ui.heavy
+def _circuits(loaded):
+    return circuits.circuits(loaded.model)
+
+
+@ui.cached(max_entries=32, spinner="Running the context's window...")
+@ui.heavy
+def _row(loaded, ids: tuple[int, ...], layer: int, head: int, query: int) -> np.ndarray:
+    return opening.attention_row(loaded, ids, layer, head, query)
+
+
+def pieces(ids: list[int]) -> list[str]:
+    return [loaded.tokenizer.decode([i]) for i in ids]
+
+
+corpus = corpus_choice()
+if corpus.notice:
+    st.warning(corpus.notice)
+left, right = st.columns(2)
+window = left.number_input("Tokens per window", 8, 1024, ui.link_value("atlas_window", 256, range(8, 1025)),
+                           key="atlas_window")  # fmt: skip
+opened = right.toggle(
+    "Open the atlas (built once over the corpus, then stored)",
+    ui.link_value("atlas_open", "layer" in st.query_params),
+    key="atlas_open",
+    help="Building runs the whole corpus through the model; a stored atlas opens at once.",
+)
+if not opened:
+    st.info("Switch on 'Open the atlas' to open this model's stored atlas or build it.")
+    st.stop()
+atlas, notices = atlas_of(loaded, corpus, int(window))
+for notice in notices:
+    st.warning(notice)
+metrics = views.measured(atlas, METRICS)
+by_name = {m.name: m for m in metrics}
+names = list(by_name)
+if not names:
+    st.error("No metric could be measured on this corpus: try a longer one.")
+    st.stop()
+st.caption(
+    f"{atlas.model} over {atlas.corpus}: {atlas.n_tokens:,} tokens in {len(atlas.tokens)} windows of "
+    f"{atlas.settings.window}, {atlas.layers} layers x {atlas.heads} heads; built in {atlas.seconds:.1f} s."
+)
+
+
+def metric_picker(label: str, key: str, default: str) -> str:
+    default = default if default in names else names[0]
+    return st.selectbox(label, names, key=key, format_func=lambda n: by_name[n].label,
+                        index=names.index(ui.link_value(key, default, names)))  # fmt: skip
+
+
+def _pick_from_scatter() -> None:
+    picked = figures.picked_point((st.session_state.get("atlas_scatter") or {}).get("selection"))
+    if picked is not None:
+        st.session_state["layer"], st.session_state["head"] = picked
+
+
+def _pick_from_finder() -> None:
+    rows = st.session_state["atlas_finder"].selection.rows
+    table = st.session_state.get("_finder_rows")
+    if rows and table is not None:
+        st.session_state["layer"], st.session_state["head"] = (int(v) for v in table[rows[0]])
+
+
+layer, head = widgets.layer_head_picker(atlas.layers, atlas.heads, PICKED, widget="number",
+                                        columns=st.columns(2))  # fmt: skip
+if "_atlas_tab" not in st.session_state:  # a link naming a head opens on its page
+    head_link = "layer" in st.query_params and "atlas_view" not in st.query_params
+    st.session_state["_atlas_tab"] = "Head" if head_link else ui.link_tab("atlas_view", VIEWS)
+map_tab, head_tab, pair_tab = st.tabs(VIEWS, key="atlas_view", on_change="rerun",
+                                      default=st.session_state["_atlas_tab"])  # fmt: skip
+
+
+def map_view() -> None:
+    metric = by_name[metric_picker("Colour the grid by", "metric", "previous_token")]
+    st.caption(f"{metric.label}: {metric.description}."
+               + (f" Here every key is visible: {metric.encoder_note}." if metric.encoder_note and not atlas.causal else ""))  # fmt: skip
+    grid, scatter = st.columns(2)
+    with grid:
+        chart = grids.head_grid(atlas.scores[metric.name], f"{atlas.model}: {metric.label} (click a head)",
+                                "score", (layer, head), ui.presenting())  # fmt: skip
+        widgets.head_grid(chart, "atlas_grid", PICKED)
+        teaching.notice(
+            "each cell is one head's score over the whole corpus; a click opens it in the Head tab."
+        )
+    with scatter:
+        a, b = st.columns(2)
+        with a:
+            x = by_name[metric_picker("x", "metric_x", "previous_token")]
+        with b:
+            y = by_name[metric_picker("y", "metric_y", "entropy")]
+        figure = figures.scatter(atlas, x, y, (layer, head), ui.presenting())
+        projector.draw(figure, "atlas_scatter", on_select=_pick_from_scatter, selection_mode="points")
+        ui.export_menu(figure, "atlas_scatter")
+    st.subheader("Head Finder (click a row to pick the head)")
+    a, b = st.columns(2)
+    with a:
+        rank = metric_picker("Rank by", "finder_rank", metric.name)
+    with b:
+        chosen = st.multiselect("Layers (all when empty)", list(range(atlas.layers)), key="finder_layers")
+    table = views.finder(atlas, metrics, rank, chosen)
+    st.session_state["_finder_rows"] = table[["layer", "head"]].to_numpy()
+    st.dataframe(table, hide_index=True, key="atlas_finder", on_select=_pick_from_finder,
+                 selection_mode="single-row", height=320)  # fmt: skip
+
+
+def links(ids: list[int], query: int, key: int) -> None:
+    """One click to the Explorer, Why Attend and Interventions on this head and this context."""
+    text = loaded.tokenizer.decode(ids)
+    st.page_link(
+        navigation.feature_page(paths.PAGES / "2_Attention_Explorer.py"),
+        label=f"Open this context in the Attention Explorer at layer {layer}, head {head}",
+        icon=":material/open_in_new:",
+        query_params={
+            k: json.dumps(v) for k, v in dict(model=name, text=text, layer=layer, head=head).items()
+        },
+    )
+    picks = {}
+    again = loaded.tokenizer(text)["input_ids"][:128]
+    for offset in (0, 1):  # a [CLS] in front shifts every position by one
+        if again[offset : offset + len(ids)] == ids and query + offset < len(again):
+            picks = dict(why_query=query + offset, why_key=key + offset)
+            break
+    widgets.why_attend_link(name, text, layer, head, **picks)
+    if loaded.kind == "decoder":  # ablation reads next-token logits: decoders only
+        widgets.ablate_head_link(name, loaded.tokenizer.decode(ids[: query + 1]), layer, head,
+                                 "this context up to its query")  # fmt: skip
+
+
+def circuits_view() -> None:
+    st.subheader("Circuits, from the weights")
+    try:
+        found = _circuits(loaded)
+    except UserError as error:  # a model the map cannot place: its attention metrics still work
+        st.info(str(error))
+        return
+    a, b, c = st.columns(3)
+    for column, label, values in (
+        (a, "OV copying score", found.ov_copying),
+        (b, "OV positive share", found.ov_positive),
+        (c, "QK copying score", found.qk_copying),
+    ):
+        value = values[layer, head]
+        column.metric(label, "no unembedding" if np.isnan(value) else f"{value:.3f}")
+    st.caption(
+        "OV copying: sum(eig)/sum(|eig|) of W_E W_V W_O W_U (Elhage et al. 2021), near 1 when the head "
+        "raises the logits of the tokens it attends to; positive share: sum(max(Re eig, 0))/sum(|eig|). "
+        "QK copying: the same score of W_E W_Q W_K^T W_E^T, near 1 when a token attends to keys of the same "
+        "token (positions left out). Read from d_head x d_head matrices with the same nonzero eigenvalues; "
+        "norm gains folded in, their scale left out. " + found.notice
+    )
+
+
+def head_view() -> None:
+    st.subheader(f"Layer {layer}, head {head}")
+    shown = [m for m in metrics if np.isfinite(atlas.scores[m.name][layer, head])]
+    ui.show_figure(
+        figures.standing(atlas, shown or metrics, layer, head, ui.presenting()), key="atlas_standing"
+    )
+    st.dataframe(
+        [{"metric": m.label, "score": atlas.score(m.name, layer, head),
+          "percentile among heads": views.percentile(atlas, m.name, layer, head)} for m in metrics],
+        hide_index=True,
+    )  # fmt: skip
+    criteria = list(atlas.contexts)
+    criterion = st.selectbox("Top contexts by", criteria, key="criterion",
+                             index=ui.link_index("criterion", criteria),
+                             format_func=lambda c: {"attention": "largest attention weight to a non-sink key",
+                                                    "output": "largest head output norm"}.get(c, c))  # fmt: skip
+    table = views.context_table(atlas, criterion, layer, head, pieces)
+    if table.empty:
+        st.info("This head has no stored context.")
+    else:
+        st.caption("The key in [[ ]], the query in << >>.")
+        st.dataframe(table, hide_index=True, height=300)
+        ranks = table["rank"].tolist()
+        rank = st.selectbox("Draw the attention of context", ranks, key="context",
+                            index=ui.link_index("context", ranks))  # fmt: skip
+        row = table[table["rank"] == rank].iloc[0]
+        ids = views.window_ids(atlas, int(row["window"]))
+        query, key = int(row["query"]), int(row["key"])
+        with ui.user_errors():
+            weights = _row(loaded, tuple(ids), layer, head, query)
+        ui.show_figure(figures.row_bars(pieces(ids), weights, query, key,
+                                        f"Layer {layer}, head {head}: the query's attention (key in red)"),
+                       key="atlas_row")  # fmt: skip
+        st.text(row["text"])
+        links(ids, query, key)
+    bands = views.band_table(atlas, criterion, layer, head, pieces)
+    if not bands.empty:
+        st.subheader("Below the top: a sample from each decile band")
+        st.dataframe(bands, hide_index=True, height=260)
+    circuits_view()
+
+
+def pair_view() -> None:
+    other_name = ui.model_picker(kinds=("encoder", "decoder"), default="smollm2", key="model_b",
+                                 label="Second model")  # fmt: skip
+    other = ui.load_model(other_name, kinds=("encoder", "decoder"))
+    second, second_notices = atlas_of(other, corpus, int(window))
+    for notice in second_notices:
+        st.warning(notice)
+    common = [n for n in names if n in second.scores and np.isfinite(second.scores[n]).any()]
+    if not common:
+        st.info("The two atlases share no measured metric.")
+        return
+    metric = by_name[st.selectbox("Metric", common, key="cmp_metric", format_func=lambda n: by_name[n].label,
+                                  index=ui.link_index("cmp_metric", common))]  # fmt: skip
+    bounds = np.concatenate([a.scores[metric.name].ravel() for a in (atlas, second)])
+    bounds = bounds[np.isfinite(bounds)]
+    domain = (float(bounds.min()), float(bounds.max())) if bounds.size else None
+    widgets.side_by_side(
+        [grids.head_grid(a.scores[metric.name], f"{a.model}: {metric.label}", "score", None,
+                         ui.presenting(), domain) for a in (atlas, second)],
+        keys=["cmp_grid_a", "cmp_grid_b"],
+    )  # fmt: skip
+    if views.same_shape(atlas, second):
+        ui.show_figure(figures.pair(atlas, second, metric), key="cmp_pair")
+    else:
+        st.caption(f"{atlas.model} has {atlas.layers} x {atlas.heads} heads and {second.model} "
+                   f"{second.layers} x {second.heads}: their heads do not pair up, so only the grids compare.")  # fmt: skip
+
+
+if map_tab.open:
+    with map_tab:
+        map_view()
+if head_tab.open:
+    with head_tab:
+        head_view()
+if pair_tab.open:
+    with pair_tab:
+        pair_view()

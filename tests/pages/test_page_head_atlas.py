@@ -1,0 +1,77 @@
+"""The Head Atlas page under AppTest: built on a tiny model and corpus, its widgets moved, a head opened
+from a link, two models side by side; no exception and no error box."""
+
+import json
+from urllib.parse import parse_qs
+
+import pytest
+from conftest import ROOT, assert_clean, click_grid
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(ROOT / "pages/24_Head_Atlas.py")
+
+
+@pytest.fixture(autouse=True)
+def _atlas_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TXVIZ_ATLAS_DIR", str(tmp_path / "atlas"))
+
+
+def opened(**link) -> AppTest:
+    """The page on the tiny MLM (16-token windows), the atlas switched on, plus the ``link``'s settings."""
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    at.query_params.update({k: json.dumps(v) for k, v in dict(model="tiny-mlm", atlas_window=16, **link).items()})
+    at.run()
+    if not at.toggle(key="atlas_open").value:
+        at.toggle(key="atlas_open").set_value(True).run()
+    assert_clean(at)
+    return at
+
+
+def test_the_map_moves_without_exception():
+    at = opened()
+    assert at.session_state["atlas_view"] == "Map"
+    options = at.selectbox(key="metric").options
+    assert len(options) >= 3
+    for option in options[:3]:
+        at.selectbox(key="metric").set_value(at.selectbox(key="metric").options[options.index(option)]).run()
+        assert_clean(at, option)
+    at.selectbox(key="metric_y").select_index(1).run()
+    at.selectbox(key="finder_rank").select_index(2).run()
+    at.multiselect(key="finder_layers").set_value([1]).run()
+    assert_clean(at)
+    (finder,) = [d for d in at.dataframe if "layer" in d.value.columns]
+    assert set(finder.value["layer"]) == {1} and len(finder.value) == 4  # tiny-mlm: 4 heads a layer
+    click_grid(at, "atlas_grid", 1, 3)
+    assert_clean(at)
+    assert (at.number_input(key="layer").value, at.number_input(key="head").value) == (1, 3)
+    assert at.query_params["layer"] == "1" and at.query_params["head"] == "3"
+
+
+def test_a_link_to_a_head_opens_its_page_with_contexts_circuits_and_links():
+    at = opened(layer=1, head=2)
+    assert at.session_state["atlas_view"] == "Head"
+    assert (at.number_input(key="layer").value, at.number_input(key="head").value) == (1, 2)
+    assert any("OV copying" in m.label for m in at.metric)
+    assert any("[[" in t.value for t in at.text)  # the context's line with its key marked
+    at.selectbox(key="context").select_index(2).run()
+    assert_clean(at)
+    links = [p for p in at.get("page_link") if not p.proto.label.startswith(("Back:", "Next:"))]
+    targets = {p.proto.page.rsplit("/", 1)[-1]: p for p in links}
+    assert {"Attention_Explorer", "Why_Attend"} <= set(targets)
+    params = {k: json.loads(v[0]) for k, v in parse_qs(targets["Why_Attend"].proto.query_string).items()}
+    assert (params["why_layer"], params["why_head"], params["model"]) == (1, 2, "tiny-mlm")
+    explorer = {k: v[0] for k, v in parse_qs(targets["Attention_Explorer"].proto.query_string).items()}
+    page = AppTest.from_file(str(ROOT / "pages/2_Attention_Explorer.py"), default_timeout=300)
+    page.query_params.update(explorer)
+    page.run()
+    assert_clean(page)
+    assert (page.slider(key="layer").value, page.slider(key="head").value) == (1, 2)
+
+
+def test_two_models_side_by_side():
+    at = opened(atlas_view="Two models", model_b="minilm")
+    assert_clean(at)
+    assert len(at.get("vega_lite_chart")) == 2  # the two grids: only this tab is drawn
+    assert any("do not pair up" in c.value for c in at.caption)  # 2 x 4 heads against 6 x 12
+    at.selectbox(key="cmp_metric").select_index(1).run()
+    assert_clean(at)
