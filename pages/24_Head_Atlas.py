@@ -21,6 +21,13 @@ from txviz.figures import grids
 VIEWS = ["Map", "Head", "Two models"]
 UPLOAD = "Upload a text file"
 PICKED = ("layer", "head")
+SMALL_CORPUS_CHARS = 20_000  # a corpus this short builds in seconds: the atlas opens without a click
+CIRCUITS_NOTE = (
+    "OV copying: sum(eig)/sum(|eig|) of W_E W_V W_O W_U (Elhage et al. 2021), near 1 when a head raises the "
+    "logits of the tokens it attends to. QK copying: the same score of W_E W_Q W_K^T W_E^T, near 1 when a "
+    "token attends to keys of the same token (positions left out). Both read from d_head x d_head matrices "
+    "with the same nonzero eigenvalues; norm gains folded in, their scale left out. "
+)
 
 ui.setup_page(
     "Head Atlas",
@@ -71,9 +78,8 @@ def _atlas(loaded, corpus, settings: Settings, progress):
 
 def atlas_of(model, corpus, window: int):
     """The model's atlas over the corpus (opened from disk, or built once with a progress bar)."""
-    settings = Settings(window=min(window, model.n_ctx or window))
     with ui.user_errors():
-        return _atlas(model, corpus, settings)
+        return _atlas(model, corpus, Settings(window=min(window, model.n_ctx or window)))
 
 
 @ui.cached(max_entries=4, spinner="Reading the heads' circuits from the weights...")
@@ -88,6 +94,22 @@ def _row(loaded, ids: tuple[int, ...], layer: int, head: int, query: int) -> np.
     return opening.attention_row(loaded, ids, layer, head, query)
 
 
+def weights_only() -> None:
+    """Before an atlas: what the weights alone say, every head's copying scores."""
+    try:
+        found = _circuits(loaded)
+    except UserError as error:  # a model the map cannot place
+        st.info(str(error))
+        return
+    shown = [(label, values) for label, values in (("OV copying", found.ov_copying), ("QK copying", found.qk_copying))
+             if np.isfinite(values).any()]  # fmt: skip
+    st.subheader("From the weights alone, before any corpus")
+    widgets.side_by_side([grids.head_grid(values, f"{name}: {label} score", "score", None, ui.presenting(),
+                                          (-1, 1), diverging=True) for label, values in shown],
+                         keys=[f"weights_{label}" for label, _ in shown])  # fmt: skip
+    st.caption(CIRCUITS_NOTE + found.notice)
+
+
 def pieces(ids: list[int]) -> list[str]:
     return [loaded.tokenizer.decode([i]) for i in ids]
 
@@ -98,14 +120,22 @@ if corpus.notice:
 left, right = st.columns(2)
 window = left.number_input("Tokens per window", 8, 1024, ui.link_value("atlas_window", 256, range(8, 1025)),
                            key="atlas_window")  # fmt: skip
+settings = Settings(window=min(int(window), loaded.n_ctx or int(window)))
+# A stored atlas, or a corpus small enough to build in seconds, opens by itself; a link naming a head too.
+ready = (
+    "layer" in st.query_params
+    or len(corpus.text) <= SMALL_CORPUS_CHARS
+    or opening.stored(loaded, corpus, settings)
+)
 opened = right.toggle(
     "Open the atlas (built once over the corpus, then stored)",
-    ui.link_value("atlas_open", "layer" in st.query_params),
+    ui.link_value("atlas_open", bool(ready)),
     key="atlas_open",
     help="Building runs the whole corpus through the model; a stored atlas opens at once.",
 )
 if not opened:
-    st.info("Switch on 'Open the atlas' to open this model's stored atlas or build it.")
+    st.info("Switch on 'Open the atlas' to build this model's atlas over the corpus (once: it is stored).")
+    weights_only()
     st.stop()
 atlas, notices = atlas_of(loaded, corpus, int(window))
 for notice in notices:
@@ -221,13 +251,7 @@ def circuits_view() -> None:
     ):
         value = values[layer, head]
         column.metric(label, "no unembedding" if np.isnan(value) else f"{value:.3f}")
-    st.caption(
-        "OV copying: sum(eig)/sum(|eig|) of W_E W_V W_O W_U (Elhage et al. 2021), near 1 when the head "
-        "raises the logits of the tokens it attends to; positive share: sum(max(Re eig, 0))/sum(|eig|). "
-        "QK copying: the same score of W_E W_Q W_K^T W_E^T, near 1 when a token attends to keys of the same "
-        "token (positions left out). Read from d_head x d_head matrices with the same nonzero eigenvalues; "
-        "norm gains folded in, their scale left out. " + found.notice
-    )
+    st.caption(CIRCUITS_NOTE + "Positive share: sum(max(Re eig, 0))/sum(|eig|). " + found.notice)
 
 
 def head_view() -> None:

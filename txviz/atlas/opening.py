@@ -54,6 +54,13 @@ def from_upload(name: str, data: bytes):
     return corpus.from_upload(name, data) if corpus is not None else fallback.from_upload(name, data)
 
 
+def stored(loaded, corpus, settings: contract.Settings) -> bool:
+    """True when the store holds this atlas already (it would open without a build)."""
+    store = _module("store")
+    find = getattr(store, "stored", None)
+    return bool(find(loaded, corpus, settings)) if find is not None else False
+
+
 def open_or_build(
     loaded, corpus, settings: contract.Settings, progress: Progress | None = None
 ) -> tuple[contract.Atlas, tuple[str, ...]]:
