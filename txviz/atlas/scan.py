@@ -51,11 +51,11 @@ class Scan:
         seen = ~(self.causal & (torch.arange(n) < self.sink))  # causal rows before the sinks see no other key
         best = torch.where(seen, best, -torch.inf)
         key = torch.where(seen, key, -1)
-        flat = lambda x: x.transpose(1, 2).reshape(*x.shape[0:1], x.shape[2], -1)  # noqa: E731  (L, H, B*T)
-        self.running["attention"].add(flat(best), place, flat(key))
-        self.running["output"].add(
-            flat(torch.stack([self._norm(r.heads, i) for i, r in enumerate(records)])), place, flat(key)
-        )
+        flat = lambda x: x.transpose(1, 2).reshape(x.shape[0], x.shape[2], -1)  # noqa: E731  (L, H, B*T)
+        key = flat(key.to(torch.int32))
+        norms = torch.stack([self._norm(r.heads, i) for i, r in enumerate(records)])
+        self.running["attention"].add(flat(best), place, key)
+        self.running["output"].add(flat(norms), place, key)  # the same keys: stored once
 
     def _norm(self, heads: torch.Tensor, layer: int) -> torch.Tensor:
         """(B, H, T) norm of each head's output: through the output projection where it is known."""
