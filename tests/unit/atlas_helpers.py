@@ -18,7 +18,24 @@ from txviz.heads import detectors as det
 from txviz.models import LoadedModel
 from txviz.whyattend.linear import matrix
 
-WORDS = "the cat sat on a mat while dogs ran past old red barns near quiet rivers".split()
+WORDS = [
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "a",
+    "mat",
+    "while",
+    "dogs",
+    "ran",
+    "past",
+    "old",
+    "red",
+    "barns",
+    "near",
+    "quiet",
+    "rivers",
+]
 SMALL = Settings(window=24, batch=3, top_k=5, deciles=4, per_decile=2, sink=1, seed=3)
 
 
@@ -63,7 +80,9 @@ def encoder() -> LoadedModel:
 def exact(loaded: LoadedModel, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One window's exact weights [L, H, T, T] and head outputs through W_O, norms [L, H, T]."""
     result = run(
-        loaded.model, CaptureSettings(record=frozenset({"weights", "heads"})), input_ids=torch.as_tensor(np.asarray(ids)[None])
+        loaded.model,
+        CaptureSettings(record=frozenset({"weights", "heads"})),
+        input_ids=torch.as_tensor(np.asarray(ids)[None]),
     )
     weights = result.stack("weights").astype(np.float64)
     heads = result.stack("heads")  # [L, H, T, D]

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from txviz.atlas.atlas import FORMAT, Atlas, Settings
+from txviz.atlas import atlas as schema
+from txviz.atlas.atlas import Atlas, Settings
 from txviz.atlas.corpus import AtlasCorpus
 from txviz.atlas.scan import DISTANCE, TARGETS, TOTAL, Scan
 from txviz.core import attention
@@ -225,5 +226,5 @@ def build(
         contexts=scan.contexts(),
         notices=tuple(n for n in notices if n),
         seconds=time.perf_counter() - start,
-        format=FORMAT,
+        format=schema.FORMAT,  # read now: a test may stand in for a newer txviz
     )
