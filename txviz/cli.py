@@ -1,4 +1,4 @@
-"""Command line: `python -m txviz trace|lens|explain|patch|ablate|bench|train|models ...` for scripts, exports and
+"""Command line: `python -m txviz trace|lens|explain|patch|ablate|atlas|bench|train|models ...` for scripts, exports and
 benchmarks."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import txviz.bench
 import txviz.training
+from txviz.atlas import command as atlas_command
 from txviz.explain import command as explain_command
 from txviz.figures import export
 from txviz.heads import command as heads_command
@@ -189,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     families = sub.add_parser("families", help="check every feature on tiny models of many families")
     families.add_argument("--out", default="docs/model-families.md")
     heads_command.add_arguments(sub.add_parser("heads", help="every head's detector scores as .npz"))
+    atlas_command.add_arguments(
+        sub.add_parser("atlas", help="build a model's Head Atlas over a corpus and store it (or open it)")
+    )
     sub.add_parser(
         "explain",
         parents=[explain_command.options()],
@@ -233,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         return families_command(args)
     if args.command == "heads":
         return heads_command.run(args)
+    if args.command == "atlas":
+        return atlas_command.run(args)
     if args.command == "explain":
         return explain_command.run(args)
     if args.command == "patch":

@@ -81,3 +81,60 @@ class Atlas:
 
     def score(self, metric: str, layer: int, head: int) -> float:
         return float(self.scores[metric][layer, head])
+
+
+CRITERIA = ("attention", "output")  # what ranks a head's contexts (Contexts.criterion)
+
+# Every per-head score, in the order the pages list them. The target ones are Head Detectors' own
+# definitions (txviz.heads.detectors.text_targets): a head's share of each row's attention on the
+# targets, averaged over the rows where the behaviour is possible.
+METRICS = (
+    Metric(
+        "previous_token",
+        "previous token",
+        "attention from each token to the one before it",
+        "unchanged: the token before is visible either way",
+    ),
+    Metric(
+        "induction",
+        "induction",
+        "attention to the token after an earlier copy of the query's token",
+        "only earlier copies count, though a bidirectional head also sees later ones",
+    ),
+    Metric(
+        "duplicate_token",
+        "duplicate token",
+        "attention to earlier copies of the query's token",
+        "only earlier copies count, though a bidirectional head also sees later ones",
+    ),
+    Metric(
+        "first_token",
+        "first token (sink)",
+        "attention to position 0, where many heads park weight they do not need",
+        "position 0 is [CLS]: a summary token, not only a sink",
+    ),
+    Metric(
+        "punctuation",
+        "punctuation",
+        "attention to tokens made only of punctuation",
+        "punctuation after the query counts too",
+    ),
+    Metric(
+        "local",
+        "local share",
+        "attention to keys at most 8 positions from the query",
+        "keys after the query count too: both sides of the window",
+    ),
+    Metric(
+        "distance",
+        "mean distance",
+        "expected |query - key| in tokens",
+        "measured both ways: a bidirectional head can look ahead",
+    ),
+    Metric(
+        "entropy",
+        "entropy",
+        "row entropy in nats: low is focused, high is spread out",
+        "every row sees the whole window, so its maximum is the same for every query",
+    ),
+)

@@ -16,6 +16,8 @@ import numpy as np
 
 from txviz.core import aggregate
 
+LOCAL_WIDTH = 8  # "local": keys at most this many positions from the query
+
 
 @dataclass(frozen=True)
 class Detector:
@@ -114,17 +116,24 @@ def broad_mass(weights: np.ndarray, causal: bool) -> tuple[np.ndarray, int]:
     return (entropy / np.log(visible[rows])).sum(axis=-1), int(rows.sum())
 
 
-def text_masses(
-    weights: np.ndarray,
+def local_targets(n: int, width: int = LOCAL_WIDTH) -> np.ndarray:
+    """T[i, j] for keys at most ``width`` positions from the query (the query itself included)."""
+    apart = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
+    return apart <= width
+
+
+def text_targets(
     tokens: Sequence[str],
     special: Sequence[bool],
     causal: bool,
     ids: Sequence | None = None,
     offset: int = 2,
-    which: str = "text",
-) -> dict[str, tuple[np.ndarray, int]]:
-    """(sum of per-row scores [layer, head], row count) of each detector measured on ``which`` texts."""
-    n = weights.shape[-1]
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each target detector's (targets T [q, k], rows where it is measurable [q]) on one text.
+
+    The one definition of every target behaviour: Head Detectors and the Head Atlas both score with it.
+    """
+    n = len(tokens)
     ids = list(tokens) if ids is None else list(ids)
     special = np.asarray(special if len(special) == n else [False] * n, dtype=bool)
     visible = _visible(n, causal)
@@ -140,7 +149,30 @@ def text_masses(
         offset_name(offset): offset_targets(n, offset),
         "duplicate_token": duplicate_targets(ids),
         "induction": induction_targets(ids),
+        "local": local_targets(n),
     }
+    out = {}
+    for name, t in targets.items():
+        rows = (t & visible).any(axis=1)  # the rows where the behaviour is possible
+        if name == "first_token":
+            rows &= positions > 0  # position 0 attending to itself is not a sink
+        if name.startswith("offset_plus") and causal:
+            rows[:] = False  # a causal head cannot see the future: not measurable, not zero
+        out[name] = (t, rows)
+    return out
+
+
+def text_masses(
+    weights: np.ndarray,
+    tokens: Sequence[str],
+    special: Sequence[bool],
+    causal: bool,
+    ids: Sequence | None = None,
+    offset: int = 2,
+    which: str = "text",
+) -> dict[str, tuple[np.ndarray, int]]:
+    """(sum of per-row scores [layer, head], row count) of each detector measured on ``which`` texts."""
+    targets = text_targets(tokens, special, causal, ids, offset)
     out = {}
     for det in detectors(offset):
         if det.on != which:
@@ -148,13 +180,7 @@ def text_masses(
         if det.name == "broad":
             out[det.name] = broad_mass(weights, causal)
             continue
-        t = targets[det.name]
-        rows = (t & visible).any(axis=1)  # the rows where the behaviour is possible
-        if det.name == "first_token":
-            rows &= positions > 0  # position 0 attending to itself is not a sink
-        if det.name.startswith("offset_plus") and causal:
-            rows[:] = False  # a causal head cannot see the future: not measurable, not zero
-        out[det.name] = target_mass(weights, t, rows)
+        out[det.name] = target_mass(weights, *targets[det.name])
     return out
 
 
