@@ -6,7 +6,6 @@ head's scores and top contexts on disk, and then opens instantly, with a link pe
 """
 
 import json
-import time
 
 import numpy as np
 import streamlit as st
@@ -21,6 +20,7 @@ from txviz.figures import grids
 VIEWS = ["Map", "Head", "Two models"]
 UPLOAD = "Upload a text file"
 PICKED = ("layer", "head")
+WHY_TOKENS = 128  # Why Attend reads the first 128 tokens of its text
 SMALL_CORPUS_CHARS = 20_000  # a corpus this short builds in seconds: the atlas opens without a click
 CIRCUITS_NOTE = (
     "OV copying: sum(eig)/sum(|eig|) of W_E W_V W_O W_U (Elhage et al. 2021), near 1 when a head raises the "
@@ -66,14 +66,7 @@ def corpus_choice():
 @ui.cached(max_entries=4, progress="Building the atlas...")
 @ui.heavy
 def _atlas(loaded, corpus, settings: Settings, progress):
-    start = time.perf_counter()
-
-    def report(done: float, text: str) -> None:
-        spent = time.perf_counter() - start
-        left = f", about {spent * (1 - done) / done:.0f} s left" if 0 < done < 1 else ""
-        progress(done, f"{text}{left}")
-
-    return opening.open_or_build(loaded, corpus, settings, report)
+    return opening.open_or_build(loaded, corpus, settings, progress)
 
 
 def atlas_of(model, corpus, window: int):
@@ -215,7 +208,7 @@ def map_view() -> None:
 
 def links(ids: list[int], query: int, key: int) -> None:
     """One click to the Explorer, Why Attend and Interventions on this head and this context."""
-    text = loaded.tokenizer.decode(ids)
+    text = loaded.tokenizer.decode(ids, skip_special_tokens=True)
     st.page_link(
         navigation.feature_page(paths.PAGES / "2_Attention_Explorer.py"),
         label=f"Open this context in the Attention Explorer at layer {layer}, head {head}",
@@ -224,15 +217,13 @@ def links(ids: list[int], query: int, key: int) -> None:
             k: json.dumps(v) for k, v in dict(model=name, text=text, layer=layer, head=head).items()
         },
     )
+    where = opening.positions_in(loaded, ids, text)
     picks = {}
-    again = loaded.tokenizer(text)["input_ids"][:128]
-    for offset in (0, 1):  # a [CLS] in front shifts every position by one
-        if again[offset : offset + len(ids)] == ids and query + offset < len(again):
-            picks = dict(why_query=query + offset, why_key=key + offset)
-            break
+    if where(query) is not None and where(key) is not None and max(where(query), where(key)) < WHY_TOKENS:
+        picks = dict(why_query=where(query), why_key=where(key))
     widgets.why_attend_link(name, text, layer, head, **picks)
     if loaded.kind == "decoder":  # ablation reads next-token logits: decoders only
-        widgets.ablate_head_link(name, loaded.tokenizer.decode(ids[: query + 1]), layer, head,
+        widgets.ablate_head_link(name, loaded.tokenizer.decode(ids[: query + 1], skip_special_tokens=True), layer, head,
                                  "this context up to its query")  # fmt: skip
 
 

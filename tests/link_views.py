@@ -142,7 +142,7 @@ VIEWS = {
     "24_Head_Atlas": LinkView(
         (("number_input", "layer", 1), ("number_input", "head", 2), ("selectbox", "context", Index(1))),
         ("atlas_view", "Head"),
-        start={"model": "tiny-mlm", "atlas_window": 16, "atlas_open": True},
+        start={"model": "tiny-mlm", "atlas_corpus": "txviz examples", "atlas_window": 16},
     ),
 }
 

@@ -8,6 +8,8 @@ import pytest
 from conftest import ROOT, assert_clean, click_grid
 from streamlit.testing.v1 import AppTest
 
+from txviz.atlas.opening import EXAMPLES
+
 PAGE = str(ROOT / "pages/24_Head_Atlas.py")
 
 
@@ -17,13 +19,17 @@ def _atlas_dir(tmp_path, monkeypatch):
 
 
 def opened(**link) -> AppTest:
-    """The page on the tiny MLM (16-token windows), the atlas switched on, plus the ``link``'s settings."""
+    """The page on the tiny MLM over six sentences in 16-token windows, plus the ``link``'s settings."""
     at = AppTest.from_file(PAGE, default_timeout=300)
-    at.query_params.update({k: json.dumps(v) for k, v in dict(model="tiny-mlm", atlas_window=16, **link).items()})
+    at.query_params.update(
+        {
+            k: json.dumps(v)
+            for k, v in {**dict(model="tiny-mlm", atlas_corpus=EXAMPLES, atlas_window=16), **link}.items()
+        }
+    )
     at.run()
-    if not at.toggle(key="atlas_open").value:
-        at.toggle(key="atlas_open").set_value(True).run()
     assert_clean(at)
+    assert at.toggle(key="atlas_open").value  # a corpus of six sentences opens by itself
     return at
 
 
@@ -48,7 +54,7 @@ def test_the_map_moves_without_exception():
 
 
 def test_a_link_to_a_head_opens_its_page_with_contexts_circuits_and_links():
-    at = opened(layer=1, head=2)
+    at = opened(model="minilm", layer=1, head=2)  # a real vocabulary: the context's text tokenizes back
     assert at.session_state["atlas_view"] == "Head"
     assert (at.number_input(key="layer").value, at.number_input(key="head").value) == (1, 2)
     assert any("OV copying" in m.label for m in at.metric)
@@ -59,7 +65,13 @@ def test_a_link_to_a_head_opens_its_page_with_contexts_circuits_and_links():
     targets = {p.proto.page.rsplit("/", 1)[-1]: p for p in links}
     assert {"Attention_Explorer", "Why_Attend"} <= set(targets)
     params = {k: json.loads(v[0]) for k, v in parse_qs(targets["Why_Attend"].proto.query_string).items()}
-    assert (params["why_layer"], params["why_head"], params["model"]) == (1, 2, "tiny-mlm")
+    assert (params["why_layer"], params["why_head"], params["model"]) == (1, 2, "minilm")
+    assert "why_query" in params and "why_key" in params  # the context's positions in Why Attend's tokens
+    why = AppTest.from_file(str(ROOT / "pages/23_Why_Attend.py"), default_timeout=300)
+    why.query_params.update({k: v[0] for k, v in parse_qs(targets["Why_Attend"].proto.query_string).items()})
+    why.run()
+    assert_clean(why)
+    assert why.selectbox(key="why_query").value == params["why_query"]
     explorer = {k: v[0] for k, v in parse_qs(targets["Attention_Explorer"].proto.query_string).items()}
     page = AppTest.from_file(str(ROOT / "pages/2_Attention_Explorer.py"), default_timeout=300)
     page.query_params.update(explorer)
@@ -75,3 +87,14 @@ def test_two_models_side_by_side():
     assert any("do not pair up" in c.value for c in at.caption)  # 2 x 4 heads against 6 x 12
     at.selectbox(key="cmp_metric").select_index(1).run()
     assert_clean(at)
+
+
+def test_a_large_corpus_waits_for_the_switch_and_shows_the_weights_meanwhile():
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    at.query_params.update({"model": json.dumps("tiny-mlm")})
+    at.run()
+    assert_clean(at)
+    assert at.selectbox(key="atlas_corpus").value != EXAMPLES  # the installed corpus comes first
+    assert not at.toggle(key="atlas_open").value
+    assert len(at.get("vega_lite_chart")) == 1  # tiny-mlm has no unembedding: the QK copying grid only
+    assert not at.get("tabs")

@@ -4,15 +4,16 @@ import numpy as np
 import pytest
 from atlas_fixtures import atlas
 
-from txviz.atlas import fallback, views
+from txviz.atlas import views
+from txviz.atlas.atlas import METRICS as ALL
 
-METRICS = [m for m in fallback.METRICS if m.name in ("previous_token", "first_token", "entropy")]
+METRICS = [m for m in ALL if m.name in ("previous_token", "first_token", "entropy")]
 
 
 def test_the_finder_ranks_by_the_metric_with_blanks_last_and_filters_layers():
     found = atlas(layers=3, heads=4)
     table = views.finder(found, METRICS, "first_token")
-    values = table["First token (sink)"].to_numpy()
+    values = table["first token (sink)"].to_numpy()
     assert np.isnan(values[-1]) and (np.diff(values[:-1]) <= 0).all()
     assert len(table) == 12
     assert (table.iloc[0]["layer"], table.iloc[0]["head"]) == np.unravel_index(

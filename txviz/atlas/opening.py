@@ -1,80 +1,75 @@
-"""What the Head Atlas page asks of the atlas's corpora, builder and store, in one place.
-
-The builder, the store and the corpora live in txviz.atlas.build, .store and .corpus. Where one of
-them is missing from this checkout, a small stand-in here keeps the page working: it builds from
-exact attention maps, one window at a time, and measures only the metrics that need no repeated
-sequences (txviz.atlas.fallback); its atlas says so in its notices.
-"""
+"""What the Head Atlas page asks of the atlas's corpora, builder and store, in one place."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import torch
 
-from txviz.atlas import atlas as contract
-from txviz.atlas import fallback
+from txviz.atlas import corpus as corpora
+from txviz.atlas import store
+from txviz.atlas.atlas import METRICS, Atlas, Metric, Settings
 from txviz.core.capture import CaptureSettings
 from txviz.core.running import run
+from txviz.heads import corpus as head_corpus
 
 Progress = Callable[[float, str], None]
+EXAMPLES = "txviz examples"  # six sentences: an atlas in seconds, for a first look or a lecture step
 
 
-def _module(name: str) -> Any:
-    """The atlas's module ``name`` (a Python module, typed Any: the front-door check reads "Module" as a model)."""
-    try:
-        return importlib.import_module(f"txviz.atlas.{name}")
-    except ModuleNotFoundError as error:
-        if error.name != f"txviz.atlas.{name}":  # a missing dependency inside it is a bug: show it
-            raise
-        return None
+def metrics() -> tuple[Metric, ...]:
+    return METRICS
 
 
-def metrics() -> tuple[contract.Metric, ...]:
-    """The per-head metrics, with their descriptions: the builder's, or the stand-in's."""
-    for name in ("atlas", "build"):
-        found = getattr(_module(name), "METRICS", None)
-        if found:
-            return tuple(found)
-    return fallback.METRICS
+def examples() -> corpora.AtlasCorpus:
+    """Head Detectors' example passages as a corpus."""
+    return corpora.of_text(EXAMPLES, "\n\n".join(head_corpus.DEFAULT_TEXTS))
 
 
-def shipped() -> dict[str, Callable[[], object]]:
-    """Corpus name -> a function giving the corpus (name, text, hash, notice)."""
-    corpus = _module("corpus")
-    return corpus.shipped() if corpus is not None else fallback.shipped()
+def shipped() -> dict[str, Callable[[], corpora.AtlasCorpus]]:
+    """Corpus name -> a function reading that corpus: the installed corpora, then the examples."""
+    return {**corpora.shipped(), EXAMPLES: examples}
 
 
-def from_upload(name: str, data: bytes):
-    """An uploaded file as a corpus; a UserError on empty or binary data."""
-    corpus = _module("corpus")
-    return corpus.from_upload(name, data) if corpus is not None else fallback.from_upload(name, data)
+def from_upload(name: str, data: bytes) -> corpora.AtlasCorpus:
+    """An uploaded file as a corpus; a UserError on empty or binary data, a notice when cut."""
+    return corpora.from_upload(name, data)
 
 
-def stored(loaded, corpus, settings: contract.Settings) -> bool:
-    """True when the store holds this atlas already (it would open without a build)."""
-    store = _module("store")
-    find = getattr(store, "stored", None)
-    return bool(find(loaded, corpus, settings)) if find is not None else False
+def stored(loaded, corpus: corpora.AtlasCorpus, settings: Settings) -> bool:
+    """True when this atlas is on disk in this format: it opens without a build."""
+    return (store.root() / store.key(loaded, corpus, settings) / store.META).exists()
 
 
 def open_or_build(
-    loaded, corpus, settings: contract.Settings, progress: Progress | None = None
-) -> tuple[contract.Atlas, tuple[str, ...]]:
+    loaded, corpus: corpora.AtlasCorpus, settings: Settings, progress: Progress | None = None
+) -> tuple[Atlas, tuple[str, ...]]:
     """The stored atlas of this model, corpus and settings, or a new one built (and stored) now."""
-    store = _module("store")
-    if store is not None:
-        found, notices = store.open_or_build(loaded, corpus, settings, progress)
-        return found, tuple(notices)
-    built = fallback.build(loaded, corpus, settings, progress)
-    return built, built.notices
+    found, notices = store.open_or_build(loaded, corpus, settings, progress)
+    return found, tuple(dict.fromkeys((*found.notices, *notices)))
 
 
 def attention_row(loaded, ids: tuple[int, ...], layer: int, head: int, query: int) -> np.ndarray:
-    """One query's attention over a stored window, from one forward pass of the window (K,)."""
+    """One query's attention over a stored window (K,), from one forward pass of the window's ids."""
     found = run(loaded.model, CaptureSettings(record={"weights"}),
                 input_ids=torch.tensor([list(ids)], device=loaded.device))  # fmt: skip
     return found.stack("weights")[layer, head, query]
+
+
+def positions_in(loaded, ids: list[int], text: str) -> Callable[[int], int | None]:
+    """Where a stored window's positions fall in ``text`` tokenized as the other pages tokenize it
+    (special tokens of their own added): a function of the window's position, None where it has none."""
+    special = set(loaded.tokenizer.all_special_ids)
+    lead = next((i for i, t in enumerate(ids) if t not in special), len(ids))
+    tail = next((i for i, t in enumerate(reversed(ids)) if t not in special), 0)
+    body = ids[lead : len(ids) - tail]
+    again = loaded.tokenizer(text)["input_ids"]
+    start = next((s for s in range(len(again) - len(body) + 1) if again[s : s + len(body)] == body), None)
+
+    def where(position: int) -> int | None:
+        if start is None or not lead <= position < lead + len(body):
+            return None
+        return position - lead + start
+
+    return where
