@@ -98,3 +98,20 @@ def test_a_large_corpus_waits_for_the_switch_and_shows_the_weights_meanwhile():
     assert not at.toggle(key="atlas_open").value
     assert len(at.get("vega_lite_chart")) == 1  # tiny-mlm has no unembedding: the QK copying grid only
     assert not at.get("tabs")
+
+
+def click_scatter(at, key: str, layer: int, head: int):
+    """A click on a point of the plotly scatter ``key``, as the frontend reports it (see conftest.click_grid)."""
+    (chart,) = [c for c in at.get("plotly_chart") if c.proto.id and key in c.proto.id]
+    states = at._tree.get_widget_states()  # AppTest has no public way to send a chart's event
+    state = states.widgets.add()
+    state.id = chart.proto.id
+    state.string_value = json.dumps({"selection": {"points": [{"customdata": [layer, head]}]}})
+    return at._run(states)
+
+
+def test_clicking_a_point_of_the_scatter_picks_that_head():
+    at = opened()
+    click_scatter(at, "atlas_scatter", 1, 2)
+    assert_clean(at)
+    assert (at.number_input(key="layer").value, at.number_input(key="head").value) == (1, 2)
