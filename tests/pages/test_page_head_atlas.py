@@ -115,3 +115,36 @@ def test_clicking_a_point_of_the_scatter_picks_that_head():
     click_scatter(at, "atlas_scatter", 1, 2)
     assert_clean(at)
     assert (at.number_input(key="layer").value, at.number_input(key="head").value) == (1, 2)
+
+
+@pytest.fixture(scope="module")
+def one_head_gpt2(tmp_path_factory):
+    """A one-layer, one-head GPT-2 with SmolLM2's tokenizer, saved as a folder."""
+    import torch
+    import transformers as tf
+
+    from txviz.models.registry import smollm2_folder
+
+    folder = tmp_path_factory.mktemp("gpt2-1x1")
+    tokenizer = tf.AutoTokenizer.from_pretrained(smollm2_folder())
+    torch.manual_seed(0)
+    config = tf.GPT2Config(vocab_size=len(tokenizer), n_embd=16, n_layer=1, n_head=1, n_positions=64)
+    tf.GPT2LMHeadModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def test_a_one_layer_one_head_decoder_has_a_map_and_a_head_page(one_head_gpt2):
+    from txviz.app.ui import OTHER_MODEL
+
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    at.session_state["model"], at.session_state["model_custom"] = OTHER_MODEL, one_head_gpt2
+    at.query_params.update({"atlas_corpus": json.dumps(EXAMPLES), "atlas_window": json.dumps(32)})
+    at.run()
+    assert_clean(at)
+    assert {"Layer 0 (the only one)", "Head 0 (the only one)"} <= {c.value for c in at.caption}
+    at.session_state["atlas_view"] = "Head"
+    at.run()
+    assert_clean(at)
+    assert any("OV copying" in m.label and m.value != "no unembedding" for m in at.metric)  # tied: it has one
+    assert any(p.proto.page.endswith("Interventions") for p in at.get("page_link"))  # a decoder: ablate

@@ -58,18 +58,19 @@ def attention_row(loaded, ids: tuple[int, ...], layer: int, head: int, query: in
 
 
 def positions_in(loaded, ids: list[int], text: str) -> Callable[[int], int | None]:
-    """Where a stored window's positions fall in ``text`` tokenized as the other pages tokenize it
-    (special tokens of their own added): a function of the window's position, None where it has none."""
+    """Where a stored window's positions fall in ``text`` (the window decoded without special tokens)
+    tokenized as the other pages tokenize it: a function of the window's position, None for a special
+    token ([CLS], an unknown token that decoding dropped) or for every position when the text does not
+    tokenize back to the window's tokens."""
     special = set(loaded.tokenizer.all_special_ids)
-    lead = next((i for i, t in enumerate(ids) if t not in special), len(ids))
-    tail = next((i for i, t in enumerate(reversed(ids)) if t not in special), 0)
-    body = ids[lead : len(ids) - tail]
     again = loaded.tokenizer(text)["input_ids"]
-    start = next((s for s in range(len(again) - len(body) + 1) if again[s : s + len(body)] == body), None)
-
-    def where(position: int) -> int | None:
-        if start is None or not lead <= position < lead + len(body):
-            return None
-        return position - lead + start
-
-    return where
+    found, j = {}, 0
+    for position, token in enumerate(ids):
+        if token in special:
+            continue
+        while j < len(again) and again[j] in special:
+            j += 1
+        if j >= len(again) or again[j] != token:
+            return lambda position: None
+        found[position], j = j, j + 1
+    return found.get
