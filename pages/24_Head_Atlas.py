@@ -12,9 +12,11 @@ import streamlit as st
 
 from txviz.app import navigation, projector, teaching, ui, widgets
 from txviz.atlas import circuits, figures, opening, views
+from txviz.atlas import corpus as corpora
 from txviz.atlas.atlas import Settings
 from txviz.core import paths
 from txviz.core.errors import UserError
+from txviz.core.tokens import readable_tokens
 from txviz.figures import grids
 
 VIEWS = ["Map", "Head", "Two models"]
@@ -55,7 +57,11 @@ def corpus_choice():
     choice = st.selectbox("Corpus", names, key="atlas_corpus", index=ui.link_index("atlas_corpus", names))
     if choice != UPLOAD:
         return _shipped(choice)
-    file = st.file_uploader("A UTF-8 text file", type=["txt", "md", "py", "rst"], key="atlas_upload")
+    file = st.file_uploader(
+        f"A UTF-8 text file (the first {corpora.MAX_UPLOAD_BYTES:,} bytes are read)",
+        type=["txt", "md", "py", "rst"],
+        key="atlas_upload",
+    )
     if file is None:
         st.info("Choose a text file: the atlas is built over its tokens.")
         st.stop()
@@ -104,10 +110,11 @@ def weights_only() -> None:
 
 
 def pieces(ids: list[int]) -> list[str]:
-    return [loaded.tokenizer.decode([i]) for i in ids]
+    return views.text_pieces(loaded.tokenizer, ids)
 
 
 corpus = corpus_choice()
+st.caption(f"{corpus.name}: {len(corpus.text):,} characters.")
 if corpus.notice:
     st.warning(corpus.notice)
 left, right = st.columns(2)
@@ -176,7 +183,7 @@ map_tab, head_tab, pair_tab = st.tabs(VIEWS, key="atlas_view", on_change="rerun"
 def map_view() -> None:
     metric = by_name[metric_picker("Colour the grid by", "metric", "previous_token")]
     st.caption(f"{metric.label}: {metric.description}."
-               + (f" Here every key is visible: {metric.encoder_note}." if metric.encoder_note and not atlas.causal else ""))  # fmt: skip
+               + (f" In this bidirectional model: {metric.encoder_note}." if metric.encoder_note and not atlas.causal else ""))  # fmt: skip
     grid, scatter = st.columns(2)
     with grid:
         chart = grids.head_grid(atlas.scores[metric.name], f"{atlas.model}: {metric.label} (click a head)",
@@ -253,7 +260,7 @@ def head_view() -> None:
     )
     st.dataframe(
         [{"metric": m.label, "score": atlas.score(m.name, layer, head),
-          "percentile among heads": views.percentile(atlas, m.name, layer, head)} for m in metrics],
+          "percentile among heads": round(views.percentile(atlas, m.name, layer, head), 1)} for m in metrics],
         hide_index=True,
     )  # fmt: skip
     criteria = list(atlas.contexts)
@@ -275,7 +282,8 @@ def head_view() -> None:
         query, key = int(row["query"]), int(row["key"])
         with ui.user_errors():
             weights = _row(loaded, tuple(ids), layer, head, query)
-        ui.show_figure(figures.row_bars(pieces(ids), weights, query, key,
+        labels, _ = readable_tokens(loaded.tokenizer, ids)
+        ui.show_figure(figures.row_bars(labels, weights, query, key,
                                         f"Layer {layer}, head {head}: the query's attention (key in red)"),
                        key="atlas_row")  # fmt: skip
         st.text(row["text"])

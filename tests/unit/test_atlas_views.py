@@ -52,3 +52,19 @@ def test_the_context_table_follows_the_stored_positions():
     assert f"[[{ids[int(first['key'])]}]]" in first["text"]
     bands = views.band_table(found, "attention", 1, 2, decode)
     assert len(bands) == 4 and set(bands["band"]) == {1, 2}  # band 3 holds no sample
+
+
+def test_text_pieces_read_as_the_text():
+    import transformers as tf
+    from atlas_helpers import bpe
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = {w: i for i, w in enumerate(["[UNK]", "the", "play", "##ing", "cat", "."])}
+    backend = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    backend.pre_tokenizer, backend.decoder = pre_tokenizers.BertPreTokenizer(), decoders.WordPiece()
+    wordpiece = tf.PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]")
+    ids = wordpiece("the cat playing.", add_special_tokens=False)["input_ids"]
+    assert views.text_pieces(wordpiece, ids) == ["the", " cat", " play", "ing", " ."]
+    byte_level = bpe()
+    ids = byte_level("The cat sat.", add_special_tokens=False)["input_ids"]
+    assert "".join(views.text_pieces(byte_level, ids)) == byte_level.decode(ids)

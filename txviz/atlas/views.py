@@ -46,6 +46,21 @@ def window_ids(atlas: Atlas, window: int) -> list[int]:
     return [int(t) for t in row[row >= 0]]
 
 
+def text_pieces(tokenizer, ids: Sequence[int]) -> list[str]:
+    """Each token as it reads in running text, so joined pieces read as the text: a WordPiece
+    continuation (##) joined to the word before it, a new word after a space; other tokenizers' own
+    decoding of each id (a byte-level BPE keeps its leading spaces)."""
+    raw = tokenizer.convert_ids_to_tokens(list(ids))
+    if any(isinstance(p, str) and p.startswith("##") for p in raw) or _wordpiece(tokenizer):
+        return [p[2:] if p.startswith("##") else (f" {p}" if i else p) for i, p in enumerate(map(str, raw))]
+    return [tokenizer.decode([i]) for i in ids]
+
+
+def _wordpiece(tokenizer) -> bool:
+    model = getattr(getattr(tokenizer, "backend_tokenizer", None), "model", None)
+    return getattr(model, "continuing_subword_prefix", None) == "##"
+
+
 def line(pieces: Sequence[str], query: int, key: int, span: int = SPAN) -> str:
     """The window's text around the key and the query: the key in [[ ]], the query in << >>.
 
