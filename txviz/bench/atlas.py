@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     from txviz.atlas import store
     from txviz.atlas.atlas import Settings
 
+    measure.track_large_allocations()  # freed blocks go back to the OS: the peak is what the build holds
     torch.set_grad_enabled(False)
     if args.threads:
         torch.set_num_threads(args.threads)
