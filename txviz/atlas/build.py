@@ -118,18 +118,32 @@ def features(tokenizer, ids: np.ndarray, causal: bool) -> tuple[torch.Tensor, to
 
 @dataclass(frozen=True)
 class Fold:
-    """A capture reduction's fold: each block's per-row target shares' numerators, entropy, and
-    largest non-sink weight with its key; the block of weights is dropped after."""
+    """A capture reduction's fold: each block of weights summed at once into every head's per-row target
+    shares, distance and entropy, and each row's largest non-sink weight and its key; then dropped."""
 
-    features: torch.Tensor  # (B, T, T, M)
+    features: torch.Tensor  # (B, T, T, M): target masks, |q - k|, 1
+    rows: torch.Tensor  # (B, T, len(TARGETS)) float: 1 where the target is measurable
     sink: int
 
-    def __call__(self, state, block: Block) -> list:
+    def __call__(self, state: dict | None, block: Block) -> dict:
         w, first = block.weights.float(), block.first  # (B, H, C, K)
         rows, keys = w.shape[-2:]
         on = torch.einsum("bhck,bckm->bhcm", w, self.features[:, first : first + rows, :keys])
+        total = on[..., TOTAL : TOTAL + 1]
+        share = on[..., : len(TARGETS)] / torch.where(total > 0, total, torch.ones(()))  # 0 on an empty row
         best, key = w[..., self.sink :].max(-1)
-        return [*(state or []), (on, attention.entropy(w), best, key + self.sink)]
+        found = {
+            "shares": torch.einsum("bhcm,bcm->hm", share, self.rows[:, first : first + rows]),
+            "distance": on[..., DISTANCE].sum((0, 2)),
+            "entropy": attention.entropy(w).sum((0, 2)),
+        }
+        if state is None:
+            return {**found, "best": [best], "key": [key + self.sink]}
+        return {
+            **{n: state[n] + v for n, v in found.items()},
+            "best": [*state["best"], best],
+            "key": [*state["key"], key + self.sink],
+        }
 
 
 def output_grams(loaded: LoadedModel, names: tuple[str, ...] | None) -> tuple[torch.Tensor | None, str]:
@@ -197,7 +211,7 @@ def build(
         n = int(lengths[index[0]])
         ids = cut.ids[index, :n]
         feats, rows = features(loaded.tokenizer, ids, loaded.is_causal)
-        fold = Fold(feats.to(loaded.device), min(settings.sink, n - 1))
+        fold = Fold(feats.to(loaded.device), rows.float().to(loaded.device), min(settings.sink, n - 1))
         capture = CaptureSettings(
             record=frozenset({"heads"}),
             reduction=Reduction(fold, chunk=n, modules=None if names is None else frozenset(names)),

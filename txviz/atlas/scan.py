@@ -34,17 +34,13 @@ class Scan:
     def add(self, records: list[AttentionRecord], rows: torch.Tensor, index: torch.Tensor) -> None:
         """Fold one batch: each layer's record (its reduction's blocks and head outputs), the rows where
         each target is measurable (B, T, len(TARGETS)) and the windows' indices (B,)."""
-        parts = [list(zip(*r.reduced, strict=True)) for r in records]  # per layer: (on, entropy, best, key)
-        on, entropy, best, key = (
-            torch.stack([torch.cat(p[i], dim=2) for p in parts]).cpu() for i in range(4)
-        )
-        # on (L, B, H, T, M); the others (L, B, H, T)
-        total = on[..., TOTAL : TOTAL + 1]
-        share = torch.where(total > 0, on[..., : len(TARGETS)] / total, torch.zeros(()))
-        self.shares += (share * rows[None, :, None]).sum((1, 3), dtype=torch.float64)
+        states = [r.reduced for r in records]  # per layer: the fold's sums and rows' maxima
+        self.shares += torch.stack([s["shares"] for s in states]).cpu().double()
         self.counts += rows.sum((0, 1))
-        self.distance += on[..., DISTANCE].sum((1, 3), dtype=torch.float64)
-        self.entropy += entropy.sum((1, 3), dtype=torch.float64)
+        self.distance += torch.stack([s["distance"] for s in states]).cpu().double()
+        self.entropy += torch.stack([s["entropy"] for s in states]).cpu().double()
+        best = torch.stack([torch.cat(s["best"], dim=2) for s in states]).cpu()  # (L, B, H, T)
+        key = torch.stack([torch.cat(s["key"], dim=2) for s in states]).cpu()
         b, n = rows.shape[:2]
         self.rows += b * n
         place = (index[:, None] * self.window + torch.arange(n)).reshape(-1)
