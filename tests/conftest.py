@@ -36,6 +36,18 @@ def _hub_offline(monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _atlas_dir(tmp_path_factory):
+    """Head Atlases built by tests (pages, links, the live app) go to a temporary folder, never the
+    user's ~/.cache/txviz/atlas; set before any app server starts, so its process inherits it."""
+    mine = "TXVIZ_ATLAS_DIR" not in os.environ
+    if mine:
+        os.environ["TXVIZ_ATLAS_DIR"] = str(tmp_path_factory.mktemp("atlas"))
+    yield
+    if mine:
+        os.environ.pop("TXVIZ_ATLAS_DIR", None)
+
+
 @pytest.fixture(autouse=True)
 def _unit_tests_stay_small(request, monkeypatch):
     """tests/unit runs pure maths and tiny models from configs: loading a real model there fails."""
