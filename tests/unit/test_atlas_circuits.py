@@ -114,3 +114,17 @@ def test_a_head_that_copies_scores_one():
     found = circuits.circuits(model)
     assert found.ov_copying[0, 0] == pytest.approx(1.0, abs=1e-6)
     assert found.ov_positive[0, 0] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_a_model_with_per_head_fused_projections_is_refused_with_a_message():
+    model = tiny_model("gpt2")
+    from dataclasses import replace
+
+    from txviz.core import layouts
+
+    layout = layouts.cached_layout(model)
+    record = replace(layout.record, attention=replace(layout.record.attention, qkv_per_head=True))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(circuits, "cached_layout", lambda m: replace(layout, record=record))
+        with pytest.raises(circuits.UserError, match="head by head"):
+            circuits.circuits(model)

@@ -15,7 +15,8 @@ token. Rotary and learned positions are left out: this is the circuit at relativ
 Approximations, as TransformerLens's ``fold_ln``: each head's pre-norm gain is folded into W_Q, W_K
 and W_V (txviz.whyattend.composition.head_weights), the final norm's gain into W_U; the norms'
 division by the stream's scale is left out (a positive factor: it moves no ratio above) and so is a
-LayerNorm's centring (not a scale: an approximation). A post-LN model's norms are left out, and so is
+LayerNorm's centring (not a scale: an approximation). The norms of other block forms (post-LN,
+parallel, sandwich) are left out, and so is
 the dense layer and norm a masked-LM head applies before its decoder (an encoder's unembedding here is
 that decoder alone). Grouped query heads read the key and value head they share.
 """
@@ -90,6 +91,11 @@ def circuits(model, stack: str | None = None) -> Circuits:
         raise UserError(
             "txviz cannot place this model's query, key, value and output projections, so it cannot "
             "read its heads' circuits; the atlas's attention scores do not need them."
+        )
+    if layout.record.attention.qkv_per_head:
+        raise UserError(
+            "This model interleaves its fused query, key and value rows head by head; txviz does not read "
+            "its heads' circuits yet. The atlas's attention scores do not need them."
         )
     stack = stack or layout.last_stack
     n_layers, n_heads = layout.stack(stack).n_layers, model.config.num_attention_heads
