@@ -122,16 +122,19 @@ window = left.number_input("Tokens per window", 8, 1024, ui.link_value("atlas_wi
                            key="atlas_window")  # fmt: skip
 settings = Settings(window=min(int(window), loaded.n_ctx or int(window)))
 # A stored atlas, or a corpus small enough to build in seconds, opens by itself; a link naming a head too.
-ready = (
-    "layer" in st.query_params
-    or len(corpus.text) <= SMALL_CORPUS_CHARS
-    or opening.stored(loaded, corpus, settings)
-)
+ready = len(corpus.text) <= SMALL_CORPUS_CHARS or opening.stored(loaded, corpus, settings)
+current, before = [name, corpus.hash, settings.window], st.session_state.get("_atlas_for")
+st.session_state["_atlas_for"] = current
+if before is None:  # this session's first view: a link naming a head opens its atlas
+    ready = ready or "layer" in st.query_params
+elif before != current and "atlas_open" in st.session_state:
+    st.session_state["atlas_open"] = bool(ready)  # another model or corpus: opened only if quick
+value = {} if "atlas_open" in st.session_state else {"value": ui.link_value("atlas_open", bool(ready))}
 opened = right.toggle(
     "Open the atlas (built once over the corpus, then stored)",
-    ui.link_value("atlas_open", bool(ready)),
     key="atlas_open",
     help="Building runs the whole corpus through the model; a stored atlas opens at once.",
+    **value,
 )
 if not opened:
     st.info("Switch on 'Open the atlas' to build this model's atlas over the corpus (once: it is stored).")

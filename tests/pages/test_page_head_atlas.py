@@ -148,3 +148,15 @@ def test_a_one_layer_one_head_decoder_has_a_map_and_a_head_page(one_head_gpt2):
     assert_clean(at)
     assert any("OV copying" in m.label and m.value != "no unembedding" for m in at.metric)  # tied: it has one
     assert any(p.proto.page.endswith("Interventions") for p in at.get("page_link"))  # a decoder: ablate
+
+
+def test_another_corpus_that_would_take_long_closes_the_atlas_until_asked():
+    at = opened()
+    names = at.selectbox(key="atlas_corpus").options
+    large = next(n for n in names if n not in (EXAMPLES, "Upload a text file"))
+    at.selectbox(key="atlas_corpus").set_value(large).run()
+    assert_clean(at)
+    assert not at.toggle(key="atlas_open").value and not at.get("tabs")  # no build started by the switch
+    at.selectbox(key="atlas_corpus").set_value(EXAMPLES).run()
+    assert_clean(at)
+    assert at.toggle(key="atlas_open").value and at.get("tabs")  # stored now: open again
