@@ -161,17 +161,26 @@ def metric_picker(label: str, key: str, default: str) -> str:
                         index=names.index(ui.link_value(key, default, names)))  # fmt: skip
 
 
-def _pick_from_scatter() -> None:
-    picked = figures.picked_point((st.session_state.get("atlas_scatter") or {}).get("selection"))
+def _open_head(picked: tuple[int, int] | None) -> None:
+    """A head picked on the map: its page opens (the Head tab)."""
     if picked is not None:
         st.session_state["layer"], st.session_state["head"] = picked
+        st.session_state["atlas_view"] = "Head"
+
+
+def _pick_from_grid() -> None:
+    _open_head(grids.picked_head((st.session_state.get("atlas_grid") or {}).get("selection")))
+
+
+def _pick_from_scatter() -> None:
+    _open_head(figures.picked_point((st.session_state.get("atlas_scatter") or {}).get("selection")))
 
 
 def _pick_from_finder() -> None:
     rows = st.session_state["atlas_finder"].selection.rows
     table = st.session_state.get("_finder_rows")
     if rows and table is not None:
-        st.session_state["layer"], st.session_state["head"] = (int(v) for v in table[rows[0]])
+        _open_head(tuple(int(v) for v in table[rows[0]]))
 
 
 layer, head = widgets.layer_head_picker(atlas.layers, atlas.heads, PICKED, widget="number",
@@ -191,9 +200,10 @@ def map_view() -> None:
     with grid:
         chart = grids.head_grid(atlas.scores[metric.name], f"{atlas.model}: {metric.label} (click a head)",
                                 "score", (layer, head), ui.presenting())  # fmt: skip
-        widgets.head_grid(chart, "atlas_grid", PICKED)
+        projector.draw(chart, "atlas_grid", on_select=_pick_from_grid, selection_mode=grids.PICK)
+        ui.export_menu(chart, "atlas_grid")
         teaching.notice(
-            "each cell is one head's score over the whole corpus; a click opens it in the Head tab."
+            "each cell is one head's score over the whole corpus; a click opens that head's page."
         )
     with scatter:
         a, b = st.columns(2)
@@ -204,7 +214,7 @@ def map_view() -> None:
         figure = figures.scatter(atlas, x, y, (layer, head), ui.presenting())
         projector.draw(figure, "atlas_scatter", on_select=_pick_from_scatter, selection_mode="points")
         ui.export_menu(figure, "atlas_scatter")
-    st.subheader("Head Finder (click a row to pick the head)")
+    st.subheader("Head Finder (click a row to open the head's page)")
     a, b = st.columns(2)
     with a:
         rank = metric_picker("Rank by", "finder_rank", metric.name)

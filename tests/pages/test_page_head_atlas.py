@@ -50,6 +50,7 @@ def test_the_map_moves_without_exception():
     click_grid(at, "atlas_grid", 1, 3)
     assert_clean(at)
     assert (at.number_input(key="layer").value, at.number_input(key="head").value) == (1, 3)
+    assert at.session_state["atlas_view"] == "Head"  # the click opened the head's page
     assert at.query_params["layer"] == "1" and at.query_params["head"] == "3"
 
 
@@ -115,6 +116,9 @@ def test_clicking_a_point_of_the_scatter_picks_that_head():
     click_scatter(at, "atlas_scatter", 1, 2)
     assert_clean(at)
     assert (at.number_input(key="layer").value, at.number_input(key="head").value) == (1, 2)
+    assert at.session_state["atlas_view"] == "Head" and any(
+        "Layer 1, head 2" in h.value for h in at.subheader
+    )
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,7 @@ def scatter(atlas: Atlas, x: Metric, y: Metric, picked: tuple[int, int] | None, 
             name=f"layer {picked[0]}, head {picked[1]}", hoverinfo="skip",
         ))  # fmt: skip
     figure.update_layout(
-        title=plain(f"{atlas.model}: every head (click one to pick it)"),
+        title=plain(f"{atlas.model}: every head (click one to open it)"),
         xaxis_title=plain(x.label), yaxis_title=plain(y.label), showlegend=False, height=460,
         margin=margin(),
     )  # fmt: skip
