@@ -5,31 +5,21 @@ seconds, for the question at hand; the atlas streams a corpus through the model 
 head's scores and top contexts on disk, and then opens instantly, with a link per head.
 """
 
-import json
-
 import numpy as np
 import streamlit as st
 
-from txviz.app import navigation, projector, teaching, ui, widgets
-from txviz.atlas import circuits, figures, opening, views
+from txviz.app import atlas_head, projector, teaching, ui, widgets
 from txviz.atlas import corpus as corpora
+from txviz.atlas import figures, opening, views
 from txviz.atlas.atlas import Settings
-from txviz.core import paths
-from txviz.core.errors import UserError
 from txviz.core.tokens import readable_tokens
 from txviz.figures import grids
 
 VIEWS = ["Map", "Head", "Two models"]
 UPLOAD = "Upload a text file"
 PICKED = ("layer", "head")
-WHY_TOKENS = 128  # Why Attend reads the first 128 tokens of its text
 SMALL_CORPUS_CHARS = 20_000  # a corpus this short builds in seconds: the atlas opens without a click
-CIRCUITS_NOTE = (
-    "OV copying: sum(eig)/sum(|eig|) of W_E W_V W_O W_U (Elhage et al. 2021), near 1 when a head raises the "
-    "logits of the tokens it attends to. QK copying: the same score of W_E W_Q W_K^T W_E^T, near 1 when a "
-    "token attends to keys of the same token (positions left out). Both read from d_head x d_head matrices "
-    "with the same nonzero eigenvalues; norm gains folded in, their scale left out. "
-)
+
 
 ui.setup_page(
     "Head Atlas",
@@ -81,32 +71,10 @@ def atlas_of(model, corpus, window: int):
         return _atlas(model, corpus, Settings(window=min(window, model.n_ctx or window)))
 
 
-@ui.cached(max_entries=4, spinner="Reading the heads' circuits from the weights...")
-@ui.heavy
-def _circuits(loaded):
-    return circuits.circuits(loaded.model)
-
-
 @ui.cached(max_entries=32, spinner="Running the context's window...")
 @ui.heavy
 def _row(loaded, ids: tuple[int, ...], layer: int, head: int, query: int) -> np.ndarray:
     return opening.attention_row(loaded, ids, layer, head, query)
-
-
-def weights_only() -> None:
-    """Before an atlas: what the weights alone say, every head's copying scores."""
-    try:
-        found = _circuits(loaded)
-    except UserError as error:  # a model the map cannot place
-        st.info(str(error))
-        return
-    shown = [(label, values) for label, values in (("OV copying", found.ov_copying), ("QK copying", found.qk_copying))
-             if np.isfinite(values).any()]  # fmt: skip
-    st.subheader("From the weights alone, before any corpus")
-    widgets.side_by_side([grids.head_grid(values, f"{name}: {label} score", "score", None, ui.presenting(),
-                                          (-1, 1), diverging=True) for label, values in shown],
-                         keys=[f"weights_{label}" for label, _ in shown])  # fmt: skip
-    st.caption(CIRCUITS_NOTE + found.notice)
 
 
 def pieces(ids: list[int]) -> list[str]:
@@ -138,7 +106,7 @@ opened = right.toggle(
 )
 if not opened:
     st.info("Switch on 'Open the atlas' to build this model's atlas over the corpus (once: it is stored).")
-    weights_only()
+    atlas_head.weights_only(loaded, name)
     st.stop()
 atlas, notices = atlas_of(loaded, corpus, int(window))
 for notice in notices:
@@ -226,45 +194,6 @@ def map_view() -> None:
                  selection_mode="single-row", height=320)  # fmt: skip
 
 
-def links(ids: list[int], query: int, key: int) -> None:
-    """One click to the Explorer, Why Attend and Interventions on this head and this context."""
-    text = loaded.tokenizer.decode(ids, skip_special_tokens=True)
-    st.page_link(
-        navigation.feature_page(paths.PAGES / "2_Attention_Explorer.py"),
-        label=f"Open this context in the Attention Explorer at layer {layer}, head {head}",
-        icon=":material/open_in_new:",
-        query_params={
-            k: json.dumps(v) for k, v in dict(model=name, text=text, layer=layer, head=head).items()
-        },
-    )
-    where = opening.positions_in(loaded, ids, text)
-    picks = {}
-    if where(query) is not None and where(key) is not None and max(where(query), where(key)) < WHY_TOKENS:
-        picks = dict(why_query=where(query), why_key=where(key))
-    widgets.why_attend_link(name, text, layer, head, **picks)
-    if loaded.kind == "decoder":  # ablation reads next-token logits: decoders only
-        widgets.ablate_head_link(name, loaded.tokenizer.decode(ids[: query + 1], skip_special_tokens=True), layer, head,
-                                 "this context up to its query")  # fmt: skip
-
-
-def circuits_view() -> None:
-    st.subheader("Circuits, from the weights")
-    try:
-        found = _circuits(loaded)
-    except UserError as error:  # a model the map cannot place: its attention metrics still work
-        st.info(str(error))
-        return
-    a, b, c = st.columns(3)
-    for column, label, values in (
-        (a, "OV copying score", found.ov_copying),
-        (b, "OV positive share", found.ov_positive),
-        (c, "QK copying score", found.qk_copying),
-    ):
-        value = values[layer, head]
-        column.metric(label, "no unembedding" if np.isnan(value) else f"{value:.3f}")
-    st.caption(CIRCUITS_NOTE + "Positive share: sum(max(Re eig, 0))/sum(|eig|). " + found.notice)
-
-
 def head_view() -> None:
     st.subheader(f"Layer {layer}, head {head}")
     shown = [m for m in metrics if np.isfinite(atlas.scores[m.name][layer, head])]
@@ -300,12 +229,12 @@ def head_view() -> None:
                                         f"Layer {layer}, head {head}: the query's attention (key in red)"),
                        key="atlas_row")  # fmt: skip
         st.text(row["text"])
-        links(ids, query, key)
+        atlas_head.links(loaded, name, ids, layer, head, query, key)
     bands = views.band_table(atlas, criterion, layer, head, pieces)
     if not bands.empty:
         st.subheader("Below the top: a sample from each decile band")
         st.dataframe(bands, hide_index=True, height=260)
-    circuits_view()
+    atlas_head.summary(loaded, layer, head)
 
 
 def pair_view() -> None:
