@@ -157,3 +157,10 @@ def test_models_it_cannot_read_are_refused_clearly(tiny):
 def test_the_weights_identity_changes_with_the_weights(tiny):
     assert builder.model_id(tiny) == builder.model_id(tiny)
     assert builder.model_id(tiny) != builder.model_id(decoder(seed=5))
+
+
+def test_what_was_cut_from_the_corpus_reaches_the_atlas(tiny):
+    cut = corpus(4).__class__(
+        "big.txt", corpus(4).text, corpus(4).hash, "big.txt has 9 bytes; only the first 5 are read."
+    )
+    assert builder.build(tiny, cut, SMALL).notices == (cut.notice,)

@@ -85,8 +85,10 @@ def test_one_byte_changed_in_the_corpus_makes_a_new_key(tiny):
 
 
 def test_a_stored_atlas_opens_equal_to_the_built_one_without_building(tiny, atlas_dir, monkeypatch):
+    assert store.find(tiny, corpus(10), SMALL) is None
     built, notices = store.open_or_build(tiny, corpus(10), SMALL)
     assert notices == ()
+    same(store.find(tiny, corpus(10), SMALL), built)
     folder = atlas_dir / store.key(tiny, corpus(10), SMALL)
     assert sorted(p.name for p in folder.iterdir()) == sorted([store.ARRAYS, store.META])
     monkeypatch.setattr(builder, "build", lambda *a, **k: pytest.fail("built again"))

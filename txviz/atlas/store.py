@@ -120,6 +120,16 @@ def _stale(folder: Path) -> list[Path]:
     return [p for p in folder.parent.glob(f"{stem}-f*") if p.name != folder.name and p.is_dir()]
 
 
+def find(loaded: LoadedModel, corpus: AtlasCorpus, settings: Settings = DEFAULT) -> Atlas | None:
+    """The stored atlas of this format when there is a readable one, else None (nothing is built)."""
+    folder = root() / key(loaded, corpus, settings)
+    try:
+        found = load(folder) if (folder / META).exists() else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return found if found is not None and found.format == schema.FORMAT else None
+
+
 def open_or_build(
     loaded: LoadedModel,
     corpus: AtlasCorpus,
