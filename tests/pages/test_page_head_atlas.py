@@ -4,8 +4,9 @@ from a link, two models side by side; no exception and no error box."""
 import json
 from urllib.parse import parse_qs
 
+import numpy as np
 import pytest
-from conftest import ROOT, assert_clean, click_grid
+from conftest import ROOT, assert_clean, click_grid, plotly_array
 from streamlit.testing.v1 import AppTest
 
 from txviz.atlas.opening import EXAMPLES
@@ -164,3 +165,12 @@ def test_another_corpus_that_would_take_long_closes_the_atlas_until_asked():
     at.selectbox(key="atlas_corpus").set_value(EXAMPLES).run()
     assert_clean(at)
     assert at.toggle(key="atlas_open").value and at.get("tabs")  # stored now: open again
+
+
+def test_two_atlases_of_the_same_shape_pair_their_heads():
+    at = opened(atlas_view="Two models", model_b="tiny-mlm")
+    (pair,) = [c for c in at.get("plotly_chart") if "cmp_pair" in c.proto.id]
+    figure = json.loads(pair.proto.spec)
+    xs, ys = (plotly_array(figure["data"][1][axis]) for axis in ("x", "y"))
+    assert len(xs) == 8  # 2 layers x 4 heads, one point each
+    assert np.array_equal(xs, ys, equal_nan=True)  # the same model and corpus: every head on the diagonal
