@@ -44,7 +44,9 @@ def _shipped(corpus_name: str):
 def corpus_choice():
     """The corpus: one an installed package ships, or an upload."""
     names = [*opening.shipped(), UPLOAD]
-    choice = st.selectbox("Corpus", names, key="atlas_corpus", index=ui.link_index("atlas_corpus", names))
+    choice = st.radio(
+        "Corpus", names, key="atlas_corpus", index=ui.link_index("atlas_corpus", names), horizontal=True
+    )
     if choice != UPLOAD:
         return _shipped(choice)
     file = st.file_uploader(

@@ -96,7 +96,7 @@ def test_a_large_corpus_waits_for_the_switch_and_shows_the_weights_meanwhile():
     at.query_params.update({"model": json.dumps("tiny-mlm")})
     at.run()
     assert_clean(at)
-    assert at.selectbox(key="atlas_corpus").value != EXAMPLES  # the installed corpus comes first
+    assert at.radio(key="atlas_corpus").value != EXAMPLES  # the installed corpus comes first
     assert not at.toggle(key="atlas_open").value
     assert len(at.get("vega_lite_chart")) == 1  # tiny-mlm has no unembedding: the QK copying grid only
     assert not at.get("tabs")
@@ -157,12 +157,12 @@ def test_a_one_layer_one_head_decoder_has_a_map_and_a_head_page(one_head_gpt2):
 
 def test_another_corpus_that_would_take_long_closes_the_atlas_until_asked():
     at = opened()
-    names = at.selectbox(key="atlas_corpus").options
+    names = at.radio(key="atlas_corpus").options
     large = next(n for n in names if n not in (EXAMPLES, "Upload a text file"))
-    at.selectbox(key="atlas_corpus").set_value(large).run()
+    at.radio(key="atlas_corpus").set_value(large).run()
     assert_clean(at)
     assert not at.toggle(key="atlas_open").value and not at.get("tabs")  # no build started by the switch
-    at.selectbox(key="atlas_corpus").set_value(EXAMPLES).run()
+    at.radio(key="atlas_corpus").set_value(EXAMPLES).run()
     assert_clean(at)
     assert at.toggle(key="atlas_open").value and at.get("tabs")  # stored now: open again
 
