@@ -18,7 +18,6 @@ from txviz.figures import grids
 VIEWS = ["Map", "Head", "Two models"]
 UPLOAD = "Upload a text file"
 PICKED = ("layer", "head")
-SMALL_CORPUS_CHARS = 20_000  # a corpus this short builds in seconds: the atlas opens without a click
 
 
 ui.setup_page(
@@ -27,7 +26,7 @@ ui.setup_page(
     "once, in windows, and keeps per head its scores (previous token, induction, sink, local share, "
     "distance, entropy...) and the contexts where it attends most, as token positions; stored on disk, "
     "it opens instantly after. Every head has its own page and link.",
-    share=("model", "atlas_corpus", "atlas_window", "atlas_open", "atlas_view", "metric", "metric_x",
+    share=("model", "atlas_corpus", "atlas_chars", "atlas_window", "atlas_open", "atlas_view", "metric", "metric_x",
            "metric_y", "finder_rank", "layer", "head", "criterion", "context", "model_b", "cmp_metric"),
 )  # fmt: skip
 
@@ -83,7 +82,24 @@ def pieces(ids: list[int]) -> list[str]:
     return views.text_pieces(loaded.tokenizer, ids)
 
 
-corpus = corpus_choice()
+def corpus_slice(whole):
+    """How much of the corpus to read: a first slice that builds in seconds, up to all of it."""
+    sizes = [n for n in opening.READ_CHARS if n < len(whole.text)]
+    if not sizes:
+        return whole
+    offered = [*sizes, len(whole.text)]
+    chars = st.select_slider(
+        f"Characters read ({whole.name} has {len(whole.text):,})",
+        offered,
+        value=ui.link_value("atlas_chars", sizes[0], offered),
+        key="atlas_chars",
+        format_func=lambda n: "all" if n == len(whole.text) else f"first {n:,}",
+        help="The first slice opens in seconds; the whole corpus takes minutes once, then opens from disk.",
+    )
+    return corpora.first(whole, chars)
+
+
+corpus = corpus_slice(corpus_choice())
 st.caption(f"{corpus.name}: {len(corpus.text):,} characters.")
 if corpus.notice:
     st.warning(corpus.notice)
@@ -92,7 +108,7 @@ window = left.number_input("Tokens per window", 8, 1024, ui.link_value("atlas_wi
                            key="atlas_window")  # fmt: skip
 settings = Settings(window=min(int(window), loaded.n_ctx or int(window)))
 # A stored atlas, or a corpus small enough to build in seconds, opens by itself; a link naming a head too.
-ready = len(corpus.text) <= SMALL_CORPUS_CHARS or opening.stored(loaded, corpus, settings)
+ready = len(corpus.text) <= opening.SMALL_CORPUS_CHARS or opening.stored(loaded, corpus, settings)
 current, before = [name, corpus.hash, settings.window], st.session_state.get("_atlas_for")
 st.session_state["_atlas_for"] = current
 if before is None:  # this session's first view: a link naming a head opens its atlas

@@ -62,6 +62,17 @@ def _heads(loaded):
     return score_heads(loaded, Corpus(texts=(TEXT,)), RepeatSettings(n=1, length=8))
 
 
+def _atlas(loaded):
+    """The Head Atlas page's build over a small corpus (its scores, contexts and token windows)."""
+    from txviz.atlas.atlas import Settings
+    from txviz.atlas.build import build
+    from txviz.atlas.corpus import of_text
+
+    corpus = of_text("two passages", TEXT + " Later, a second and different passage follows it here.")
+    built = build(loaded, corpus, Settings(window=16, top_k=4))
+    return {"scores": built.scores, "contexts": built.contexts, "tokens": built.tokens}
+
+
 def _query_key_space(loaded):
     from txviz.heads.qkspace import trace_texts
 
@@ -221,6 +232,7 @@ CALLS = (
     Call("lens", ("decoder", "encoder-decoder"), _lens),
     Call("block", ("encoder", "decoder", "encoder-decoder"), _block),
     Call("heads", TEXT_KINDS, _heads),
+    Call("atlas", TEXT_KINDS, _atlas),
     Call("query-key space", TEXT_KINDS, _query_key_space),
     Call("head attribution", TEXT_KINDS, _head_attribution),
     Call("soft vs hard", TEXT_KINDS, _soft_hard),

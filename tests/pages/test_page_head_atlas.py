@@ -9,7 +9,8 @@ import pytest
 from conftest import ROOT, assert_clean, click_grid, plotly_array
 from streamlit.testing.v1 import AppTest
 
-from txviz.atlas.opening import EXAMPLES
+from txviz.atlas.corpus import python_docs
+from txviz.atlas.opening import EXAMPLES, SMALL_CORPUS_CHARS
 
 PAGE = str(ROOT / "pages/24_Head_Atlas.py")
 
@@ -91,15 +92,19 @@ def test_two_models_side_by_side():
     assert_clean(at)
 
 
-def test_a_large_corpus_waits_for_the_switch_and_shows_the_weights_meanwhile():
+def test_the_installed_corpus_opens_on_its_first_slice_and_all_of_it_waits_for_the_switch():
     at = AppTest.from_file(PAGE, default_timeout=300)
     at.query_params.update({"model": json.dumps("tiny-mlm")})
     at.run()
     assert_clean(at)
     assert at.radio(key="atlas_corpus").value != EXAMPLES  # the installed corpus comes first
-    assert not at.toggle(key="atlas_open").value
+    chars = at.select_slider(key="atlas_chars")
+    assert chars.value == SMALL_CORPUS_CHARS and chars.options[-1] == "all"  # its first slice, opened at once
+    assert at.toggle(key="atlas_open").value and at.get("tabs")
+    chars.set_value(len(python_docs().text)).run()  # all of it: minutes, so only when asked
+    assert_clean(at)
+    assert not at.toggle(key="atlas_open").value and not at.get("tabs")
     assert len(at.get("vega_lite_chart")) == 1  # tiny-mlm has no unembedding: the QK copying grid only
-    assert not at.get("tabs")
 
 
 def click_scatter(at, key: str, layer: int, head: int):
@@ -160,6 +165,7 @@ def test_another_corpus_that_would_take_long_closes_the_atlas_until_asked():
     names = at.radio(key="atlas_corpus").options
     large = next(n for n in names if n not in (EXAMPLES, "Upload a text file"))
     at.radio(key="atlas_corpus").set_value(large).run()
+    at.select_slider(key="atlas_chars").set_value(len(python_docs().text)).run()  # all of it
     assert_clean(at)
     assert not at.toggle(key="atlas_open").value and not at.get("tabs")  # no build started by the switch
     at.radio(key="atlas_corpus").set_value(EXAMPLES).run()

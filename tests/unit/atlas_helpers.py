@@ -124,10 +124,9 @@ def brute(loaded: LoadedModel, windows: np.ndarray, settings: Settings) -> dict:
         tail = weights[..., settings.sink :]
         for q in range(len(ids)):
             if causal and q < settings.sink:
-                continue
+                continue  # a causal row before the sinks sees only them: no context for either criterion
             key = tail[:, :, q].argmax(-1) + settings.sink
             rows["attention"].append((tail[:, :, q].max(-1), w_index, q, key))
-        for q in range(len(ids)):
             rows["output"].append((norms[:, :, q], w_index, q, None))
     shape = weights.shape[:2]
     scores = {n: det.mean_score(p, shape) for n, p in parts.items()}

@@ -127,12 +127,14 @@ class Fold:
     def __call__(self, state: dict | None, block: Block) -> dict:
         w, first = block.weights.float(), block.first  # (B, H, C, K)
         rows, keys = w.shape[-2:]
-        on = torch.einsum("bhck,bckm->bhcm", w, self.features[:, first : first + rows, :keys])
+        # on the weights' device (the model's, where it is one device; .to is free when already there)
+        feats = self.features[:, first : first + rows, :keys].to(w.device)
+        on = torch.einsum("bhck,bckm->bhcm", w, feats)
         total = on[..., TOTAL : TOTAL + 1]
         share = on[..., : len(TARGETS)] / torch.where(total > 0, total, torch.ones(()))  # 0 on an empty row
         best, key = w[..., self.sink :].max(-1)
         found = {
-            "shares": torch.einsum("bhcm,bcm->hm", share, self.rows[:, first : first + rows]),
+            "shares": torch.einsum("bhcm,bcm->hm", share, self.rows[:, first : first + rows].to(w.device)),
             "distance": on[..., DISTANCE].sum((0, 2)),
             # attention.entropy's sum -w log w in one pass (xlogy: 0 log 0 = 0), 2.5x faster on a block;
             # it differs only below that function's floor, by at most 3e-11 nats a row

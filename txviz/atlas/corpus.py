@@ -89,6 +89,16 @@ def from_upload(name: str, data: bytes) -> AtlasCorpus:
     return of_text(name, text, notice)
 
 
+def first(corpus: AtlasCorpus, chars: int) -> AtlasCorpus:
+    """The corpus's first ``chars`` characters as a corpus of its own (its own hash, so its own atlas),
+    cut at the last paragraph break in the final fifth where there is one."""
+    if len(corpus.text) <= chars:
+        return corpus
+    end = corpus.text.rfind("\n\n", chars * 4 // 5, chars)
+    text = corpus.text[: end if end > 0 else chars]
+    return of_text(f"{corpus.name} (first {chars:,} characters)", text, corpus.notice)
+
+
 def named_or_file(source: str) -> AtlasCorpus:
     """A shipped corpus by name, else a file by path (the command line's --corpus)."""
     offered = shipped()

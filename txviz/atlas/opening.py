@@ -16,6 +16,8 @@ from txviz.heads import corpus as head_corpus
 
 Progress = Callable[[float, str], None]
 EXAMPLES = "txviz examples"  # six sentences: an atlas in seconds, for a first look or a lecture step
+SMALL_CORPUS_CHARS = 20_000  # a corpus this short builds in seconds: the atlas opens without a click
+READ_CHARS = (SMALL_CORPUS_CHARS, 100_000, 500_000)  # a corpus's slices offered before "all"
 
 
 def metrics() -> tuple[Metric, ...]:

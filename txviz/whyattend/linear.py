@@ -68,9 +68,9 @@ def matrix(module: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
     bias = None if bias is None else bias.detach().float().cpu()
     if isinstance(module, torch.nn.Linear):
         return module.weight.detach().float().cpu().T, bias
-    if type(module).__name__ == "Conv1D":
+    if module.__class__.__name__ == "Conv1D":  # __class__: what a wrapped module says it is
         return module.weight.detach().float().cpu(), bias
-    raise CannotDecompose(f"{type(module).__name__} is not a linear projection txviz can read.")
+    raise CannotDecompose(f"{module.__class__.__name__} is not a linear projection txviz can read.")
 
 
 def rotate(v: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
