@@ -13,7 +13,7 @@ import time
 
 import streamlit as st
 
-from txviz.app import links, projector
+from txviz.app import links, projector, warmup
 from txviz.app.room_lectures import lectures, page_settings, question_ref, shared
 from txviz.rooms import NotLecturer, RoomStore, clean_code, open_store
 from txviz.rooms.base import RoomState
@@ -22,7 +22,11 @@ POLL_S = 2.0  # a follower's fragment reads the store this often: a new step sho
 CODE, KEY, SEAT = "_room_code", "_room_key", "_room_seat"
 FOLLOW, AT, NOTE, GO = "_room_follow", "_room_at", "_room_note", "_room_go_to"
 SWITCHING = "_room_switching"  # (page, when) of a switch this session started and has not yet arrived at
-SWITCH_S = 10.0  # after this long a switch that never arrived no longer counts
+SWITCH_S = 10.0
+SEEN_AT, SEEN_S = (
+    "_room_seen_at",
+    3.0,
+)  # a follower tells the store it is there at most this often  # after this long a switch that never arrived no longer counts
 PARAMS = ("room", "key", "seat")  # the address keeps membership; copied view links leave them out
 ROOM_PAGE = "pages/21_Lecture_Room.py"
 
@@ -71,6 +75,7 @@ def start(lecture: str) -> str:
     else:
         code, key = store().create(chosen.title, chosen.name, shared(chosen.steps[0]), len(chosen.steps))
         store().set_question(code, key, question_ref(chosen, 0))
+        warm_from(chosen.name, 0)
     st.session_state.update({CODE: code, KEY: key, SEAT: None, FOLLOW: False, AT: None})
     st.session_state[projector.ON] = True  # the lecturer's screen is the projector's
     keep_in_address()
@@ -137,7 +142,16 @@ def move(state: RoomState, index: int) -> None:
     store().set_step(code(), st.session_state.get(KEY), index, shared(chosen.steps[index]))
     if chosen.steps[index].question:
         store().set_question(code(), st.session_state.get(KEY), question_ref(chosen, index))
+    warm_from(chosen.name, index)
     go_later(shared(chosen.steps[index]))
+
+
+def warm_from(lecture: str, index: int) -> None:
+    """Compute the step's page and the next one's on this server ahead of the class (once per server:
+    the lecturer's move and the first follower on another replica both call it)."""
+    chosen = lectures().get(lecture)
+    if chosen:
+        warmup.warm([shared(step) for step in chosen.steps[index : index + 2]])
 
 
 def bring_here(page: str, title: str) -> None:
@@ -153,6 +167,15 @@ def bring_here(page: str, title: str) -> None:
     state = store().state(code())
     store().set_step(code(), st.session_state.get(KEY), state.index + 1, step)
     st.session_state[AT] = json.dumps(step, sort_keys=True)
+
+
+def mark_seen(code: str, seat: str) -> None:
+    """Tell the store this follower is here, at most every SEEN_S (FOLLOWING_S counts it meanwhile):
+    most polls then only read."""
+    now = time.monotonic()
+    if now - st.session_state.get(SEEN_AT, -SEEN_S) >= SEEN_S:
+        store().seen(code, seat)
+        st.session_state[SEEN_AT] = now
 
 
 def switching_away(page_script: str) -> bool:

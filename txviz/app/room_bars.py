@@ -140,7 +140,7 @@ def _student_live(page_script: str, load: Load) -> None:
     code, seat = room.code(), st.session_state.get(room.SEAT) or ""
     try:
         state = room.store().state(code)
-        room.store().seen(code, seat)
+        room.mark_seen(code, seat)
     except UnknownRoom as error:
         room.leave()
         st.info(f"{error} You have left the room.")
@@ -161,6 +161,7 @@ def _student_live(page_script: str, load: Load) -> None:
     ):
         following = st.session_state[room.FOLLOW] = False  # the student opened another page: wandering
     if following and step and st.session_state.get(room.AT) != at:
+        room.warm_from(state.lecture, state.index)  # on another replica the first follower warms it there
         room.go_to(step)  # the lecturer moved: open the step, its settings with it
     with st.container(border=True, key="room_student_bar"):
         info, control = st.columns([4, 1.4], vertical_alignment="center")

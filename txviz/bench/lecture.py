@@ -1,18 +1,23 @@
 """Lecture: a room of followers on one server, then on two replicas sharing Redis.
 
-Followers are headless Chromium contexts of one browser (real sessions: each runs the app's room bar
-fragment), and one more context is the lecturer. Measured: the time from the lecturer's "Next step" until
-every follower's bar shows the new step (each follower's time; steps whose model work is not yet cached
-included, and how many forward passes the server ran for the step), the server CPU that idle followers
-cost per second, and the time from "Reveal" to the tally on the lecturer's screen with every answer in.
-The baseline, measured in the same run, is the lecturer's own page: the time from "Next step" until the
-lecturer's page has finished, which includes the step's model work once.
+Followers are headless clients that speak Streamlit's own protocol over its websocket
+(`txviz/app/headless.py`, run as one process by `python -m txviz.app.followers`): each is a real session
+of the server, sends the frontend's rerun requests and re-triggers the room bar's `run_every` fragment on
+its own timer, so the server does exactly the work 30 browsers would make it do, without 30 Chromiums on
+the machine. The lecturer is one headless Chromium page. Measured: the time from the lecturer's "Next step"
+until every follower's delta stream carries the new step's label in its room bar, the forward passes the
+server ran meanwhile (the room warms the next step ahead, so a step arrived at should cost none), the
+server CPU that idle followers cost per second, and the time from "Reveal" to the tally on the
+lecturer's screen with every answer in. The baseline, in the same run on a fresh server, is the lecturer
+alone: the time from "Next step" until the lecturer's own page has finished.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
 import os
 import statistics
 import subprocess
@@ -20,9 +25,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, urlencode, urlparse
 
-from txviz.bench.load import CHROMIUM, CHROMIUM_FLAGS, IDLE, free_port, launch, server_env, stop_server
+from txviz.bench.load import CHROMIUM, CHROMIUM_FLAGS, IDLE, ROOT, free_port, launch, server_env, stop_server
 from txviz.lecture.files import shipped_lectures
 
 LECTURE = shipped_lectures()["1_attention_and_transformers"]
@@ -75,69 +80,140 @@ async def _bar_says(page, bar: str, text: str) -> None:
     await page.locator(bar).filter(has_text=text).first.wait_for(timeout=TIMEOUT_MS)
 
 
+class Class:
+    """The followers' process: what each follower's bar said and when, and the answers sent."""
+
+    def __init__(self, process):
+        self.process, self.bars, self.answered, self.joined = process, {}, 0, asyncio.Event()
+        self.reader = asyncio.ensure_future(self._read())
+
+    async def _read(self) -> None:
+        async for line in self.process.stdout:
+            event = json.loads(line)
+            if "bar" in event:
+                self.bars.setdefault(event["i"], []).append((event["bar"], event["t"]))
+            elif "answered" in event:
+                self.answered += 1
+            elif "joined" in event:
+                self.joined.set()
+
+    async def send(self, line: str) -> None:
+        self.process.stdin.write(f"{line}\n".encode())
+        await self.process.stdin.drain()
+
+    async def arrived(self, n: int, text: str, since: float) -> list[float]:
+        """Each follower's time from ``since`` until its bar said ``text``."""
+        while True:
+            times = [next((t - since for bar, t in self.bars.get(i, []) if text in bar and t >= since), None)
+                     for i in range(n)]  # fmt: skip
+            if None not in times:
+                return times
+            if self.process.returncode is not None:
+                raise RuntimeError("the followers' process ended")
+            await asyncio.sleep(0.05)
+
+    async def stop(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.send("quit")
+        try:
+            await asyncio.wait_for(self.process.wait(), 20)
+        except TimeoutError:
+            self.process.kill()
+
+
+async def _followers(base: str, code: str, n: int, cookies: list[str]) -> Class:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "txviz.app.followers", base, code, str(n), *cookies,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=ROOT, env=server_env(),
+    )  # fmt: skip
+    followers = Class(process)
+    await asyncio.wait_for(followers.joined.wait(), TIMEOUT_MS / 1000)
+    return followers
+
+
+async def settled(count_file: Path | None, quiet_s: float = 3.0, limit_s: float = 300.0) -> int:
+    """The forward count once it stopped growing for ``quiet_s`` (the background warm-up done)."""
+    end, last, since = time.monotonic() + limit_s, forwards(count_file), time.monotonic()
+    while time.monotonic() < end and time.monotonic() - since < quiet_s:
+        await asyncio.sleep(0.25)
+        now = forwards(count_file)
+        if now != last:
+            last, since = now, time.monotonic()
+    return last
+
+
+async def visit(base: str, step: dict, cookie: str = "") -> None:
+    """A fresh session opens a step's page with its settings (as a late student would), one full run."""
+    query = urlencode({name: json.dumps(v) for name, v in (step.get("settings") or {}).items()})
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "txviz.app.followers",
+        "visit",
+        base,
+        step["page"],
+        query,
+        cwd=ROOT,
+        env=server_env(),
+    )
+    await process.wait()
+
+
 async def room(
     browser, bases: list[str], followers: int, nexts: int, pids: list[int], count_file: Path | None
 ):
     """One room: the lecturer on bases[0], followers spread over ``bases``; returns the measurements."""
-    lecturer = await _new_page(browser, bases[0], "replica1" if len(bases) > 1 else None)
+    two = len(bases) > 1
+    lecturer = await _new_page(browser, bases[0], "replica1" if two else None)
     await lecturer.goto(f"{bases[0]}/Lecture_Room")
     await lecturer.wait_for_selector(IDLE, timeout=TIMEOUT_MS)
     await lecturer.get_by_role("button", name="Start a room").click()
     await lecturer.wait_for_selector('[data-testid="stImage"]', timeout=TIMEOUT_MS)
     code = parse_qs(urlparse(lecturer.url).query)["room"][0]
-
-    gate = asyncio.Semaphore(6)  # join a few at a time, as a class walks in
-
-    async def join(i: int):
-        base = bases[i % len(bases)]
-        async with gate:
-            page = await _new_page(browser, base, f"replica{i % len(bases) + 1}" if len(bases) > 1 else None)
-            await page.goto(
-                f"{base}/Lecture_Room?room={code}", wait_until="commit"
-            )  # the app switches page at once
-            await _bar_says(page, STUDENT_BAR, f"Step 1 of {N}")
-            return page
-
-    pages = await asyncio.gather(*(join(i) for i in range(followers)))
-    await _bar_says(lecturer, LECTURER_BAR, f"{followers} following")
-
-    question = LECTURE.steps[0].question
-
-    async def answer(i: int, page) -> None:
-        async with gate:
-            bar = page.locator(STUDENT_BAR)
-            await bar.get_by_text(question.options[i % len(question.options)], exact=True).click()
-            await bar.get_by_role("button", name="Lock in my answer").click()
-            await bar.get_by_text("Lock in my answer").wait_for(state="detached", timeout=TIMEOUT_MS)
-
-    await asyncio.gather(*(answer(i, p) for i, p in enumerate(pages)))
-    await _bar_says(lecturer, LECTURER_BAR, f"{followers} answers")
-    start = time.monotonic()
-    await lecturer.get_by_role("button", name="Reveal").click()
-    await lecturer.locator(f'{LECTURER_BAR} [data-testid="stPlotlyChart"]').first.wait_for(timeout=TIMEOUT_MS)
-    reveal_s = time.monotonic() - start
-
-    await asyncio.sleep(3)  # the reveal's last reruns settle
-    before = cpu_seconds(pids)
-    await asyncio.sleep(IDLE_S)
-    idle_share = (cpu_seconds(pids) - before) / IDLE_S
+    cookies = ["TXVIZ_REPLICA=replica1", "TXVIZ_REPLICA=replica2"] if two else []
+    crowd = await _followers(bases[0], code, followers, cookies) if followers else None
+    reveal_s = idle_share = None
+    if crowd:
+        await _bar_says(lecturer, LECTURER_BAR, f"{followers} following")
+        await crowd.send("answer")
+        while crowd.answered < followers:
+            await asyncio.sleep(0.1)
+        await _bar_says(lecturer, LECTURER_BAR, f"{followers} answers")
+        start = time.monotonic()
+        await lecturer.get_by_role("button", name="Reveal").click()
+        await lecturer.locator(f'{LECTURER_BAR} [data-testid="stPlotlyChart"]').first.wait_for(
+            timeout=TIMEOUT_MS
+        )
+        reveal_s = time.monotonic() - start
+        await asyncio.sleep(3)  # the reveal's last reruns settle
+        await settled(count_file)  # and the warm-up started with the room
+        before = cpu_seconds(pids)
+        await asyncio.sleep(IDLE_S)
+        idle_share = (cpu_seconds(pids) - before) / IDLE_S
 
     results = []
-    for k in range(2, 2 + nexts):
-        counted = forwards(count_file)
-        start = time.monotonic()
-
-        async def arrive(page, step: int = k, since: float = start) -> float:
-            await _bar_says(page, STUDENT_BAR, f"Step {step} of {N}")
-            return time.monotonic() - since
-
-        await lecturer.get_by_role("button", name="Next step").click()
-        lecturer_task = asyncio.ensure_future(_lecturer_done(lecturer, k, start))
-        times = await asyncio.gather(*(arrive(p) for p in pages))
-        lecturer_s = await lecturer_task
-        await asyncio.sleep(2)
-        results.append((k, LECTURE.steps[k - 1], times, lecturer_s, forwards(count_file) - counted))
-    return reveal_s, idle_share, results
+    try:
+        for k in range(2, 2 + nexts):
+            counted = await settled(count_file)  # the previous step's warm-up of this one is done
+            start = time.monotonic()
+            await lecturer.get_by_role("button", name="Next step").click()
+            lecturer_task = asyncio.ensure_future(_lecturer_done(lecturer, k, start))
+            times = await crowd.arrived(followers, f"Step {k} of {N}", start) if crowd else []
+            at_arrival = forwards(count_file) - counted
+            lecturer_s = await lecturer_task
+            ahead = await settled(count_file) - counted - at_arrival
+            results.append((k, LECTURE.steps[k - 1], times, lecturer_s, at_arrival, ahead))
+        probe = None
+        if count_file is not None:  # a late visitor of the step warmed ahead (the next one), nobody there yet
+            counted = await settled(count_file)
+            step = LECTURE.steps[1 + nexts]
+            await visit(bases[0], {"page": f"pages/{step.page}.py", "settings": step.values()})
+            probe = (2 + nexts, forwards(count_file) - counted)
+    finally:
+        if crowd:
+            await crowd.stop()
+    await lecturer.context.close()
+    return reveal_s, idle_share, results, probe
 
 
 async def _lecturer_done(page, step: int, start: float) -> float:
@@ -146,21 +222,24 @@ async def _lecturer_done(page, step: int, start: float) -> float:
     return time.monotonic() - start
 
 
-def report(
-    name: str, followers: int, reveal_s: float, idle_share: float, results, counted: bool
-) -> list[float]:
-    print(f"\n## {name}: {followers} followers")
+def report(name: str, followers: int, measured, counted: bool, alone: dict[int, float]) -> list[float]:
+    reveal_s, idle_share, results, probe = measured
+    print(f"\n## {name}: {followers} followers (headless protocol clients), the lecturer in Chromium")
     print(f"reveal to tally with {followers} answers = {reveal_s:.2f} s")
     print(f"server CPU of {followers} idle followers = {100 * idle_share:.1f}% of one core")
     slowest = []
-    for k, step, times, lecturer_s, ran in results:
-        ran_text = f"{ran} forwards" if counted else "forwards not counted"
+    for k, step, times, lecturer_s, at_arrival, ahead in results:
+        ran = f"{at_arrival} forwards until all arrived, {ahead} more after (step {k + 1} warmed ahead)"
+        base = alone.get(k)
+        ratio = f", slowest/lecturer alone {max(times) / base:.2f}x" if base else ""
         print(
             f"next to step {k} ({step.page}, {step.title}): median {statistics.median(times):.2f} s, "
-            f"slowest {max(times):.2f} s, lecturer's own page {lecturer_s:.2f} s, "
-            f"ratio slowest/lecturer {max(times) / max(lecturer_s, 1e-9):.2f}x, {ran_text}"
+            f"slowest {max(times):.2f} s, lecturer's own page {lecturer_s:.2f} s{ratio}, "
+            + (ran if counted else "forwards not counted (replicas)")
         )
         slowest.append(max(times))
+    if probe:
+        print(f"a fresh visitor of step {probe[0]}, warmed ahead: {probe[1]} forwards")
     return slowest
 
 
@@ -171,32 +250,40 @@ async def main_async(args) -> int:
     from txviz.serving.replicas import cluster
 
     folder = Path(tempfile.mkdtemp(prefix="txviz-lecture-bench-"))
-    count_file = folder / "forwards.txt"
+    print(
+        f"load before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min), {os.cpu_count()} CPUs"
+    )
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        port = free_port()
-        server = start_counting_server(port, count_file, folder / "server.log")
-        try:
-            reveal_s, idle, results = await room(
-                browser, [f"http://127.0.0.1:{port}"], args.followers, args.nexts, [server.pid], count_file
-            )
-        finally:
-            stop_server(server)
-        one = report("one server (rooms in memory)", args.followers, reveal_s, idle, results, True)
+        measured = {}
+        for followers in (0, args.followers):  # the baseline first: the lecturer alone, a fresh server
+            count_file = folder / f"forwards-{followers}.txt"
+            port = free_port()
+            server = start_counting_server(port, count_file, folder / f"server-{followers}.log")
+            try:
+                measured[followers] = await room(
+                    browser, [f"http://127.0.0.1:{port}"], followers, args.nexts, [server.pid], count_file
+                )
+            finally:
+                stop_server(server)
+        alone = {k: lecturer_s for k, _, _, lecturer_s, _, _ in measured[0][2]}
+        print("\n## baseline: the lecturer alone (0 followers, a fresh server)")
+        for k, step, _, lecturer_s, at_arrival, ahead in measured[0][2]:
+            print(f"next to step {k} ({step.page}): lecturer's own page {lecturer_s:.2f} s, "
+                  f"{at_arrival} forwards until done, {ahead} more after")  # fmt: skip
+        one = report("one server (rooms in memory)", args.followers, measured[args.followers], True, alone)
         if args.replicas and installed():
             with (
                 redis_server() as redis,
                 cluster(2, log_folder=folder / "replicas", redis_url=redis.url) as running,
             ):
                 pids = [p.pid for p in running.replicas.values()]
-                reveal_s, idle, results = await room(
-                    browser, [running.url], args.followers, args.nexts, pids, None
-                )
-            report("two replicas with Redis", args.followers, reveal_s, idle, results, False)
+                two = await room(browser, [running.url], args.followers, args.nexts, pids, None)
+            report("two replicas with Redis", args.followers, two, False, alone)
         elif args.replicas:
             print("\nreplicas skipped: redis-server is missing")
         await browser.close()
-    print(f"\nload average {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs; logs in {folder}")
+    print(f"\nload after: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min); logs in {folder}")
     print(f"slowest of {args.followers} followers after next = {statistics.median(one):.2f} s")
     return 0
 

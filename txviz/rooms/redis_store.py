@@ -37,6 +37,14 @@ from txviz.rooms.base import (
 )
 
 PREFIX = "txviz:room:"
+# A member's poll in one round trip (EVALSHA): only a joined seat is counted as following.
+SEEN_SCRIPT = """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+  redis.call('EXPIRE', KEYS[2], ARGV[3])
+end
+return 0
+"""
 
 
 def _answering(method):
@@ -71,6 +79,7 @@ class RedisStore(RoomStore):
             decode_responses=True,
         )
         self._redis = redis.Redis(connection_pool=pool)
+        self._seen = self._redis.register_script(SEEN_SCRIPT)
 
     def _key(self, code: str, part: str = "") -> str:
         return f"{PREFIX}{clean_code(code) or '-'}{part}"
@@ -195,12 +204,8 @@ class RedisStore(RoomStore):
 
     @_answering
     def seen(self, code, seat):
-        if self._redis.hexists(self._key(code, ":members"), seat):
-            key = self._key(code, ":seen")
-            with self._redis.pipeline() as pipe:
-                pipe.zadd(key, {seat: time.time()})
-                pipe.expire(key, self._idle_s)
-                pipe.execute()
+        members, key = self._key(code, ":members"), self._key(code, ":seen")
+        self._seen(keys=[members, key], args=[seat, time.time(), self._idle_s])
 
     @_answering
     def followers(self, code):
