@@ -6,7 +6,8 @@ whenever a follower's room bar says something new (``{"i", "bar", "t"}``, t on t
 the whole machine's clock on Linux), and obeys lines on stdin: ``answer`` (follower i picks option
 i mod n of the step's choice question and locks it in) and ``quit``. Followers N cycle through the
 COOKIEs (a replica's sticky cookie, ``NAME=VALUE``), if given. `... visit BASE PAGE_SCRIPT QUERY` opens
-one page once (a fresh visitor) and exits.
+one page once (a fresh visitor) and exits; `... idle BASE PAGE N` keeps N sessions on a page until a line
+comes on stdin.
 """
 
 from __future__ import annotations
@@ -71,11 +72,21 @@ async def main_async(base: str, code: str, n: int, cookies: list[str]) -> None:
     await asyncio.gather(*(f.session.close() for f in class_), return_exceptions=True)
 
 
+async def sit(base: str, page: str, n: int) -> None:
+    sessions = [await Session(base, page).open() for _ in range(n)]
+    say(joined=n, t=time.monotonic())
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+
+
 def main(argv: list[str]) -> int:
     if argv[0] == "visit":  # `visit BASE PAGE_SCRIPT QUERY`: one session opens a page, one full run
         from txviz.app.warmup import open_once
 
         asyncio.run(open_once(argv[1], argv[2], argv[3] if len(argv) > 3 else ""))
+        return 0
+    if argv[0] == "idle":  # `idle BASE PAGE N`: N sessions sit on a page (its fragments rerun) until quit
+        asyncio.run(sit(argv[1], argv[2], int(argv[3])))
         return 0
     base, code, n, *cookies = argv
     asyncio.run(main_async(base, code, int(n), cookies))

@@ -43,8 +43,8 @@ def step_query(step: dict) -> str:
 def warm(steps: list[dict], base: str | None = None) -> threading.Thread | None:
     """Open each step's page (with its settings) headlessly on this server, one after the other, in a
     background thread; a step warmed within WARM_AGAIN_S is skipped. Returns the thread, if one started."""
-    if base is None and st.get_option("global.appTest"):
-        return None  # an AppTest has no server of its own to open pages on
+    if base is None and not st.context.url:
+        return None  # no browser address: an AppTest, with no server of its own to open pages on
     now = time.monotonic()
     with _LOCK:
         fresh = []

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import json
 import os
 import statistics
 import subprocess
@@ -25,9 +23,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import parse_qs, urlencode, urlparse
+from urllib.parse import parse_qs, urlparse
 
-from txviz.bench.load import CHROMIUM, CHROMIUM_FLAGS, IDLE, ROOT, free_port, launch, server_env, stop_server
+from txviz.bench._lecture_class import IDLE_S, cpu_seconds, floor, followers_of, forwards, settled, visit
+from txviz.bench.load import CHROMIUM, CHROMIUM_FLAGS, IDLE, free_port, launch, server_env, stop_server
 from txviz.lecture.files import shipped_lectures
 
 LECTURE = shipped_lectures()["1_attention_and_transformers"]
@@ -35,7 +34,6 @@ N = len(LECTURE.steps)
 STUDENT_BAR = ".st-key-room_student_bar"
 LECTURER_BAR = ".st-key-room_lecturer_bar"
 TIMEOUT_MS = 300_000
-IDLE_S = 10.0
 
 
 def start_counting_server(port: int, count_file: Path, log_path: Path) -> subprocess.Popen:
@@ -50,24 +48,6 @@ def start_counting_server(port: int, count_file: Path, log_path: Path) -> subpro
     return launch(command, port, log_path, env)
 
 
-def forwards(count_file: Path | None) -> int:
-    if count_file is None or not count_file.exists():
-        return 0
-    return len(count_file.read_text().splitlines())
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    import psutil
-
-    total = 0.0
-    for pid in pids:
-        process = psutil.Process(pid)
-        for p in [process, *process.children(recursive=True)]:
-            times = p.cpu_times()
-            total += times.user + times.system
-    return total
-
-
 async def _new_page(browser, base: str, replica: str | None):
     context = await browser.new_context(viewport={"width": 1280, "height": 800})
     context.set_default_timeout(TIMEOUT_MS)
@@ -78,85 +58,6 @@ async def _new_page(browser, base: str, replica: str | None):
 
 async def _bar_says(page, bar: str, text: str) -> None:
     await page.locator(bar).filter(has_text=text).first.wait_for(timeout=TIMEOUT_MS)
-
-
-class Class:
-    """The followers' process: what each follower's bar said and when, and the answers sent."""
-
-    def __init__(self, process):
-        self.process, self.bars, self.answered, self.joined = process, {}, 0, asyncio.Event()
-        self.reader = asyncio.ensure_future(self._read())
-
-    async def _read(self) -> None:
-        async for line in self.process.stdout:
-            event = json.loads(line)
-            if "bar" in event:
-                self.bars.setdefault(event["i"], []).append((event["bar"], event["t"]))
-            elif "answered" in event:
-                self.answered += 1
-            elif "joined" in event:
-                self.joined.set()
-
-    async def send(self, line: str) -> None:
-        self.process.stdin.write(f"{line}\n".encode())
-        await self.process.stdin.drain()
-
-    async def arrived(self, n: int, text: str, since: float) -> list[float]:
-        """Each follower's time from ``since`` until its bar said ``text``."""
-        while True:
-            times = [next((t - since for bar, t in self.bars.get(i, []) if text in bar and t >= since), None)
-                     for i in range(n)]  # fmt: skip
-            if None not in times:
-                return times
-            if self.process.returncode is not None:
-                raise RuntimeError("the followers' process ended")
-            await asyncio.sleep(0.05)
-
-    async def stop(self) -> None:
-        with contextlib.suppress(Exception):
-            await self.send("quit")
-        try:
-            await asyncio.wait_for(self.process.wait(), 20)
-        except TimeoutError:
-            self.process.kill()
-
-
-async def _followers(base: str, code: str, n: int, cookies: list[str]) -> Class:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "txviz.app.followers", base, code, str(n), *cookies,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=ROOT, env=server_env(),
-    )  # fmt: skip
-    followers = Class(process)
-    await asyncio.wait_for(followers.joined.wait(), TIMEOUT_MS / 1000)
-    return followers
-
-
-async def settled(count_file: Path | None, quiet_s: float = 3.0, limit_s: float = 300.0) -> int:
-    """The forward count once it stopped growing for ``quiet_s`` (the background warm-up done)."""
-    end, last, since = time.monotonic() + limit_s, forwards(count_file), time.monotonic()
-    while time.monotonic() < end and time.monotonic() - since < quiet_s:
-        await asyncio.sleep(0.25)
-        now = forwards(count_file)
-        if now != last:
-            last, since = now, time.monotonic()
-    return last
-
-
-async def visit(base: str, step: dict, cookie: str = "") -> None:
-    """A fresh session opens a step's page with its settings (as a late student would), one full run."""
-    query = urlencode({name: json.dumps(v) for name, v in (step.get("settings") or {}).items()})
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "txviz.app.followers",
-        "visit",
-        base,
-        step["page"],
-        query,
-        cwd=ROOT,
-        env=server_env(),
-    )
-    await process.wait()
 
 
 async def room(
@@ -171,7 +72,7 @@ async def room(
     await lecturer.wait_for_selector('[data-testid="stImage"]', timeout=TIMEOUT_MS)
     code = parse_qs(urlparse(lecturer.url).query)["room"][0]
     cookies = ["TXVIZ_REPLICA=replica1", "TXVIZ_REPLICA=replica2"] if two else []
-    crowd = await _followers(bases[0], code, followers, cookies) if followers else None
+    crowd = await followers_of(bases[0], code, followers, cookies) if followers else None
     reveal_s = idle_share = None
     if crowd:
         await _bar_says(lecturer, LECTURER_BAR, f"{followers} following")
@@ -195,14 +96,16 @@ async def room(
     try:
         for k in range(2, 2 + nexts):
             counted = await settled(count_file)  # the previous step's warm-up of this one is done
+            cpu_before = cpu_seconds(pids)
             start = time.monotonic()
             await lecturer.get_by_role("button", name="Next step").click()
             lecturer_task = asyncio.ensure_future(_lecturer_done(lecturer, k, start))
             times = await crowd.arrived(followers, f"Step {k} of {N}", start) if crowd else []
             at_arrival = forwards(count_file) - counted
+            arrival_cpu = cpu_seconds(pids) - cpu_before  # the followers' page runs, the warm-up ahead
             lecturer_s = await lecturer_task
             ahead = await settled(count_file) - counted - at_arrival
-            results.append((k, LECTURE.steps[k - 1], times, lecturer_s, at_arrival, ahead))
+            results.append((k, LECTURE.steps[k - 1], times, lecturer_s, at_arrival, ahead, arrival_cpu))
         probe = None
         if count_file is not None:  # a late visitor of the step warmed ahead (the next one), nobody there yet
             counted = await settled(count_file)
@@ -226,9 +129,11 @@ def report(name: str, followers: int, measured, counted: bool, alone: dict[int, 
     reveal_s, idle_share, results, probe = measured
     print(f"\n## {name}: {followers} followers (headless protocol clients), the lecturer in Chromium")
     print(f"reveal to tally with {followers} answers = {reveal_s:.2f} s")
-    print(f"server CPU of {followers} idle followers = {100 * idle_share:.1f}% of one core")
+    print(
+        f"server CPU of {followers} idle followers (and the lecturer's page) = {100 * idle_share:.1f}% of one core"
+    )
     slowest = []
-    for k, step, times, lecturer_s, at_arrival, ahead in results:
+    for k, step, times, lecturer_s, at_arrival, ahead, arrival_cpu in results:
         ran = f"{at_arrival} forwards until all arrived, {ahead} more after (step {k + 1} warmed ahead)"
         base = alone.get(k)
         ratio = f", slowest/lecturer alone {max(times) / base:.2f}x" if base else ""
@@ -236,6 +141,7 @@ def report(name: str, followers: int, measured, counted: bool, alone: dict[int, 
             f"next to step {k} ({step.page}, {step.title}): median {statistics.median(times):.2f} s, "
             f"slowest {max(times):.2f} s, lecturer's own page {lecturer_s:.2f} s{ratio}, "
             + (ran if counted else "forwards not counted (replicas)")
+            + f"; server CPU until all arrived {arrival_cpu:.2f} s ({1000 * arrival_cpu / followers:.0f} ms a follower)"
         )
         slowest.append(max(times))
     if probe:
@@ -253,6 +159,11 @@ async def main_async(args) -> int:
     print(
         f"load before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min), {os.cpu_count()} CPUs"
     )
+    print(f"\n## the floor: {args.followers} sessions on a bare page, one fragment rerun every 2 s each")
+    for gc_after_run in (True, False):
+        share = await floor(folder, args.followers, gc_after_run)
+        print(f"runner.postScriptGC {str(gc_after_run).lower()}: {100 * share:.1f}% of one core, "
+              f"{1000 * share / (args.followers / 2.0):.1f} ms a fragment rerun")  # fmt: skip
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         measured = {}
@@ -266,9 +177,9 @@ async def main_async(args) -> int:
                 )
             finally:
                 stop_server(server)
-        alone = {k: lecturer_s for k, _, _, lecturer_s, _, _ in measured[0][2]}
+        alone = {k: lecturer_s for k, _, _, lecturer_s, *_ in measured[0][2]}
         print("\n## baseline: the lecturer alone (0 followers, a fresh server)")
-        for k, step, _, lecturer_s, at_arrival, ahead in measured[0][2]:
+        for k, step, _, lecturer_s, at_arrival, ahead, _ in measured[0][2]:
             print(f"next to step {k} ({step.page}): lecturer's own page {lecturer_s:.2f} s, "
                   f"{at_arrival} forwards until done, {ahead} more after")  # fmt: skip
         one = report("one server (rooms in memory)", args.followers, measured[args.followers], True, alone)
@@ -293,7 +204,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--followers", type=int, default=30)
     parser.add_argument("--nexts", type=int, default=3, help="lecturer's nexts timed (>= 3 for a median)")
     parser.add_argument("--no-replicas", dest="replicas", action="store_false")
+    parser.add_argument(
+        "--poll", type=float, default=None, help="the followers' poll in s (TXVIZ_ROOM_POLL_S)"
+    )
     args = parser.parse_args(argv)
+    if args.poll:
+        os.environ["TXVIZ_ROOM_POLL_S"] = str(args.poll)  # every server this run starts inherits it
     try:
         import playwright  # noqa: F401
     except ImportError:
