@@ -20,7 +20,7 @@ from txviz.rooms import NotLecturer, RoomStore, clean_code, open_store
 from txviz.rooms.base import RoomState
 
 # A follower's fragment reads the store this often: a new step shows within it. Each poll is a fragment
-# rerun (about 4 ms of server CPU): 30 followers at 2 s cost ~9% of a core, at 1 s twice that.
+# rerun (3-4 ms of server CPU; `bench lecture`): 30 followers at 2 s cost ~9% of a core, at 1 s twice that.
 POLL_S = float(os.environ.get("TXVIZ_ROOM_POLL_S", "2.0"))
 CODE, KEY, SEAT = "_room_code", "_room_key", "_room_seat"
 FOLLOW, AT, NOTE, GO = "_room_follow", "_room_at", "_room_note", "_room_go_to"
