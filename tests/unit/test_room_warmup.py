@@ -12,6 +12,7 @@ import pytest
 from txviz.app import warmup
 from txviz.app.headless import Session
 from txviz.bench.load import ROOT, free_port, launch, server_env, stop_server
+from txviz.rooms.base import FOLLOWING_S
 
 PAGE = """
 import json
@@ -85,3 +86,22 @@ def test_the_step_query_is_what_a_followers_page_switch_sends():
     assert warmup.step_query({"page": "p.py", "settings": {"view": "One head, by hand", "scaled": True}}) == (
         "view=%22One+head%2C+by+hand%22&scaled=true"
     )
+
+
+def test_a_follower_writes_seen_at_most_every_few_seconds(monkeypatch):
+    from txviz.app import room
+
+    written, clock = [], [100.0]
+
+    class Store:
+        def seen(self, code, seat):
+            written.append((code, seat, clock[0]))
+
+    monkeypatch.setattr(room, "store", Store)
+    monkeypatch.setattr(room.st, "session_state", {})
+    monkeypatch.setattr(room.time, "monotonic", lambda: clock[0])
+    for _ in range(int(room.SEEN_S / 0.5) * 2):  # polls every 0.5 s for twice SEEN_S
+        room.mark_seen("ABCDEF", "seat")
+        clock[0] += 0.5
+    assert [t for *_, t in written] == [100.0, 100.0 + room.SEEN_S]  # two writes, SEEN_S apart
+    assert room.SEEN_S < FOLLOWING_S / 2  # a follower never drops out of the count between writes

@@ -25,11 +25,9 @@ POLL_S = float(os.environ.get("TXVIZ_ROOM_POLL_S", "2.0"))
 CODE, KEY, SEAT = "_room_code", "_room_key", "_room_seat"
 FOLLOW, AT, NOTE, GO = "_room_follow", "_room_at", "_room_note", "_room_go_to"
 SWITCHING = "_room_switching"  # (page, when) of a switch this session started and has not yet arrived at
-SWITCH_S = 10.0
-SEEN_AT, SEEN_S = (
-    "_room_seen_at",
-    3.0,
-)  # a follower tells the store it is there at most this often  # after this long a switch that never arrived no longer counts
+SWITCH_S = 10.0  # after this long a switch that never arrived no longer counts
+SEEN_AT = "_room_seen_at"
+SEEN_S = 3.0  # a follower tells the store it is there at most this often (FOLLOWING_S counts it meanwhile)
 PARAMS = ("room", "key", "seat")  # the address keeps membership; copied view links leave them out
 ROOM_PAGE = "pages/21_Lecture_Room.py"
 
@@ -173,8 +171,7 @@ def bring_here(page: str, title: str) -> None:
 
 
 def mark_seen(code: str, seat: str) -> None:
-    """Tell the store this follower is here, at most every SEEN_S (FOLLOWING_S counts it meanwhile):
-    most polls then only read."""
+    """Tell the store this follower is here, at most every SEEN_S: most polls then only read."""
     now = time.monotonic()
     if now - st.session_state.get(SEEN_AT, -SEEN_S) >= SEEN_S:
         store().seen(code, seat)
