@@ -2,8 +2,9 @@
 and following the lecturer's step.
 
 Membership lives in the session and in the address (``room=CODE``, the lecturer's ``key=TOKEN``, a
-student's ``seat``), so a reload rejoins. A student's bar is a fragment that reruns every POLL_S and
-reads only the store: an idle follower never reruns its page, so it never repeats the page's model work.
+student's ``seat``), so a reload rejoins. A student's bar is a fragment that reads only the store: the
+lecturer's change pushes it to rerun at once (txviz.rooms.push), and it polls every POLL_S as a safety net.
+An idle follower never reruns its page, so it never repeats the page's model work.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import streamlit as st
 
 from txviz.app import links, projector, warmup
 from txviz.app.room_lectures import lectures, page_settings, question_ref, shared
-from txviz.rooms import NotLecturer, RoomStore, clean_code, open_store
+from txviz.rooms import NotLecturer, RoomStore, clean_code, open_store, push
 from txviz.rooms.base import RoomState
 
-# A follower's fragment reads the store this often: a new step shows within it. Each poll is a fragment
-# rerun (3-4 ms of server CPU; `bench lecture`): 30 followers at 2 s cost ~9% of a core, at 1 s twice that.
-POLL_S = float(os.environ.get("TXVIZ_ROOM_POLL_S", "2.0"))
+# A follower's fragment reruns when the lecturer moves (a push), and reads the store this often besides,
+# in case a push was lost. Each poll is a fragment rerun (3-4 ms of server CPU; `bench lecture`).
+POLL_S = float(os.environ.get("TXVIZ_ROOM_POLL_S", "10.0"))
+TALLY_S = 2.0  # the lecturer's followers count and tally: one session, answers show within this
 CODE, KEY, SEAT = "_room_code", "_room_key", "_room_seat"
 FOLLOW, AT, NOTE, GO = "_room_follow", "_room_at", "_room_note", "_room_go_to"
 SWITCHING = "_room_switching"  # (page, when) of a switch this session started and has not yet arrived at
@@ -84,6 +86,7 @@ def start(lecture: str) -> str:
 
 
 def leave() -> None:
+    push.unfollow(code())
     for name in (CODE, KEY, SEAT, FOLLOW, AT, NOTE):
         st.session_state.pop(name, None)
     for name in PARAMS:
@@ -143,8 +146,14 @@ def move(state: RoomState, index: int) -> None:
     store().set_step(code(), st.session_state.get(KEY), index, shared(chosen.steps[index]))
     if chosen.steps[index].question:
         store().set_question(code(), st.session_state.get(KEY), question_ref(chosen, index))
+    announce()
     warm_from(chosen.name, index)
     go_later(shared(chosen.steps[index]))
+
+
+def announce() -> None:
+    """The lecturer changed the room: its followers' bars rerun now, on every server."""
+    push.announce(code(), store())
 
 
 def warm_from(lecture: str, index: int) -> None:
@@ -167,6 +176,7 @@ def bring_here(page: str, title: str) -> None:
     step = {"page": page, "settings": settings, "title": title}
     state = store().state(code())
     store().set_step(code(), st.session_state.get(KEY), state.index + 1, step)
+    announce()
     st.session_state[AT] = json.dumps(step, sort_keys=True)
 
 

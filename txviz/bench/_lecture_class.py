@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 from txviz.bench.load import ROOT, free_port, launch, server_env, stop_server
 
 TIMEOUT_S = 300.0
-IDLE_S = 10.0
+IDLE_S = 20.0  # two of a follower's 10 s polls
 
 
 def forwards(count_file: Path | None) -> int:

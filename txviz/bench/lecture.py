@@ -2,9 +2,10 @@
 
 Followers are headless clients that speak Streamlit's own protocol over its websocket
 (`txviz/app/headless.py`, run as one process by `python -m txviz.app.followers`): each is a real session
-of the server, sends the frontend's rerun requests and re-triggers the room bar's `run_every` fragment on
-its own timer, so the server does exactly the work 30 browsers would make it do, without 30 Chromiums on
-the machine. The lecturer is one headless Chromium page. Measured: the time from the lecturer's "Next step"
+of the server, sends the frontend's rerun requests, re-triggers the room bar's `run_every` fragment (the
+safety-net poll) on its own timer and receives the fragment reruns the server pushes when the lecturer
+moves, so the server does exactly the work 30 browsers would make it do, without 30 Chromiums on the
+machine. The lecturer is one headless Chromium page. Measured: the time from the lecturer's "Next step"
 until every follower's delta stream carries the new step's label in its room bar, the forward passes the
 server ran meanwhile (the room warms the next step ahead, so a step arrived at should cost none), the
 server CPU that idle followers cost per second, and the time from "Reveal" to the tally on the

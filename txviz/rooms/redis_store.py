@@ -5,6 +5,7 @@ Keys (all expire IDLE_TTL_S after the lecturer's last change, and go at close):
   txviz:room:CODE:members    hash: seat -> nickname
   txviz:room:CODE:seen       sorted set: seat by the time it last polled
   txviz:room:CODE:answers:Q  hash: seat -> answer (HSETNX: a second answer is not counted)
+And one channel per room, txviz:push:CODE: the lecturer's changes, heard by every replica's subscriber.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from txviz.rooms.base import (
 )
 
 PREFIX = "txviz:room:"
+PUSH = "txviz:push:"  # a room's channel: PUBLISH on a lecturer's change
 # A member's poll in one round trip (EVALSHA): only a joined seat is counted as following.
 SEEN_SCRIPT = """
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
@@ -216,3 +218,21 @@ class RedisStore(RoomStore):
     def close(self, code, token):
         self._lecturer(code, token)
         self._redis.delete(*self._keys(code))
+
+    @_answering
+    def announce(self, code):
+        self._redis.publish(f"{PUSH}{code}", "1")
+        return True
+
+    def listen(self, on_change):
+        """One subscriber thread for every room (a pattern): each message names the room that changed."""
+
+        def heard(message) -> None:
+            on_change(message["channel"].removeprefix(PUSH))
+
+        def dropped(error, pubsub, thread) -> None:
+            time.sleep(1.0)  # Redis away: try again in a second (redis-py resubscribes on reconnect)
+
+        pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+        pubsub.psubscribe(**{f"{PUSH}*": heard})
+        return pubsub.run_in_thread(sleep_time=1.0, daemon=True, exception_handler=dropped)
