@@ -79,6 +79,8 @@ async def room(
         await _bar_says(lecturer, LECTURER_BAR, f"{followers} following")
         await crowd.send("answer")
         while crowd.answered < followers:
+            if crowd.process.returncode is not None:
+                raise RuntimeError("the followers' process ended before all answered")
             await asyncio.sleep(0.1)
         await _bar_says(lecturer, LECTURER_BAR, f"{followers} answers")
         start = time.monotonic()
