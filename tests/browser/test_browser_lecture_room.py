@@ -135,7 +135,10 @@ def test_bad_codes_get_a_clear_message(app_server, browser_page):
 
 
 @pytest.mark.skipif(not installed(), reason="redis-server is missing: apt-get install -y redis-server")
-def test_a_room_spans_two_replicas_through_redis(_browser):
+def test_a_room_spans_two_replicas_through_redis(_browser, monkeypatch):
+    """The replicas' followers poll once in ten minutes here: what moves the student is the push alone
+    (the lecturer's replica publishes on Redis, the student's replica reruns the student's bar)."""
+    monkeypatch.setenv("TXVIZ_ROOM_POLL_S", "600")
     contexts = []
     with (
         redis_server() as redis,
@@ -158,8 +161,12 @@ def test_a_room_spans_two_replicas_through_redis(_browser):
             bar_says(student, f"Step 2 of {N}")
             assert {c["value"] for c in sc.cookies() if c["name"] == "TXVIZ_REPLICA"} == {"replica1"}
 
+            lecturer.get_by_role("button", name="Next step").click()  # the student's new replica hears it
+            bar_says(student, f"Step 3 of {N}")
+
             redis.stop()
             lecturer.get_by_text("is not answering").first.wait_for(timeout=WAIT_MS)
+            student.reload()  # no poll to bring the news: a reload meets the message
             student.get_by_text("is not answering").first.wait_for(timeout=WAIT_MS)
             for page in (lecturer, student):
                 assert page.locator('[data-testid="stException"]').count() == 0

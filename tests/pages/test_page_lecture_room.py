@@ -3,12 +3,14 @@ back, answer a question (counted once), see their answer marked at reveal; forge
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
-from txviz.app import room
-from txviz.app.room_lectures import lectures
+from txviz.app import room, warmup
+from txviz.app.room_lectures import lectures, shared
 from txviz.rooms import MAX_JOINS, RoomFull
 
 ROOM_PAGE = "pages/21_Lecture_Room.py"
@@ -66,6 +68,8 @@ def test_a_lecturer_starts_a_room_on_the_projector_with_a_code_and_qr(lecturer):
     shown = texts(lecturer)
     assert "0 following" in shown and f"Step 1 of {N}" in shown
     assert any("?room=" in c.value and "key" not in c.value for c in lecturer.main.code)  # the join URL
+    first = json.dumps(shared(STEPS[0]), sort_keys=True)
+    assert first not in warmup._WARMED  # an AppTest has no server to warm pages on: nothing is opened
 
 
 def _param(at: AppTest, name: str) -> str:

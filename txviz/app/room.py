@@ -2,27 +2,34 @@
 and following the lecturer's step.
 
 Membership lives in the session and in the address (``room=CODE``, the lecturer's ``key=TOKEN``, a
-student's ``seat``), so a reload rejoins. A student's bar is a fragment that reruns every POLL_S and
-reads only the store: an idle follower never reruns its page, so it never repeats the page's model work.
+student's ``seat``), so a reload rejoins. A student's bar is a fragment that reads only the store: the
+lecturer's change pushes it to rerun at once (txviz.rooms.push), and it polls every POLL_S as a safety net.
+An idle follower never reruns its page, so it never repeats the page's model work.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import streamlit as st
 
-from txviz.app import links, projector
+from txviz.app import links, projector, warmup
 from txviz.app.room_lectures import lectures, page_settings, question_ref, shared
-from txviz.rooms import NotLecturer, RoomStore, clean_code, open_store
+from txviz.rooms import NotLecturer, RoomStore, clean_code, open_store, push
 from txviz.rooms.base import RoomState
 
-POLL_S = 2.0  # a follower's fragment reads the store this often: a new step shows within it
+# A follower's fragment reruns when the lecturer moves (a push), and reads the store this often besides,
+# in case a push was lost. Each poll is a fragment rerun (3-4 ms of server CPU; `bench lecture`).
+POLL_S = float(os.environ.get("TXVIZ_ROOM_POLL_S", "10.0"))
+TALLY_S = 2.0  # the lecturer's followers count and tally: one session, answers show within this
 CODE, KEY, SEAT = "_room_code", "_room_key", "_room_seat"
 FOLLOW, AT, NOTE, GO = "_room_follow", "_room_at", "_room_note", "_room_go_to"
 SWITCHING = "_room_switching"  # (page, when) of a switch this session started and has not yet arrived at
 SWITCH_S = 10.0  # after this long a switch that never arrived no longer counts
+SEEN_AT = "_room_seen_at"
+SEEN_S = 3.0  # a follower tells the store it is there at most this often (FOLLOWING_S counts it meanwhile)
 PARAMS = ("room", "key", "seat")  # the address keeps membership; copied view links leave them out
 ROOM_PAGE = "pages/21_Lecture_Room.py"
 
@@ -71,6 +78,7 @@ def start(lecture: str) -> str:
     else:
         code, key = store().create(chosen.title, chosen.name, shared(chosen.steps[0]), len(chosen.steps))
         store().set_question(code, key, question_ref(chosen, 0))
+        warm_from(chosen.name, 0)
     st.session_state.update({CODE: code, KEY: key, SEAT: None, FOLLOW: False, AT: None})
     st.session_state[projector.ON] = True  # the lecturer's screen is the projector's
     keep_in_address()
@@ -78,6 +86,7 @@ def start(lecture: str) -> str:
 
 
 def leave() -> None:
+    push.unfollow(code())
     for name in (CODE, KEY, SEAT, FOLLOW, AT, NOTE):
         st.session_state.pop(name, None)
     for name in PARAMS:
@@ -137,7 +146,22 @@ def move(state: RoomState, index: int) -> None:
     store().set_step(code(), st.session_state.get(KEY), index, shared(chosen.steps[index]))
     if chosen.steps[index].question:
         store().set_question(code(), st.session_state.get(KEY), question_ref(chosen, index))
+    announce()
+    warm_from(chosen.name, index)
     go_later(shared(chosen.steps[index]))
+
+
+def announce() -> None:
+    """The lecturer changed the room: its followers' bars rerun now, on every server."""
+    push.announce(code(), store())
+
+
+def warm_from(lecture: str, index: int) -> None:
+    """Compute the step's page and the next one's on this server ahead of the class (once per server:
+    the lecturer's move and the first follower on another replica both call it)."""
+    chosen = lectures().get(lecture)
+    if chosen:
+        warmup.warm([shared(step) for step in chosen.steps[index : index + 2]])
 
 
 def bring_here(page: str, title: str) -> None:
@@ -152,7 +176,16 @@ def bring_here(page: str, title: str) -> None:
     step = {"page": page, "settings": settings, "title": title}
     state = store().state(code())
     store().set_step(code(), st.session_state.get(KEY), state.index + 1, step)
+    announce()
     st.session_state[AT] = json.dumps(step, sort_keys=True)
+
+
+def mark_seen(code: str, seat: str) -> None:
+    """Tell the store this follower is here, at most every SEEN_S: most polls then only read."""
+    now = time.monotonic()
+    if now - st.session_state.get(SEEN_AT, -SEEN_S) >= SEEN_S:
+        store().seen(code, seat)
+        st.session_state[SEEN_AT] = now
 
 
 def switching_away(page_script: str) -> bool:

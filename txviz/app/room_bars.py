@@ -1,7 +1,8 @@
 """The room bar at the top of every page: the lecturer's controls, or a student's follow bar and answer box.
 
-Both live parts are fragments that rerun every room.POLL_S reading only the store, so waiting costs a
-store read, never the page's model work.
+Both live parts are fragments reading only the store, so waiting costs a store read, never the page's
+model work: a student's reruns when the lecturer changes the room (a push) and every room.POLL_S besides,
+the lecturer's every room.TALLY_S.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from txviz.app import asking, projector, room
 from txviz.app.room_lectures import lectures, question_of
 from txviz.lecture import figures
 from txviz.lecture.questions import Question, Truth, tally, truth_label
-from txviz.rooms import RoomError, StoreDown, UnknownRoom
+from txviz.rooms import RoomError, StoreDown, UnknownRoom, push
 from txviz.rooms.base import RoomState
 
 SENT = "_room_sent"  # question ids this student's answer went to the store for
@@ -59,6 +60,7 @@ def lecturer_bar(page_script: str, title: str, load: Load) -> None:
         asked = question_of(state.question)
         found = truth(asked, load) if asked else None
         state = room.store().reveal(room.code(), st.session_state.get(room.KEY), found.label if found else "")
+        room.announce()
     with st.container(border=True, key="room_lecturer_bar"):
         info, back, forward, act = st.columns([4, 1, 1, 1.3], vertical_alignment="center")
         info.markdown(f"**Room {room.code()}** · {_step_label(state)}")  # code and titles: our own text
@@ -104,9 +106,9 @@ def answers_of(code: str, qid: str) -> list:
     return [json.loads(a) for a in room.store().answers(code, qid).values()]
 
 
-@st.fragment(run_every=room.POLL_S)
+@st.fragment(run_every=room.TALLY_S)
 def _lecturer_live(load: Load) -> None:
-    """Followers and the tally, read from the store every POLL_S without rerunning the page."""
+    """Followers and the tally, read from the store every TALLY_S without rerunning the page."""
     try:
         state = room.store().state(room.code())
         followers = room.store().followers(room.code())
@@ -140,7 +142,8 @@ def _student_live(page_script: str, load: Load) -> None:
     code, seat = room.code(), st.session_state.get(room.SEAT) or ""
     try:
         state = room.store().state(code)
-        room.store().seen(code, seat)
+        room.mark_seen(code, seat)
+        push.follow(code, room.store())  # the lecturer's next change reruns this fragment at once
     except UnknownRoom as error:
         room.leave()
         st.info(f"{error} You have left the room.")
@@ -161,6 +164,7 @@ def _student_live(page_script: str, load: Load) -> None:
     ):
         following = st.session_state[room.FOLLOW] = False  # the student opened another page: wandering
     if following and step and st.session_state.get(room.AT) != at:
+        room.warm_from(state.lecture, state.index)  # on another replica the first follower warms it there
         room.go_to(step)  # the lecturer moved: open the step, its settings with it
     with st.container(border=True, key="room_student_bar"):
         info, control = st.columns([4, 1.4], vertical_alignment="center")

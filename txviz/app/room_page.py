@@ -146,6 +146,7 @@ def _asked(lecture, index: int) -> Asked:
 
 def _close() -> None:
     room.store().close(room.code(), st.session_state.get(room.KEY))
+    room.announce()  # the followers' bars learn the room is gone and leave it
     room.leave()
 
 

@@ -1,12 +1,16 @@
 """Lecture: a room of followers on one server, then on two replicas sharing Redis.
 
-Followers are headless Chromium contexts of one browser (real sessions: each runs the app's room bar
-fragment), and one more context is the lecturer. Measured: the time from the lecturer's "Next step" until
-every follower's bar shows the new step (each follower's time; steps whose model work is not yet cached
-included, and how many forward passes the server ran for the step), the server CPU that idle followers
-cost per second, and the time from "Reveal" to the tally on the lecturer's screen with every answer in.
-The baseline, measured in the same run, is the lecturer's own page: the time from "Next step" until the
-lecturer's page has finished, which includes the step's model work once.
+Followers are headless clients that speak Streamlit's own protocol over its websocket
+(`txviz/app/headless.py`, run as one process by `python -m txviz.app.followers`): each is a real session
+of the server, sends the frontend's rerun requests, re-triggers the room bar's `run_every` fragment (the
+safety-net poll) on its own timer and receives the fragment reruns the server pushes when the lecturer
+moves, so the server does exactly the work 30 browsers would make it do, without 30 Chromiums on the
+machine. The lecturer is one headless Chromium page. Measured: the time from the lecturer's "Next step"
+until every follower's delta stream carries the new step's label in its room bar, the forward passes the
+server ran meanwhile (the room warms the next step ahead, so a step arrived at should cost none), the
+server CPU that idle followers cost per second, and the time from "Reveal" to the tally on the
+lecturer's screen with every answer in. The baseline, in the same run on a fresh server, is the lecturer
+alone: the time from "Next step" until the lecturer's own page has finished.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
+from txviz.bench._lecture_class import IDLE_S, cpu_seconds, floor, followers_of, forwards, settled, visit
 from txviz.bench.load import CHROMIUM, CHROMIUM_FLAGS, IDLE, free_port, launch, server_env, stop_server
 from txviz.lecture.files import shipped_lectures
 
@@ -30,7 +35,6 @@ N = len(LECTURE.steps)
 STUDENT_BAR = ".st-key-room_student_bar"
 LECTURER_BAR = ".st-key-room_lecturer_bar"
 TIMEOUT_MS = 300_000
-IDLE_S = 10.0
 
 
 def start_counting_server(port: int, count_file: Path, log_path: Path) -> subprocess.Popen:
@@ -43,24 +47,6 @@ def start_counting_server(port: int, count_file: Path, log_path: Path) -> subpro
     env = server_env()
     env.pop("TXVIZ_REDIS_URL", None)  # one server: rooms in its memory
     return launch(command, port, log_path, env)
-
-
-def forwards(count_file: Path | None) -> int:
-    if count_file is None or not count_file.exists():
-        return 0
-    return len(count_file.read_text().splitlines())
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    import psutil
-
-    total = 0.0
-    for pid in pids:
-        process = psutil.Process(pid)
-        for p in [process, *process.children(recursive=True)]:
-            times = p.cpu_times()
-            total += times.user + times.system
-    return total
 
 
 async def _new_page(browser, base: str, replica: str | None):
@@ -79,65 +65,61 @@ async def room(
     browser, bases: list[str], followers: int, nexts: int, pids: list[int], count_file: Path | None
 ):
     """One room: the lecturer on bases[0], followers spread over ``bases``; returns the measurements."""
-    lecturer = await _new_page(browser, bases[0], "replica1" if len(bases) > 1 else None)
+    two = len(bases) > 1
+    lecturer = await _new_page(browser, bases[0], "replica1" if two else None)
     await lecturer.goto(f"{bases[0]}/Lecture_Room")
     await lecturer.wait_for_selector(IDLE, timeout=TIMEOUT_MS)
     await lecturer.get_by_role("button", name="Start a room").click()
     await lecturer.wait_for_selector('[data-testid="stImage"]', timeout=TIMEOUT_MS)
     code = parse_qs(urlparse(lecturer.url).query)["room"][0]
-
-    gate = asyncio.Semaphore(6)  # join a few at a time, as a class walks in
-
-    async def join(i: int):
-        base = bases[i % len(bases)]
-        async with gate:
-            page = await _new_page(browser, base, f"replica{i % len(bases) + 1}" if len(bases) > 1 else None)
-            await page.goto(
-                f"{base}/Lecture_Room?room={code}", wait_until="commit"
-            )  # the app switches page at once
-            await _bar_says(page, STUDENT_BAR, f"Step 1 of {N}")
-            return page
-
-    pages = await asyncio.gather(*(join(i) for i in range(followers)))
-    await _bar_says(lecturer, LECTURER_BAR, f"{followers} following")
-
-    question = LECTURE.steps[0].question
-
-    async def answer(i: int, page) -> None:
-        async with gate:
-            bar = page.locator(STUDENT_BAR)
-            await bar.get_by_text(question.options[i % len(question.options)], exact=True).click()
-            await bar.get_by_role("button", name="Lock in my answer").click()
-            await bar.get_by_text("Lock in my answer").wait_for(state="detached", timeout=TIMEOUT_MS)
-
-    await asyncio.gather(*(answer(i, p) for i, p in enumerate(pages)))
-    await _bar_says(lecturer, LECTURER_BAR, f"{followers} answers")
-    start = time.monotonic()
-    await lecturer.get_by_role("button", name="Reveal").click()
-    await lecturer.locator(f'{LECTURER_BAR} [data-testid="stPlotlyChart"]').first.wait_for(timeout=TIMEOUT_MS)
-    reveal_s = time.monotonic() - start
-
-    await asyncio.sleep(3)  # the reveal's last reruns settle
-    before = cpu_seconds(pids)
-    await asyncio.sleep(IDLE_S)
-    idle_share = (cpu_seconds(pids) - before) / IDLE_S
+    cookies = ["TXVIZ_REPLICA=replica1", "TXVIZ_REPLICA=replica2"] if two else []
+    crowd = await followers_of(bases[0], code, followers, cookies) if followers else None
+    reveal_s = idle_share = None
+    if crowd:
+        await _bar_says(lecturer, LECTURER_BAR, f"{followers} following")
+        await crowd.send("answer")
+        while crowd.answered < followers:
+            if crowd.process.returncode is not None:
+                raise RuntimeError("the followers' process ended before all answered")
+            await asyncio.sleep(0.1)
+        await _bar_says(lecturer, LECTURER_BAR, f"{followers} answers")
+        start = time.monotonic()
+        await lecturer.get_by_role("button", name="Reveal").click()
+        await lecturer.locator(f'{LECTURER_BAR} [data-testid="stPlotlyChart"]').first.wait_for(
+            timeout=TIMEOUT_MS
+        )
+        reveal_s = time.monotonic() - start
+        await asyncio.sleep(3)  # the reveal's last reruns settle
+        await settled(count_file)  # and the warm-up started with the room
+        before = cpu_seconds(pids)
+        await asyncio.sleep(IDLE_S)
+        idle_share = (cpu_seconds(pids) - before) / IDLE_S
 
     results = []
-    for k in range(2, 2 + nexts):
-        counted = forwards(count_file)
-        start = time.monotonic()
-
-        async def arrive(page, step: int = k, since: float = start) -> float:
-            await _bar_says(page, STUDENT_BAR, f"Step {step} of {N}")
-            return time.monotonic() - since
-
-        await lecturer.get_by_role("button", name="Next step").click()
-        lecturer_task = asyncio.ensure_future(_lecturer_done(lecturer, k, start))
-        times = await asyncio.gather(*(arrive(p) for p in pages))
-        lecturer_s = await lecturer_task
-        await asyncio.sleep(2)
-        results.append((k, LECTURE.steps[k - 1], times, lecturer_s, forwards(count_file) - counted))
-    return reveal_s, idle_share, results
+    try:
+        for k in range(2, 2 + nexts):
+            counted = await settled(count_file)  # the previous step's warm-up of this one is done
+            cpu_before = cpu_seconds(pids)
+            start = time.monotonic()
+            await lecturer.get_by_role("button", name="Next step").click()
+            lecturer_task = asyncio.ensure_future(_lecturer_done(lecturer, k, start))
+            times = await crowd.arrived(followers, f"Step {k} of {N}", start) if crowd else []
+            at_arrival = forwards(count_file) - counted
+            arrival_cpu = cpu_seconds(pids) - cpu_before  # the followers' page runs, the warm-up ahead
+            lecturer_s = await lecturer_task
+            ahead = await settled(count_file) - counted - at_arrival
+            results.append((k, LECTURE.steps[k - 1], times, lecturer_s, at_arrival, ahead, arrival_cpu))
+        probe = None
+        if count_file is not None:  # a late visitor of the step warmed ahead (the next one), nobody there yet
+            counted = await settled(count_file)
+            step = LECTURE.steps[1 + nexts]
+            await visit(bases[0], {"page": f"pages/{step.page}.py", "settings": step.values()})
+            probe = (2 + nexts, forwards(count_file) - counted)
+    finally:
+        if crowd:
+            await crowd.stop()
+    await lecturer.context.close()
+    return reveal_s, idle_share, results, probe
 
 
 async def _lecturer_done(page, step: int, start: float) -> float:
@@ -146,21 +128,27 @@ async def _lecturer_done(page, step: int, start: float) -> float:
     return time.monotonic() - start
 
 
-def report(
-    name: str, followers: int, reveal_s: float, idle_share: float, results, counted: bool
-) -> list[float]:
-    print(f"\n## {name}: {followers} followers")
+def report(name: str, followers: int, measured, counted: bool, alone: dict[int, float]) -> list[float]:
+    reveal_s, idle_share, results, probe = measured
+    print(f"\n## {name}: {followers} followers (headless protocol clients), the lecturer in Chromium")
     print(f"reveal to tally with {followers} answers = {reveal_s:.2f} s")
-    print(f"server CPU of {followers} idle followers = {100 * idle_share:.1f}% of one core")
+    print(
+        f"server CPU of {followers} idle followers (and the lecturer's page) = {100 * idle_share:.1f}% of one core"
+    )
     slowest = []
-    for k, step, times, lecturer_s, ran in results:
-        ran_text = f"{ran} forwards" if counted else "forwards not counted"
+    for k, step, times, lecturer_s, at_arrival, ahead, arrival_cpu in results:
+        ran = f"{at_arrival} forwards until all arrived, {ahead} more after (step {k + 1} warmed ahead)"
+        base = alone.get(k)
+        ratio = f", slowest/lecturer alone {max(times) / base:.2f}x" if base else ""
         print(
             f"next to step {k} ({step.page}, {step.title}): median {statistics.median(times):.2f} s, "
-            f"slowest {max(times):.2f} s, lecturer's own page {lecturer_s:.2f} s, "
-            f"ratio slowest/lecturer {max(times) / max(lecturer_s, 1e-9):.2f}x, {ran_text}"
+            f"slowest {max(times):.2f} s, lecturer's own page {lecturer_s:.2f} s{ratio}, "
+            + (ran if counted else "forwards not counted (replicas)")
+            + f"; server CPU until all arrived {arrival_cpu:.2f} s ({1000 * arrival_cpu / followers:.0f} ms a follower)"
         )
         slowest.append(max(times))
+    if probe:
+        print(f"a fresh visitor of step {probe[0]}, warmed ahead: {probe[1]} forwards")
     return slowest
 
 
@@ -171,32 +159,45 @@ async def main_async(args) -> int:
     from txviz.serving.replicas import cluster
 
     folder = Path(tempfile.mkdtemp(prefix="txviz-lecture-bench-"))
-    count_file = folder / "forwards.txt"
+    print(
+        f"load before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min), {os.cpu_count()} CPUs"
+    )
+    print(f"\n## the floor: {args.followers} sessions on a bare page, one fragment rerun every 2 s each")
+    for gc_after_run in (True, False):
+        share = await floor(folder, args.followers, gc_after_run)
+        print(f"runner.postScriptGC {str(gc_after_run).lower()}: {100 * share:.1f}% of one core, "
+              f"{1000 * share / (args.followers / 2.0):.1f} ms a fragment rerun")  # fmt: skip
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        port = free_port()
-        server = start_counting_server(port, count_file, folder / "server.log")
-        try:
-            reveal_s, idle, results = await room(
-                browser, [f"http://127.0.0.1:{port}"], args.followers, args.nexts, [server.pid], count_file
-            )
-        finally:
-            stop_server(server)
-        one = report("one server (rooms in memory)", args.followers, reveal_s, idle, results, True)
+        measured = {}
+        for followers in (0, args.followers):  # the baseline first: the lecturer alone, a fresh server
+            count_file = folder / f"forwards-{followers}.txt"
+            port = free_port()
+            server = start_counting_server(port, count_file, folder / f"server-{followers}.log")
+            try:
+                measured[followers] = await room(
+                    browser, [f"http://127.0.0.1:{port}"], followers, args.nexts, [server.pid], count_file
+                )
+            finally:
+                stop_server(server)
+        alone = {k: lecturer_s for k, _, _, lecturer_s, *_ in measured[0][2]}
+        print("\n## baseline: the lecturer alone (0 followers, a fresh server)")
+        for k, step, _, lecturer_s, at_arrival, ahead, _ in measured[0][2]:
+            print(f"next to step {k} ({step.page}): lecturer's own page {lecturer_s:.2f} s, "
+                  f"{at_arrival} forwards until done, {ahead} more after")  # fmt: skip
+        one = report("one server (rooms in memory)", args.followers, measured[args.followers], True, alone)
         if args.replicas and installed():
             with (
                 redis_server() as redis,
                 cluster(2, log_folder=folder / "replicas", redis_url=redis.url) as running,
             ):
                 pids = [p.pid for p in running.replicas.values()]
-                reveal_s, idle, results = await room(
-                    browser, [running.url], args.followers, args.nexts, pids, None
-                )
-            report("two replicas with Redis", args.followers, reveal_s, idle, results, False)
+                two = await room(browser, [running.url], args.followers, args.nexts, pids, None)
+            report("two replicas with Redis", args.followers, two, False, alone)
         elif args.replicas:
             print("\nreplicas skipped: redis-server is missing")
         await browser.close()
-    print(f"\nload average {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs; logs in {folder}")
+    print(f"\nload after: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min); logs in {folder}")
     print(f"slowest of {args.followers} followers after next = {statistics.median(one):.2f} s")
     return 0
 
@@ -206,7 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--followers", type=int, default=30)
     parser.add_argument("--nexts", type=int, default=3, help="lecturer's nexts timed (>= 3 for a median)")
     parser.add_argument("--no-replicas", dest="replicas", action="store_false")
+    parser.add_argument(
+        "--poll", type=float, default=None, help="the followers' poll in s (TXVIZ_ROOM_POLL_S)"
+    )
     args = parser.parse_args(argv)
+    if args.poll:
+        os.environ["TXVIZ_ROOM_POLL_S"] = str(args.poll)  # every server this run starts inherits it
     try:
         import playwright  # noqa: F401
     except ImportError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -34,6 +35,7 @@ def _browser_for_kaleido() -> None:
                 return
 
 
+@functools.cache  # per server: every figure of every session asks, and find_spec takes the import lock
 def image_export_problem() -> str:
     """Why PNG/SVG export cannot work here, or '' when it can."""
     import importlib.util

@@ -8,6 +8,7 @@ import re
 import secrets
 import unicodedata
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,7 @@ CODE_LENGTH = 6  # 31**6 = 887 million codes: a guessed code finds no room
 MAX_JOINS = 200  # students per room; a burst beyond it gets RoomFull
 MAX_NICKNAME = 24  # characters kept of a nickname
 IDLE_TTL_S = 4 * 3600  # a room nobody touched for this long is gone (and Redis expires its keys)
-FOLLOWING_S = 10.0  # a student polled within this many seconds counts as following
+FOLLOWING_S = 30.0  # a student polled within this many seconds counts as following (a poll is 10 s)
 MAX_ANSWER = 200  # characters kept of a typed answer
 
 
@@ -163,6 +164,15 @@ class RoomStore(ABC):
     @abstractmethod
     def close(self, code: str, token: Any) -> None:
         """End the room: its state is gone and its code unknown from now on."""
+
+    def announce(self, code: str) -> bool:
+        """Tell every server the room changed; False where the store is this process's alone (the caller
+        then pushes to its own followers)."""
+        return False
+
+    def listen(self, on_change: Callable[[str], object]) -> None:
+        """Call ``on_change(code)`` whenever another server announces a change (nothing to hear alone)."""
+        return None  # a store in this process's memory: every change is announced here already
 
     def tally(self, code: str, question_id: str) -> dict[str, int]:
         """How many students gave each answer, most frequent first."""

@@ -5,6 +5,7 @@ Keys (all expire IDLE_TTL_S after the lecturer's last change, and go at close):
   txviz:room:CODE:members    hash: seat -> nickname
   txviz:room:CODE:seen       sorted set: seat by the time it last polled
   txviz:room:CODE:answers:Q  hash: seat -> answer (HSETNX: a second answer is not counted)
+And one channel per room, txviz:push:CODE: the lecturer's changes, heard by every replica's subscriber.
 """
 
 from __future__ import annotations
@@ -37,6 +38,15 @@ from txviz.rooms.base import (
 )
 
 PREFIX = "txviz:room:"
+PUSH = "txviz:push:"  # a room's channel: PUBLISH on a lecturer's change
+# A member's poll in one round trip (EVALSHA): only a joined seat is counted as following.
+SEEN_SCRIPT = """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+  redis.call('EXPIRE', KEYS[2], ARGV[3])
+end
+return 0
+"""
 
 
 def _answering(method):
@@ -71,6 +81,7 @@ class RedisStore(RoomStore):
             decode_responses=True,
         )
         self._redis = redis.Redis(connection_pool=pool)
+        self._seen = self._redis.register_script(SEEN_SCRIPT)
 
     def _key(self, code: str, part: str = "") -> str:
         return f"{PREFIX}{clean_code(code) or '-'}{part}"
@@ -195,12 +206,8 @@ class RedisStore(RoomStore):
 
     @_answering
     def seen(self, code, seat):
-        if self._redis.hexists(self._key(code, ":members"), seat):
-            key = self._key(code, ":seen")
-            with self._redis.pipeline() as pipe:
-                pipe.zadd(key, {seat: time.time()})
-                pipe.expire(key, self._idle_s)
-                pipe.execute()
+        members, key = self._key(code, ":members"), self._key(code, ":seen")
+        self._seen(keys=[members, key], args=[seat, time.time(), self._idle_s])
 
     @_answering
     def followers(self, code):
@@ -211,3 +218,21 @@ class RedisStore(RoomStore):
     def close(self, code, token):
         self._lecturer(code, token)
         self._redis.delete(*self._keys(code))
+
+    @_answering
+    def announce(self, code):
+        self._redis.publish(f"{PUSH}{code}", "1")
+        return True
+
+    def listen(self, on_change):
+        """One subscriber thread for every room (a pattern): each message names the room that changed."""
+
+        def heard(message) -> None:
+            on_change(message["channel"].removeprefix(PUSH))
+
+        def dropped(error, pubsub, thread) -> None:
+            time.sleep(1.0)  # Redis away: try again in a second (redis-py resubscribes on reconnect)
+
+        pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+        pubsub.psubscribe(**{f"{PUSH}*": heard})
+        return pubsub.run_in_thread(sleep_time=1.0, daemon=True, exception_handler=dropped)

@@ -1,0 +1,185 @@
+"""Push: the registry of this server's followers, a push reaching a live session's fragment without its
+timer, the Redis channel between replicas, and the Streamlit internals a push leans on."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import sys
+import time
+
+import pytest
+
+from txviz.app.headless import Session
+from txviz.bench.load import free_port, launch, server_env, stop_server
+from txviz.rooms import open_store, push
+from txviz.rooms.redis_server import installed, redis_server
+
+RUNNING_FRAGMENT = push.running_fragment
+
+
+@pytest.fixture(autouse=True)
+def fresh_registry(monkeypatch):
+    monkeypatch.setattr(push, "_ROOMS", {})
+    monkeypatch.setattr(push, "_LISTENING", set())
+
+
+def _in_fragment(monkeypatch, session_id: str, fragment_id: str | None = "f1"):
+    here = (session_id, push.Seat(fragment_id, "p", "room=ABC")) if fragment_id else None
+    monkeypatch.setattr(push, "running_fragment", lambda: here)
+    monkeypatch.setattr(push, "this_session", lambda: session_id)
+
+
+def test_a_follower_registers_from_its_fragment_and_unregisters_when_it_leaves(monkeypatch):
+    _in_fragment(monkeypatch, "s1")
+    assert push.follow("ABC")
+    _in_fragment(monkeypatch, "s2")
+    assert push.follow("ABC")
+    assert push.following("ABC") == {
+        "s1": push.Seat("f1", "p", "room=ABC"),
+        "s2": push.Seat("f1", "p", "room=ABC"),
+    }
+    push.unfollow("ABC")  # s2, the session running now
+    assert list(push.following("ABC")) == ["s1"]
+    push.unfollow("ABC", "s1")
+    assert push.following("ABC") == {} and push._ROOMS == {}
+
+
+def test_outside_a_fragment_nothing_registers(monkeypatch):
+    _in_fragment(monkeypatch, "s1", fragment_id=None)
+    assert not push.follow("ABC")
+    monkeypatch.setattr(push, "running_fragment", RUNNING_FRAGMENT)
+    assert push.running_fragment() is None  # no session in this thread
+    assert not push.follow("ABC")
+    assert push.following("ABC") == {}
+
+
+def test_a_push_asks_every_follower_and_forgets_the_sessions_gone(monkeypatch):
+    for session in ("s1", "s2", "s3"):
+        _in_fragment(monkeypatch, session)
+        push.follow("ABC")
+    asked = []
+    answers = {"s1": True, "s2": False, "s3": None}  # s2's session is gone; s3 cannot be asked here
+
+    def rerun(session_id, seat):
+        asked.append(session_id)
+        return answers[session_id]
+
+    monkeypatch.setattr(push, "rerun_fragment", rerun)
+    assert push.push_here("ABC") == 1
+    assert sorted(asked) == ["s1", "s2", "s3"]
+    assert sorted(push.following("ABC")) == ["s1", "s3"]
+
+
+def test_without_a_running_server_a_push_does_nothing():
+    assert push.rerun_fragment("no-such-session", push.Seat("f", "p", "")) is None
+
+
+def test_a_memory_store_pushes_here_and_a_redis_store_that_fails_too(monkeypatch):
+    pushed = []
+    monkeypatch.setattr(push, "push_here", pushed.append)
+    push.announce("ABC", open_store(""))
+    from txviz.rooms.redis_server import free_port
+    from txviz.rooms.redis_store import RedisStore
+
+    push.announce("DEF", RedisStore(f"redis://127.0.0.1:{free_port()}/0"))  # nobody answers
+    assert pushed == ["ABC", "DEF"]
+
+
+def test_a_change_published_on_redis_reaches_every_replicas_subscriber(monkeypatch):
+    if not installed():
+        pytest.skip("redis-server is missing: apt-get install -y redis-server (make redis)")
+    heard: dict[str, list[str]] = {"a": [], "b": []}
+    with redis_server() as server:
+        replica_a, replica_b = open_store(server.url), open_store(server.url)
+        threads = [replica_a.listen(heard["a"].append), replica_b.listen(heard["b"].append)]
+        try:
+            time.sleep(0.3)  # the subscriptions are in place
+            monkeypatch.setattr(push, "push_here", lambda code: pytest.fail("published, so not pushed here"))
+            push.announce("ABC", replica_a)
+            end = time.monotonic() + 5
+            while time.monotonic() < end and not (heard["a"] and heard["b"]):
+                time.sleep(0.05)
+        finally:
+            for thread in threads:
+                thread.stop()
+    assert heard == {"a": ["ABC"], "b": ["ABC"]}
+
+
+def test_the_streamlit_internals_a_push_uses_are_there():
+    """If a Streamlit upgrade renames any of these, pushes silently stop (the poll still works): fail here."""
+    from streamlit.proto.ClientState_pb2 import ClientState
+    from streamlit.runtime import Runtime
+    from streamlit.runtime.app_session import AppSession
+    from streamlit.runtime.scriptrunner_utils.script_run_context import ScriptRunContext
+
+    assert callable(Runtime.exists) and callable(Runtime.instance) and callable(Runtime.get_app_session)
+    assert callable(AppSession.request_rerun) and callable(AppSession._call_soon_on_event_loop)
+    assert "self._client_state = ClientState()" in inspect.getsource(AppSession.__init__)
+    fields = set(ClientState.DESCRIPTOR.fields_by_name)
+    assert {"fragment_id", "page_script_hash", "query_string", "is_auto_rerun", "context_info"} <= fields
+    context = set(inspect.signature(ScriptRunContext).parameters) | set(dir(ScriptRunContext))
+    assert {"session_id", "page_script_hash", "query_string"} <= context
+    from streamlit.runtime.scriptrunner_utils.script_run_context import FragmentThreadState, ThreadState
+
+    assert callable(ThreadState.get) and "fragment_id" in inspect.signature(FragmentThreadState).parameters
+    from redis.client import PubSub
+
+    assert "exception_handler" in inspect.signature(PubSub.run_in_thread).parameters
+
+
+TINY = """
+import pathlib
+import threading
+import streamlit as st
+from txviz.rooms import push
+
+STEP = pathlib.Path(__file__).with_name("step.txt")
+st.markdown("a tiny page")
+
+
+@st.fragment(run_every=600)  # its timer never fires within the test
+def bar():
+    st.markdown(f"Step {STEP.read_text().strip()}")
+    push.follow("TINY")
+
+
+bar()
+if st.button("Move"):
+    STEP.write_text(str(int(STEP.read_text()) + 1))
+    threading.Thread(target=push.push_here, args=("TINY",)).start()  # from another thread, as Redis's
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny_app(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny_push")
+    (folder / "tiny.py").write_text(TINY)
+    (folder / "step.txt").write_text("1")
+    port = free_port()
+    command = [sys.executable, "-m", "streamlit", "run", str(folder / "tiny.py"), "--server.port", str(port),
+               "--server.address", "127.0.0.1", "--server.headless", "true",
+               "--browser.gatherUsageStats", "false"]  # fmt: skip
+    server = launch(command, port, folder / "server.log", server_env())
+    yield f"http://127.0.0.1:{port}"
+    stop_server(server)
+
+
+def test_a_push_from_another_thread_reruns_a_followers_fragment_without_its_timer(tiny_app):
+    async def watch() -> None:
+        follower = await Session(tiny_app, "tiny").open()
+        mover = await Session(tiny_app, "tiny").open()
+        try:
+            await follower.wait_for(lambda text: text == "Step 1", timeout=60)
+            await mover.wait_for(lambda text: text == "Step 1", timeout=60)
+            await mover.finished(60)  # its button is known
+            await asyncio.sleep(0.3)  # the follower's run has finished: only a push can bring Step 2 now
+            runs = follower.runs_done
+            await mover.click("Move")
+            await follower.wait_for(lambda text: text == "Step 2", timeout=10)
+            assert follower.runs_done == runs  # a fragment rerun, not the page's
+        finally:
+            await follower.close()
+            await mover.close()
+
+    asyncio.run(watch())

@@ -1,0 +1,84 @@
+"""A room's steps computed ahead of time: a headless session opens a step's page on this very server, so
+every ``ui.cached`` result of the page is filled before the class arrives.
+
+Why a real session over the app's own websocket, and not a per-page ``warm(settings)`` hook or AppTest:
+the page itself decides what it computes (no second list of cached calls to keep in step with each page),
+the run goes through Streamlit's runtime like a browser's (AppTest replaces the runtime and patches
+global config, so it cannot run inside a live server), and the results land in the same caches every
+follower reads. It costs one short-lived session per step, in a background thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from txviz.app.headless import Session, address_name
+
+WARM_AGAIN_S = 600.0  # a step warmed this recently is not warmed again (its cache entries are still there)
+RUN_TIMEOUT_S = 600.0  # a page's first run may load a model
+_LOCK = threading.Lock()
+_WARMED: dict[str, float] = {}  # a step (JSON) -> when its warm-up began, for the whole server
+
+
+def own_address() -> str:
+    """This server's own address (the port and base path it serves on), as seen from inside."""
+    host = st.get_option("server.address") or "127.0.0.1"
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    base = (st.get_option("server.baseUrlPath") or "").strip("/")
+    return f"http://{host}:{st.get_option('server.port')}" + (f"/{base}" if base else "")
+
+
+def step_query(step: dict) -> str:
+    """The query string a follower's page switch gives the step's page: its settings, JSON-encoded."""
+    return urlencode({name: json.dumps(value) for name, value in (step.get("settings") or {}).items()})
+
+
+def warm(steps: list[dict], base: str | None = None) -> threading.Thread | None:
+    """Open each step's page (with its settings) headlessly on this server, one after the other, in a
+    background thread; a step warmed within WARM_AGAIN_S is skipped. Returns the thread, if one started."""
+    if base is None and not st.context.url:
+        return None  # no browser address: an AppTest, with no server of its own to open pages on
+    now = time.monotonic()
+    with _LOCK:
+        fresh = []
+        for step in steps:
+            name = json.dumps(step, sort_keys=True)
+            if step.get("page") and now - _WARMED.get(name, -WARM_AGAIN_S) >= WARM_AGAIN_S:
+                _WARMED[name] = now
+                fresh.append(step)
+    if not fresh:
+        return None
+    address = base or own_address()
+    thread = threading.Thread(target=_run, args=(address, fresh), name="txviz-room-warmup", daemon=True)
+    thread.start()
+    return thread
+
+
+def _run(base: str, steps: list[dict]) -> None:
+    for step in steps:
+        try:
+            asyncio.run(open_once(base, step["page"], step_query(step)))
+        except Exception:  # a warm-up that fails costs the class nothing: the first arrival computes it
+            with _LOCK:
+                _WARMED.pop(json.dumps(step, sort_keys=True), None)
+
+
+async def open_once(base: str, page_script: str, query: str, timeout: float = RUN_TIMEOUT_S) -> None:
+    """One full run of the page, then the session closes."""
+    session = Session(base, address_name(page_script), query)
+    await session.open()
+    try:
+        end = time.monotonic() + timeout
+        while session.runs_done < 1:
+            if time.monotonic() > end:
+                raise TimeoutError(f"{page_script} did not finish its first run")
+            await asyncio.sleep(0.05)
+    finally:
+        await session.close()
