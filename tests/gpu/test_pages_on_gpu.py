@@ -13,7 +13,23 @@ from topic_calls import loaded_model
 from txviz import models
 
 PAGE_MODELS = ("minilm", "smollm2", "date-bart", "digits-vit", "digits-imagegpt")  # what pages open with
-OPEN_WITH_A_MODEL = {2, 6, 7, 8, 9, 10, 11, 12, 15, 16, 17, 18, 19, 23, 24}  # page numbers; the others on a tab
+OPEN_WITH_A_MODEL = {
+    2,
+    6,
+    7,
+    8,
+    9,
+    10,
+    11,
+    12,
+    15,
+    16,
+    17,
+    18,
+    19,
+    23,
+    24,
+}  # page numbers; the others on a tab
 PAGES = sorted((ROOT / "pages").glob("*.py"), key=lambda p: int(p.name.split("_")[0]))
 
 

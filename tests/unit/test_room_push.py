@@ -10,9 +10,10 @@ import time
 
 import pytest
 
+from txviz.app import push
 from txviz.app.headless import Session
 from txviz.bench.load import free_port, launch, server_env, stop_server
-from txviz.rooms import open_store, push
+from txviz.rooms import open_store
 from txviz.rooms.redis_server import installed, redis_server
 
 RUNNING_FRAGMENT = push.running_fragment
@@ -132,7 +133,7 @@ TINY = """
 import pathlib
 import threading
 import streamlit as st
-from txviz.rooms import push
+from txviz.app import push
 
 STEP = pathlib.Path(__file__).with_name("step.txt")
 st.markdown("a tiny page")

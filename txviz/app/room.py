@@ -3,7 +3,7 @@ and following the lecturer's step.
 
 Membership lives in the session and in the address (``room=CODE``, the lecturer's ``key=TOKEN``, a
 student's ``seat``), so a reload rejoins. A student's bar is a fragment that reads only the store: the
-lecturer's change pushes it to rerun at once (txviz.rooms.push), and it polls every POLL_S as a safety net.
+lecturer's change pushes it to rerun at once (txviz.app.push), and it polls every POLL_S as a safety net.
 An idle follower never reruns its page, so it never repeats the page's model work.
 """
 
@@ -15,9 +15,9 @@ import time
 
 import streamlit as st
 
-from txviz.app import links, projector, warmup
+from txviz.app import links, projector, push, warmup
 from txviz.app.room_lectures import lectures, page_settings, question_ref, shared
-from txviz.rooms import NotLecturer, RoomStore, clean_code, open_store, push
+from txviz.rooms import NotLecturer, RoomStore, clean_code, open_store
 from txviz.rooms.base import RoomState
 
 # A follower's fragment reruns when the lecturer moves (a push), and reads the store this often besides,

@@ -12,11 +12,11 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from txviz.app import asking, projector, room
+from txviz.app import asking, projector, push, room
 from txviz.app.room_lectures import lectures, question_of
 from txviz.lecture import figures
 from txviz.lecture.questions import Question, Truth, tally, truth_label
-from txviz.rooms import RoomError, StoreDown, UnknownRoom, push
+from txviz.rooms import RoomError, StoreDown, UnknownRoom
 from txviz.rooms.base import RoomState
 
 SENT = "_room_sent"  # question ids this student's answer went to the store for
