@@ -184,3 +184,34 @@ def test_a_push_from_another_thread_reruns_a_followers_fragment_without_its_time
             await mover.close()
 
     asyncio.run(watch())
+
+
+def test_a_push_reruns_with_the_widgets_last_values_and_no_click_again(monkeypatch):
+    from streamlit.proto.ClientState_pb2 import ClientState
+    from streamlit.runtime import Runtime
+
+    last = ClientState(fragment_id="old", page_script_hash="p")
+    last.widget_states.widgets.add(id="answer", string_value="Paris")  # the student's choice
+    last.widget_states.widgets.add(id="lock", trigger_value=True)  # the click that sent it
+    asked = []
+
+    class Session:
+        _client_state = last
+
+        def request_rerun(self, state):
+            asked.append(state)
+
+        def _call_soon_on_event_loop(self, callback):
+            callback()
+
+    class Live:
+        def get_app_session(self, session_id):
+            return Session() if session_id == "s1" else None
+
+    monkeypatch.setattr(Runtime, "exists", staticmethod(lambda: True))
+    monkeypatch.setattr(Runtime, "instance", staticmethod(lambda: Live()))
+    assert push.rerun_fragment("s1", push.Seat("bar", "p", "room=ABC")) is True
+    assert push.rerun_fragment("gone", push.Seat("bar", "p", "room=ABC")) is False
+    (state,) = asked
+    assert state.fragment_id == "bar" and state.query_string == "room=ABC"
+    assert {w.id: w.WhichOneof("value") for w in state.widget_states.widgets} == {"answer": "string_value"}

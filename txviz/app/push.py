@@ -27,6 +27,7 @@ class Seat(NamedTuple):
     query_string: str
 
 
+ONE_SHOT = ("trigger_value", "string_trigger_value", "json_trigger_value", "chat_input_value")
 _LOCK = threading.Lock()
 _ROOMS: dict[str, dict[str, Seat]] = {}  # room code -> {session id: its bar fragment}
 _LISTENING: set[int] = set()  # ids of the stores this process listens to
@@ -149,9 +150,14 @@ def rerun_fragment(session_id: str, seat: Seat) -> bool | None:
             query_string=seat.query_string,
             is_auto_rerun=True,  # a fragment gone by then (the page switched) is dropped quietly
         )
-        last = session._client_state  # the browser context of its last run (st.context.url)
+        last = session._client_state  # the browser's last request: its context (st.context.url) and widgets
         if last.HasField("context_info"):
             state.context_info.CopyFrom(last.context_info)
+        # The widgets' last values, so a push that coalesces with a run the browser has just asked for
+        # keeps what the student chose; one-shot triggers (a click) are left out, or it would fire again.
+        state.widget_states.widgets.extend(
+            w for w in last.widget_states.widgets if w.WhichOneof("value") not in ONE_SHOT
+        )
         session._call_soon_on_event_loop(functools.partial(session.request_rerun, state))
         return True
     except Exception:
