@@ -8,6 +8,26 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
 from txviz.core.capture import use_capture
 
+# Words of the tiny word-level tokenizers' texts (one token each)
+WORDS = [
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "a",
+    "mat",
+    "while",
+    "dogs",
+    "ran",
+    "past",
+    "old",
+    "red",
+    "barns",
+    "near",
+    "quiet",
+    "rivers",
+]
+
 VOCAB = 100
 
 # family -> (model class, config class, sizes): two layers, a few heads, 16 or 32 wide.

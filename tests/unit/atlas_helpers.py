@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from tiny_models import tiny_model, word_tokenizer
+from tiny_models import WORDS, tiny_model, word_tokenizer
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
@@ -18,24 +18,6 @@ from txviz.heads import detectors as det
 from txviz.models import LoadedModel
 from txviz.whyattend.linear import matrix
 
-WORDS = [
-    "the",
-    "cat",
-    "sat",
-    "on",
-    "a",
-    "mat",
-    "while",
-    "dogs",
-    "ran",
-    "past",
-    "old",
-    "red",
-    "barns",
-    "near",
-    "quiet",
-    "rivers",
-]
 SMALL = Settings(window=24, batch=3, top_k=5, deciles=4, per_decile=2, sink=1, seed=3)
 
 

@@ -5,12 +5,11 @@ button's callback."""
 from __future__ import annotations
 
 import asyncio
-import sys
 
 import pytest
+from tiny_apps import served
 
 from txviz.app.headless import Session, address_name
-from txviz.bench.load import free_port, launch, server_env, stop_server
 
 TINY = """
 import pathlib
@@ -34,15 +33,9 @@ bar()
 @pytest.fixture(scope="module")
 def tiny_app(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tiny")
-    (folder / "tiny.py").write_text(TINY)
     (folder / "step.txt").write_text("1")
-    port = free_port()
-    command = [sys.executable, "-m", "streamlit", "run", str(folder / "tiny.py"), "--server.port", str(port),
-               "--server.address", "127.0.0.1", "--server.headless", "true",
-               "--browser.gatherUsageStats", "false"]  # fmt: skip
-    server = launch(command, port, folder / "server.log", server_env())
-    yield f"http://127.0.0.1:{port}", folder / "step.txt"
-    stop_server(server)
+    with served(folder, TINY) as base:
+        yield base, folder / "step.txt"
 
 
 def test_a_headless_session_sees_a_step_change_through_its_own_fragment_timer(tiny_app):

@@ -7,7 +7,7 @@ import weakref
 import numpy as np
 import pytest
 import torch
-from tiny_models import tiny_model
+from tiny_models import WORDS, tiny_model
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import PreTrainedTokenizerFast
@@ -17,24 +17,6 @@ from txviz.core.tracing import trace_text
 from txviz.longdoc import drill, overview, spans, views
 from txviz.models import LoadedModel
 
-WORDS = [
-    "the",
-    "cat",
-    "sat",
-    "on",
-    "a",
-    "mat",
-    "while",
-    "dogs",
-    "ran",
-    "past",
-    "old",
-    "red",
-    "barns",
-    "near",
-    "quiet",
-    "rivers",
-]
 RNG = np.random.default_rng(0)
 
 

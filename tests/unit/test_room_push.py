@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import sys
 import time
 
 import pytest
+from tiny_apps import served
 
 from txviz.app import push
 from txviz.app.headless import Session
-from txviz.bench.load import free_port, launch, server_env, stop_server
 from txviz.rooms import open_store
 from txviz.rooms.redis_server import installed, redis_server
 
@@ -155,15 +154,9 @@ if st.button("Move"):
 @pytest.fixture(scope="module")
 def tiny_app(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tiny_push")
-    (folder / "tiny.py").write_text(TINY)
     (folder / "step.txt").write_text("1")
-    port = free_port()
-    command = [sys.executable, "-m", "streamlit", "run", str(folder / "tiny.py"), "--server.port", str(port),
-               "--server.address", "127.0.0.1", "--server.headless", "true",
-               "--browser.gatherUsageStats", "false"]  # fmt: skip
-    server = launch(command, port, folder / "server.log", server_env())
-    yield f"http://127.0.0.1:{port}"
-    stop_server(server)
+    with served(folder, TINY) as base:
+        yield base
 
 
 def test_a_push_from_another_thread_reruns_a_followers_fragment_without_its_timer(tiny_app):
