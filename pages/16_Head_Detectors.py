@@ -1,13 +1,10 @@
 """Head detectors: score every head for previous-token, sink, induction and more; attention against
 attribution; two models side by side."""
 
-import json
-
 import numpy as np
 import streamlit as st
 
-from txviz.app import navigation, teaching, ui, widgets
-from txviz.core import paths
+from txviz.app import teaching, ui, widgets
 from txviz.figures import grids
 from txviz.figures.attention import attention_heatmap
 from txviz.heads import attribution, compare, corpus, figures, runs
@@ -84,14 +81,7 @@ def explorer_link(result: runs.HeadScores, detector: str, layer: int, head: int)
     """A link to the Attention Explorer on this head and the text where it scored highest."""
     index = int(result.best_text[detector][layer, head])
     text = result.texts[max(index, 0)]
-    st.page_link(
-        navigation.feature_page(paths.PAGES / "2_Attention_Explorer.py"),
-        label=f"Open layer {layer}, head {head} in the Attention Explorer",
-        icon=":material/open_in_new:",
-        query_params={
-            k: json.dumps(v) for k, v in dict(model=name, text=text, layer=layer, head=head).items()
-        },
-    )
+    widgets.explorer_head_link(name, text, layer, head)
     if loaded.kind == "decoder":  # ablation reads next-token logits: decoders only
         widgets.ablate_head_link(name, text, layer, head, "this text")
     widgets.why_attend_link(name, text, layer, head)

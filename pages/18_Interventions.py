@@ -1,11 +1,8 @@
 """Interventions: ablate, patch and steer heads, MLPs and the residual stream, and see which parts matter."""
 
-import json
-
 import streamlit as st
 
-from txviz.app import navigation, teaching, ui, widgets
-from txviz.core import paths
+from txviz.app import teaching, ui, widgets
 from txviz.figures import grids
 from txviz.interventions import ablation, export, metrics, patching, runs, steering
 from txviz.interventions import figures as figs
@@ -329,14 +326,7 @@ if patch_tab.open:
                 columns=(pick_layer, pick_head),
                 labels=("Open layer", "head"),
             )
-            st.page_link(
-                navigation.feature_page(paths.PAGES / "2_Attention_Explorer.py"),
-                label=f"Open layer {layer}, head {head} in the Attention Explorer",
-                icon=":material/open_in_new:",
-                query_params={
-                    k: json.dumps(v) for k, v in dict(model=name, text=clean, layer=layer, head=head).items()
-                },
-            )
+            widgets.explorer_head_link(name, clean, layer, head)
             script_download(
                 export.patching_script(name, device, clean, corrupt, result.metric, answer, wrong), "patching"
             )

@@ -3,14 +3,11 @@ context's one-click links into the Explorer, Why Attend and Interventions."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import streamlit as st
 
-from txviz.app import navigation, ui, widgets
+from txviz.app import ui, widgets
 from txviz.atlas import circuits, opening
-from txviz.core import paths
 from txviz.core.errors import UserError
 from txviz.figures import grids
 
@@ -72,13 +69,8 @@ def summary(loaded, layer: int, head: int) -> None:
 def links(loaded, name: str, ids: list[int], layer: int, head: int, query: int, key: int) -> None:
     """One click to the Explorer, Why Attend and Interventions on this head and this context."""
     text = loaded.tokenizer.decode(ids, skip_special_tokens=True)
-    st.page_link(
-        navigation.feature_page(paths.PAGES / "2_Attention_Explorer.py"),
-        label=f"Open this context in the Attention Explorer at layer {layer}, head {head}",
-        icon=":material/open_in_new:",
-        query_params={
-            k: json.dumps(v) for k, v in dict(model=name, text=text, layer=layer, head=head).items()
-        },
+    widgets.explorer_head_link(
+        name, text, layer, head, f"Open this context in the Attention Explorer at layer {layer}, head {head}"
     )
     where = opening.positions_in(loaded, ids, text)
     picks = {}

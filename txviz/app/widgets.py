@@ -179,30 +179,32 @@ def corpus_input(
     return texts
 
 
+def page_link_to(script: str, label: str, icon: str, **settings) -> None:
+    """A link that opens pages/``script`` with ``settings`` as its link values (JSON, as links.py reads them)."""
+    st.page_link(
+        navigation.feature_page(paths.PAGES / script),
+        label=label,
+        icon=icon,
+        query_params={k: json.dumps(v) for k, v in settings.items()},
+    )
+
+
+def explorer_head_link(name: str, text: str, layer: int, head: int, label: str = "") -> None:
+    """A link that opens the Attention Explorer on ``text`` at this layer and head."""
+    label = label or f"Open layer {layer}, head {head} in the Attention Explorer"
+    page_link_to("2_Attention_Explorer.py", label, ":material/open_in_new:",
+                 model=name, text=text, layer=layer, head=head)  # fmt: skip
+
+
 def ablate_head_link(name: str, text: str, layer: int, head: int, on: str) -> None:
     """A link that opens Interventions with this head ablated on ``text`` (its metric reads next-token logits)."""
-    st.page_link(
-        navigation.feature_page(paths.PAGES / "18_Interventions.py"),
-        label=f"Test this head: ablate layer {layer}, head {head} on {on}",
-        icon=":material/content_cut:",
-        query_params={
-            k: json.dumps(v)
-            for k, v in dict(
-                model=name, text=text, target="head", iv_layer=layer, iv_head=head,
-                metric="log_probability", answer="",
-            ).items()
-        },
-    )  # fmt: skip
+    page_link_to("18_Interventions.py", f"Test this head: ablate layer {layer}, head {head} on {on}",
+                 ":material/content_cut:", model=name, text=text, target="head", iv_layer=layer, iv_head=head,
+                 metric="log_probability", answer="")  # fmt: skip
 
 
 def why_attend_link(name: str, text: str, layer: int, head: int, **picks: int | str) -> None:
     """A link that opens Why Attend on this head and text (``picks``: why_query, why_key, why_mode...)."""
-    st.page_link(
-        navigation.feature_page(paths.PAGES / "23_Why_Attend.py"),
-        label=f"Why does layer {layer}, head {head} attend where it does? Split its scores",
-        icon=":material/join_inner:",
-        query_params={
-            k: json.dumps(v)
-            for k, v in dict(model=name, why_text=text, why_layer=layer, why_head=head, **picks).items()
-        },
-    )
+    page_link_to("23_Why_Attend.py", f"Why does layer {layer}, head {head} attend where it does? Split its scores",
+                 ":material/join_inner:", model=name, why_text=text, why_layer=layer, why_head=head,
+                 **picks)  # fmt: skip
