@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from txviz.bench.load import free_port, launch, server_env, stop_server
 
@@ -23,3 +26,10 @@ def served(folder: Path, script: str) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         stop_server(server)
+
+
+def run_async(coroutine) -> Any:
+    """Run a coroutine to its end in a thread of its own: the browser tests' Playwright keeps an event
+    loop running in the main thread for the whole session, where asyncio.run refuses to start."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()

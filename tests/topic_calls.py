@@ -70,7 +70,8 @@ def _atlas(loaded):
 
     corpus = of_text("two passages", TEXT + " Later, a second and different passage follows it here.")
     built = build(loaded, corpus, Settings(window=16, top_k=4))
-    return {"scores": built.scores, "contexts": built.contexts, "tokens": built.tokens}
+    top = {c: (x.window, x.query, x.key, x.value) for c, x in built.contexts.items()}  # the bands are a
+    return {"scores": built.scores, "top": top, "tokens": built.tokens}  # draw: unit tests check them
 
 
 def _query_key_space(loaded):

@@ -4,10 +4,8 @@ button's callback."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
-from tiny_apps import served
+from tiny_apps import run_async, served
 
 from txviz.app.headless import Session, address_name
 
@@ -54,7 +52,7 @@ def test_a_headless_session_sees_a_step_change_through_its_own_fragment_timer(ti
         finally:
             await session.close()
 
-    asyncio.run(follow())
+    run_async(follow())
 
 
 def test_a_headless_click_runs_the_buttons_callback_in_its_fragment(tiny_app):
@@ -70,7 +68,7 @@ def test_a_headless_click_runs_the_buttons_callback_in_its_fragment(tiny_app):
         finally:
             await session.close()
 
-    asyncio.run(press())
+    run_async(press())
     assert step.read_text() == "6"
 
 

@@ -8,7 +8,7 @@ import inspect
 import time
 
 import pytest
-from tiny_apps import served
+from tiny_apps import run_async, served
 
 from txviz.app import push
 from txviz.app.headless import Session
@@ -176,7 +176,7 @@ def test_a_push_from_another_thread_reruns_a_followers_fragment_without_its_time
             await follower.close()
             await mover.close()
 
-    asyncio.run(watch())
+    run_async(watch())
 
 
 def test_a_push_reruns_with_the_widgets_last_values_and_no_click_again(monkeypatch):

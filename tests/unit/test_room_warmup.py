@@ -8,6 +8,7 @@ import os
 import sys
 
 import pytest
+from tiny_apps import run_async
 
 from txviz.app import warmup
 from txviz.app.headless import Session
@@ -56,7 +57,6 @@ def runs(count) -> int:
 
 
 def visit(base: str, n: int) -> None:
-    import asyncio
 
     async def go() -> None:
         session = await Session(base, "warmpage", f"n={n}").open()
@@ -65,7 +65,7 @@ def visit(base: str, n: int) -> None:
         finally:
             await session.close()
 
-    asyncio.run(go())
+    run_async(go())
 
 
 def test_a_warmed_step_costs_the_next_session_no_work(app):

@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 
 from txviz.atlas.atlas import Atlas, Metric
 from txviz.figures.axes import PAGE_WIDTH, margin, plot_length, token_axis
-from txviz.figures.colors import scale_name
+from txviz.figures.colors import scale
 from txviz.figures.text import plain
 
 PICKED = "#d62728"
@@ -29,7 +29,7 @@ def scatter(atlas: Atlas, x: Metric, y: Metric, picked: tuple[int, int] | None, 
     figure = go.Figure(
         go.Scatter(
             x=xs, y=ys, mode="markers", customdata=np.stack([layer, head], 1),
-            marker=dict(color=layer, colorscale=scale_name("sequential", presenting), size=9,
+            marker=dict(color=layer, colorscale=scale("sequential", presenting), size=9,
                         colorbar=dict(title="layer")),
             hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<br>%{x:.3f}, %{y:.3f}<extra></extra>",
             name="heads",
