@@ -2,6 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import navigation
+from txviz.app import fragment_pages, navigation
 
+fragment_pages.install()  # a fragment rerun asked for on a page the session has left runs where it is
 st.navigation(navigation.all_pages(), expanded=True).run()  # every page listed, no "View more"

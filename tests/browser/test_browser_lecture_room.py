@@ -26,6 +26,9 @@ QUESTION = LECTURE.steps[0].question  # step 1 asks a choice; step 2 is another 
 N = len(LECTURE.steps)
 STUDENT_BAR = ".st-key-room_student_bar"
 LECTURER_BAR = ".st-key-room_lecturer_bar"
+# The frontend's own failure: a delta it cannot place (it then drops its connection for good).
+FRONTEND_FAILURES = ("Bad delta path",)
+FAILED: dict = {}  # a page -> the frontend failures its console printed
 
 
 def context_page(browser, base: str | None = None, replica: str | None = None):
@@ -33,7 +36,12 @@ def context_page(browser, base: str | None = None, replica: str | None = None):
     context.set_default_timeout(WAIT_MS)
     if replica:  # pin the session to one replica, as the balancer's cookie does
         context.add_cookies([{"name": "TXVIZ_REPLICA", "value": replica, "url": base}])
-    return context, context.new_page()
+    page = context.new_page()
+    failed = FAILED.setdefault(page, [])
+    page.on(
+        "console", lambda m: failed.append(m.text) if any(f in m.text for f in FRONTEND_FAILURES) else None
+    )
+    return context, page
 
 
 def start_room(page, base: str) -> str:
@@ -115,6 +123,7 @@ def test_a_lecturer_leads_two_students_on_one_server(app_server, _browser):
         bar_says(lecturer, f"Step 2 of {N}", LECTURER_BAR)
         for page in (lecturer, ann, bob, forger):
             assert page.locator('[data-testid="stException"]').count() == 0
+            assert FAILED[page] == []
     except Exception:
         for i, context in enumerate(contexts):  # what each browser showed, for the failure's reader
             screenshot(context.pages[0], f"room-failed-{i}")
@@ -170,6 +179,7 @@ def test_a_room_spans_two_replicas_through_redis(_browser, monkeypatch):
             student.get_by_text("is not answering").first.wait_for(timeout=WAIT_MS)
             for page in (lecturer, student):
                 assert page.locator('[data-testid="stException"]').count() == 0
+                assert FAILED[page] == []
         finally:
             for context in contexts:
                 context.close()

@@ -1,0 +1,116 @@
+"""A fragment rerun asked for with a page the session has left runs on the page it is on: the rule, and a
+live server where a stale request (a timer that fired during a page switch) would otherwise tell the
+browser to empty its page."""
+
+from __future__ import annotations
+
+import asyncio
+
+from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
+from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
+from tiny_apps import run_async, served
+
+from txviz.app import fragment_pages
+from txviz.app.headless import Session
+
+
+def test_a_fragment_rerun_for_a_page_left_moves_to_the_current_page():
+    stale = RerunData(query_string="room=A", page_script_hash="old", fragment_id_queue=["f"], page_name="x")
+    moved = fragment_pages.on_current_page(stale, "new", "seat=1")
+    assert (moved.page_script_hash, moved.page_name, moved.query_string) == ("new", "", "seat=1")
+    assert moved.fragment_id_queue == ["f"]
+
+
+def test_full_runs_and_fragments_on_their_own_page_are_left_alone():
+    page_switch = RerunData(page_script_hash="other")  # a full run may change the page
+    here = RerunData(page_script_hash="new", fragment_id_queue=["f"])
+    first = RerunData(page_script_hash="old", fragment_id_queue=["f"])
+    assert fragment_pages.on_current_page(page_switch, "new", "") is page_switch
+    assert fragment_pages.on_current_page(here, "new", "") is here
+    assert fragment_pages.on_current_page(first, "", "") is first  # no run yet: nothing to compare
+
+
+def test_install_wraps_streamlits_run_once():
+    """If a Streamlit upgrade renames what it wraps, the guard silently stops: fail here."""
+    assert fragment_pages.install() and fragment_pages.install()
+    assert getattr(ScriptRunner._run_script, fragment_pages._MARK)
+    assert ScriptRunner._run_script.__wrapped__.__name__ == "_run_script"
+
+
+APP = """
+import streamlit as st
+{guard}
+
+
+@st.fragment(run_every=600)
+def live(name):
+    st.markdown(f"live on {{name}}")
+
+
+def main():
+    st.markdown("main")
+    live("main")
+    if st.button("Next"):
+        st.switch_page(OTHER)
+
+
+def other():
+    st.markdown("other")
+    live("other")
+
+
+OTHER = st.Page(other, url_path="other")
+st.navigation([st.Page(main, url_path="main", default=True), OTHER]).run()
+"""
+GUARD = "from txviz.app import fragment_pages\nfragment_pages.install()"
+
+
+class Watched(Session):
+    """A headless session that keeps the page of every run's new_session message."""
+
+    def __init__(self, base: str):
+        super().__init__(base)
+        self.pages_said: list[str] = []
+
+    def _take(self, msg) -> None:
+        if msg.WhichOneof("type") == "new_session":
+            self.pages_said.append(msg.new_session.page_script_hash)
+        super()._take(msg)
+
+
+async def _stale_fragment_rerun(base: str) -> tuple[str, str, str]:
+    """(first page, page switched to, page the stale fragment run announced)."""
+    session = await Watched(base).open()
+    try:
+        await session.finished()
+        first, fragment = session.page_hash, session.fragments[0]
+        await session.click("Next")  # the page switches, as a lecturer's "Next step" does
+        await session.finished()
+        await session.wait_for(lambda text: text == "live on other")
+        switched = session.page_hash
+        session.page_hash = first  # the timer's request still names the page it was started on
+        await session.rerun(fragment, auto=True)
+        await session.finished()
+        await asyncio.sleep(0.2)
+        return first, switched, session.pages_said[-1]
+    finally:
+        await session.close()
+
+
+def _serve(tmp_path, guard: str):
+    return served(tmp_path, APP.format(guard=guard))
+
+
+def test_a_stale_fragment_request_runs_on_the_page_the_session_is_on(tmp_path):
+    with _serve(tmp_path, GUARD) as base:
+        first, switched, announced = run_async(_stale_fragment_rerun(base))
+    assert first != switched
+    assert announced == switched  # the browser keeps its page
+
+
+def test_without_the_guard_streamlit_announces_the_page_left(tmp_path):
+    """What the guard is for: the browser is told to go back to the page it left (and empties it). If a
+    Streamlit upgrade fixes this, this test fails and the guard can go."""
+    with _serve(tmp_path, "") as base:
+        first, switched, announced = run_async(_stale_fragment_rerun(base))
+    assert announced == first != switched
