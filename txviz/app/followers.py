@@ -41,8 +41,9 @@ class Follower:
             say(i=self.i, bar=body, t=time.monotonic())
 
     async def answer(self) -> None:
-        """Pick option i mod n of the choice question, then lock it in, as a student's clicks do."""
-        fragment = self.session.fragments[0]
+        """Pick option i mod n of the choice question, then lock it in, as a student's clicks do (a rerun
+        of the fragment that drew the question: a timer of the page before may still be running)."""
+        fragment = self.session.fragment_of[ANSWER]
         options = self.session.options[ANSWER]
         await self.session.choose(ANSWER, options[self.i % len(options)], fragment)
         await self.session.finished()

@@ -38,6 +38,7 @@ class Session:
         self.widgets: dict[str, WidgetState] = {}  # kept values, sent with every rerun as the frontend does
         self.labels: dict[str, str] = {}  # a widget's label -> its id, from the last deltas
         self.options: dict[str, list[str]] = {}  # a radio's label -> its options as shown
+        self.fragment_of: dict[str, str] = {}  # a widget's label -> the fragment that drew it ("" if none)
         self.runs_done = 0  # full runs finished
         self._socket = None
         self._tasks: list[asyncio.Task] = []
@@ -132,7 +133,7 @@ class Session:
             for fragment_id in msg.stop_auto_rerun.fragment_ids:
                 self._stop(fragment_id)
         elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-            self._element(msg.delta.new_element)
+            self._element(msg.delta.new_element, msg.delta.fragment_id)
         elif kind == "script_finished":
             if msg.script_finished == FULL_RUN_DONE:
                 self.runs_done += 1
@@ -140,7 +141,7 @@ class Session:
                     self._stop(fragment_id)  # the page no longer has it, as the frontend drops it
             self._finished.set()
 
-    def _element(self, element) -> None:
+    def _element(self, element, fragment_id: str = "") -> None:
         kind = element.WhichOneof("type")
         if kind == "markdown":
             body = element.markdown.body
@@ -150,6 +151,7 @@ class Session:
         elif kind in ("radio", "button"):
             widget = getattr(element, kind)
             self.labels[widget.label] = widget.id
+            self.fragment_of[widget.label] = fragment_id
             if kind == "radio":
                 self.options[widget.label] = list(widget.options)
 

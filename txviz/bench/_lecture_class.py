@@ -65,7 +65,21 @@ class Class:
                 return times
             if self.process.returncode is not None:
                 raise RuntimeError("the followers' process ended")
+            if time.monotonic() - since > TIMEOUT_S:
+                raise TimeoutError(
+                    f"{n - times.count(None)} of {n} followers showed {text!r} in {TIMEOUT_S:.0f} s"
+                )
             await asyncio.sleep(0.05)
+
+    async def all_answered(self, n: int) -> None:
+        """Until every follower has sent its answer."""
+        end = time.monotonic() + TIMEOUT_S
+        while self.answered < n:
+            if self.process.returncode is not None:
+                raise RuntimeError("the followers' process ended before all answered")
+            if time.monotonic() > end:
+                raise TimeoutError(f"{self.answered} of {n} followers answered in {TIMEOUT_S:.0f} s")
+            await asyncio.sleep(0.1)
 
     async def stop(self) -> None:
         with contextlib.suppress(Exception):

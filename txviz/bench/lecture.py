@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -34,7 +36,8 @@ LECTURE = shipped_lectures()["1_attention_and_transformers"]
 N = len(LECTURE.steps)
 STUDENT_BAR = ".st-key-room_student_bar"
 LECTURER_BAR = ".st-key-room_lecturer_bar"
-TIMEOUT_MS = 300_000
+TIMEOUT_MS = 120_000
+_SAID: set[str] = set()  # the lecturer browser's error messages already printed
 
 
 def start_counting_server(port: int, count_file: Path, log_path: Path) -> subprocess.Popen:
@@ -54,11 +57,31 @@ async def _new_page(browser, base: str, replica: str | None):
     context.set_default_timeout(TIMEOUT_MS)
     if replica:
         await context.add_cookies([{"name": "TXVIZ_REPLICA", "value": replica, "url": base}])
-    return await context.new_page()
+    page = await context.new_page()
+    page.on("websocket", _watch_socket)
+    page.on("console", _console)
+    return page
+
+
+def _console(message) -> None:
+    """The lecturer's frontend failing (a delta it cannot place, a lost connection), once per message."""
+    text = message.text
+    if message.type == "error" and not text.startswith("Failed to load resource") and text not in _SAID:
+        _SAID.add(text)
+        phase(f"the lecturer's browser: {text.splitlines()[0]}")
+
+
+def _watch_socket(socket) -> None:
+    """The lecturer's websocket closing mid-run means a frozen screen: say when it happens."""
+    socket.on("close", lambda _: phase("the lecturer's websocket closed"))
 
 
 async def _bar_says(page, bar: str, text: str) -> None:
-    await page.locator(bar).filter(has_text=text).first.wait_for(timeout=TIMEOUT_MS)
+    try:
+        await page.locator(bar).filter(has_text=text).first.wait_for(timeout=TIMEOUT_MS)
+    except Exception as error:
+        shown = await page.locator(bar).all_inner_texts()
+        raise TimeoutError(f"the bar never said {text!r}; it says {shown}") from error
 
 
 async def room(
@@ -73,16 +96,18 @@ async def room(
     await lecturer.wait_for_selector('[data-testid="stImage"]', timeout=TIMEOUT_MS)
     code = parse_qs(urlparse(lecturer.url).query)["room"][0]
     cookies = ["TXVIZ_REPLICA=replica1", "TXVIZ_REPLICA=replica2"] if two else []
+    phase(f"room {code} started")
     crowd = await followers_of(bases[0], code, followers, cookies) if followers else None
+    phase(f"{followers} followers joined")
     reveal_s = idle_share = None
     if crowd:
         await _bar_says(lecturer, LECTURER_BAR, f"{followers} following")
+        phase("the lecturer sees them")
         await crowd.send("answer")
-        while crowd.answered < followers:
-            if crowd.process.returncode is not None:
-                raise RuntimeError("the followers' process ended before all answered")
-            await asyncio.sleep(0.1)
+        await crowd.all_answered(followers)
+        phase("all answered")
         await _bar_says(lecturer, LECTURER_BAR, f"{followers} answers")
+        phase("the tally has them; reveal")
         start = time.monotonic()
         await lecturer.get_by_role("button", name="Reveal").click()
         await lecturer.locator(f'{LECTURER_BAR} [data-testid="stPlotlyChart"]').first.wait_for(
@@ -101,12 +126,18 @@ async def room(
             counted = await settled(count_file)  # the previous step's warm-up of this one is done
             cpu_before = cpu_seconds(pids)
             start = time.monotonic()
+            phase(f"next to step {k}")
             await lecturer.get_by_role("button", name="Next step").click()
             lecturer_task = asyncio.ensure_future(_lecturer_done(lecturer, k, start))
             times = await crowd.arrived(followers, f"Step {k} of {N}", start) if crowd else []
             at_arrival = forwards(count_file) - counted
             arrival_cpu = cpu_seconds(pids) - cpu_before  # the followers' page runs, the warm-up ahead
-            lecturer_s = await lecturer_task
+            try:
+                lecturer_s = await lecturer_task
+            except Exception:
+                if count_file is not None:  # only the counting server turns SIGUSR1 into a stack dump
+                    dump_stacks(pids)
+                raise
             ahead = await settled(count_file) - counted - at_arrival
             results.append((k, LECTURE.steps[k - 1], times, lecturer_s, at_arrival, ahead, arrival_cpu))
         probe = None
@@ -120,6 +151,19 @@ async def room(
             await crowd.stop()
     await lecturer.context.close()
     return reveal_s, idle_share, results, probe
+
+
+def phase(what: str) -> None:
+    """Progress, on stderr: where a long run is."""
+    print(f"[{time.monotonic():.1f}] {what}", file=sys.stderr, flush=True)
+
+
+def dump_stacks(pids: list[int]) -> None:
+    """A stalled run: each counting server writes every thread's stack to its log (SIGUSR1)."""
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGUSR1)
+    print("the lecturer's page stalled; every server thread's stack is in the server logs", file=sys.stderr)
 
 
 async def _lecturer_done(page, step: int, start: float) -> float:
@@ -162,11 +206,12 @@ async def main_async(args) -> int:
     print(
         f"load before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min), {os.cpu_count()} CPUs"
     )
-    print(f"\n## the floor: {args.followers} sessions on a bare page, one fragment rerun every 2 s each")
-    for gc_after_run in (True, False):
-        share = await floor(folder, args.followers, gc_after_run)
-        print(f"runner.postScriptGC {str(gc_after_run).lower()}: {100 * share:.1f}% of one core, "
-              f"{1000 * share / (args.followers / 2.0):.1f} ms a fragment rerun")  # fmt: skip
+    if args.floor:
+        print(f"\n## the floor: {args.followers} sessions on a bare page, one fragment rerun every 2 s each")
+        for gc_after_run in (True, False):
+            share = await floor(folder, args.followers, gc_after_run)
+            print(f"runner.postScriptGC {str(gc_after_run).lower()}: {100 * share:.1f}% of one core, "
+                  f"{1000 * share / (args.followers / 2.0):.1f} ms a fragment rerun")  # fmt: skip
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         measured = {}
@@ -207,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--followers", type=int, default=30)
     parser.add_argument("--nexts", type=int, default=3, help="lecturer's nexts timed (>= 3 for a median)")
     parser.add_argument("--no-replicas", dest="replicas", action="store_false")
+    parser.add_argument("--no-floor", dest="floor", action="store_false", help="skip the bare page's floor")
     parser.add_argument(
         "--poll", type=float, default=None, help="the followers' poll in s (TXVIZ_ROOM_POLL_S)"
     )

@@ -4,8 +4,10 @@ line to COUNT_FILE per pass, then runs `streamlit run` in this process."""
 
 from __future__ import annotations
 
+import faulthandler
 import functools
 import runpy
+import signal
 import sys
 import threading
 
@@ -26,6 +28,7 @@ def counting(func, path: str):
 
 def main() -> None:
     path, rest = sys.argv[1], sys.argv[2:]
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # a stalled run: every thread's stack to the log
     for name in ("run", "step", "generate"):
         setattr(running, name, counting(getattr(running, name), path))
     sys.argv = ["streamlit", "run", *rest]
