@@ -84,6 +84,9 @@ async def _stale_fragment_rerun(base: str) -> tuple[str, str, str]:
     try:
         await session.finished()
         first, fragment = session.page_hash, session.fragments[0]
+        await session.rerun(fragment, auto=True)  # a timer's rerun on the page it was started on
+        await session.finished()
+        assert session.pages_said[-1] == first  # left alone
         await session.click("Next")  # the page switches, as a lecturer's "Next step" does
         await session.finished()
         await session.wait_for(lambda text: text == "live on other")

@@ -125,6 +125,8 @@ class Session:
         if kind == "new_session":
             self.page_hash = msg.new_session.page_script_hash or self.page_hash
             self._registered = set()
+        elif kind == "navigation":  # the page st.navigation ran: what a browser names in its next request
+            self.page_hash = msg.navigation.page_script_hash or self.page_hash
         elif kind == "page_info_changed":
             self.query = msg.page_info_changed.query_string  # a page switch or st.query_params
         elif kind == "auto_rerun":
