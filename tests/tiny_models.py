@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 import transformers as tf
-from tokenizers import Tokenizer, models, pre_tokenizers, processors
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
 from txviz.core.capture import use_capture
 
@@ -133,3 +133,16 @@ def word_tokenizer(words: list[str]) -> tf.PreTrainedTokenizerFast:
     return tf.PreTrainedTokenizerFast(
         tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]"
     )
+
+
+def byte_bpe(texts: list[str], vocab_size: int = 300, **fast_kwargs) -> tf.PreTrainedTokenizerFast:
+    """A byte-level BPE trained on ``texts``; its special tokens are the ``*_token`` arguments."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    specials = [value for name, value in fast_kwargs.items() if name.endswith("_token")]
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator(texts, trainer)
+    return tf.PreTrainedTokenizerFast(tokenizer_object=tok, **fast_kwargs)

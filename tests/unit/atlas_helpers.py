@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from tiny_models import WORDS, tiny_model, word_tokenizer
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tiny_models import WORDS, byte_bpe, tiny_model, word_tokenizer
 from transformers import PreTrainedTokenizerFast
 
 from txviz.atlas.atlas import Settings
@@ -38,14 +37,7 @@ def corpus(n_sentences: int = 40, seed: int = 0) -> AtlasCorpus:
 
 
 def bpe() -> PreTrainedTokenizerFast:
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=200, special_tokens=["<s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    tok.train_from_iterator([text(40, seed) for seed in range(3)], trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", model_max_length=2048)
+    return byte_bpe([text(40, seed) for seed in range(3)], 200, bos_token="<s>", model_max_length=2048)
 
 
 def decoder(seed: int = 0, **sizes) -> LoadedModel:

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import plotly_array
-from tiny_models import tiny_model
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tiny_models import byte_bpe, tiny_model
 from transformers import (
     PreTrainedTokenizerFast,
 )
@@ -37,16 +36,7 @@ def prompt_ids(loaded: LoadedModel, text: str) -> torch.Tensor:
 
 
 def tiny_tokenizer() -> PreTrainedTokenizerFast:
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=300,
-        special_tokens=["<eos>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tokenizer.train_from_iterator(CORPUS, trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<eos>")
+    return byte_bpe(CORPUS, 300, eos_token="<eos>")
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,7 @@ import threading
 import numpy as np
 import pytest
 import torch
-from tiny_models import tiny_model
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tiny_models import byte_bpe, tiny_model
 from transformers import PreTrainedTokenizerFast
 
 from txviz.core.capture import CaptureSettings
@@ -23,14 +22,7 @@ CLEAN, CORRUPT = "the cat sat on the", "the dog sat on the"
 
 
 def tiny_tokenizer() -> PreTrainedTokenizerFast:
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=300, special_tokens=["<eos>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    tokenizer.train_from_iterator(["the cat sat on the mat and the dog sat on the log"] * 5, trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<eos>")
+    return byte_bpe(["the cat sat on the mat and the dog sat on the log"] * 5, 300, eos_token="<eos>")
 
 
 @pytest.fixture(scope="module")

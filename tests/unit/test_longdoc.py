@@ -7,8 +7,7 @@ import weakref
 import numpy as np
 import pytest
 import torch
-from tiny_models import WORDS, tiny_model
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tiny_models import WORDS, byte_bpe, tiny_model
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import PreTrainedTokenizerFast
 
@@ -31,14 +30,7 @@ def document(n_sentences: int, seed: int = 0) -> str:
 
 
 def tokenizer() -> PreTrainedTokenizerFast:
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=300, special_tokens=["<s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    tok.train_from_iterator([document(40, seed) for seed in range(3)], trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", model_max_length=2048)
+    return byte_bpe([document(40, seed) for seed in range(3)], 300, bos_token="<s>", model_max_length=2048)
 
 
 @pytest.fixture(scope="module")
