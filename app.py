@@ -2,7 +2,9 @@
 
 import streamlit as st
 
+from txviz import logs
 from txviz.app import fragment_pages, navigation
 
+logs.configure()  # first: txviz's warnings reach stderr whatever Streamlit does with its own loggers
 fragment_pages.install()  # a fragment rerun asked for on a page the session has left runs where it is
 st.navigation(navigation.all_pages(), expanded=True).run()  # every page listed, no "View more"
