@@ -12,6 +12,7 @@ from pathlib import Path
 
 import txviz.bench
 import txviz.training
+from txviz import logs
 from txviz.atlas import command as atlas_command
 from txviz.explain import command as explain_command
 from txviz.figures import export
@@ -224,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    logs.configure()  # the app's format and TXVIZ_LOG_LEVEL for every command, the benchmarks' too
     args = build_parser().parse_args(argv)
     if args.command == "trace":
         return trace_command(args)
