@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +18,8 @@ from txviz.app.sessions import max_text_chars
 from txviz.core.errors import UserError, require_kind
 from txviz.figures import export
 from txviz.models import LoadedModel, ModelLoadError
+
+log = logging.getLogger(__name__)
 
 OTHER_MODEL = "Other: a Hugging Face id or local folder..."
 MODELS_KEPT = 4  # loaded models held for every session; the least recently used one is dropped
@@ -240,6 +243,11 @@ def load_model(name: str, kinds: tuple[str, ...] | None = None, dtype: str | Non
         if projector.presenting():  # the room needs the figure, not the note that the model is ready
             note.empty()
     except ModelLoadError as error:
+        # A listed model that fails to load is the operator's to fix; a visitor's hub id or folder
+        # is their own input, so it stays out of the line and its failure is routine.
+        listed = name in models.names()
+        level, which = (logging.WARNING, name) if listed else (logging.INFO, "a typed model")
+        log.log(level, "%s failed to load on %s", which, where, exc_info=True)
         st.error(str(error))
         st.stop()
     if loaded.check_warning:  # the self-check at load: shown on every page that uses this model

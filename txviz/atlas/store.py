@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -22,6 +23,8 @@ from txviz.atlas import atlas as schema
 from txviz.atlas.atlas import Atlas, Contexts, Settings
 from txviz.atlas.corpus import AtlasCorpus
 from txviz.models import LoadedModel
+
+log = logging.getLogger(__name__)
 
 ARRAYS, META = "atlas.npz", "atlas.json"
 DEFAULT = Settings()
@@ -126,6 +129,8 @@ def find(loaded: LoadedModel, corpus: AtlasCorpus, settings: Settings = DEFAULT)
     try:
         found = load(folder) if (folder / META).exists() else None
     except (OSError, ValueError, KeyError, TypeError):
+        # The page then offers to build it again; a damaged store is the operator's to know of.
+        log.warning("the stored atlas %s cannot be read", folder, exc_info=True)
         return None
     return found if found is not None and found.format == schema.FORMAT else None
 
@@ -150,6 +155,7 @@ def open_or_build(
                 f"The stored atlas has format {found.format}; it was rebuilt in format {schema.FORMAT}."
             )
         except (OSError, ValueError, KeyError, TypeError) as error:
+            log.warning("the stored atlas %s cannot be read; rebuilding it", folder, exc_info=True)
             notices.append(f"The stored atlas could not be read ({error}); it was rebuilt.")
     for old in _stale(folder):
         notices.append(f"An atlas stored by another txviz version ({old.name}) was rebuilt for this one.")
@@ -158,6 +164,8 @@ def open_or_build(
     try:
         save(atlas)
     except OSError as error:  # full, read-only, or no permission
+        # The notice reaches one visitor; the fix (TXVIZ_ATLAS_DIR, disk space) is the operator's.
+        log.warning("the atlas cannot be stored in %s: %s", folder.parent, error.strerror or error)
         notices.append(
             f"The atlas could not be stored in {folder.parent} ({error.strerror or error}); it is kept in "
             "memory for this session and will be built again next time. Set TXVIZ_ATLAS_DIR to a "

@@ -16,6 +16,7 @@ scheduler keeps the model as loaded and records through the same capture as the 
 from __future__ import annotations
 
 import itertools
+import logging
 import queue
 import threading
 import time
@@ -41,6 +42,8 @@ from txviz.generation.loop import (
 )
 from txviz.generation.sampling import Choice, choose, make_generator
 from txviz.models import LoadedModel
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BATCH = 8  # rows decoded together; later requests wait their turn in order
 POLL_S = 0.25  # how often a waiting consumer hears its place in the queue
@@ -138,6 +141,11 @@ class GenerationEngine:
             raise GenerationError("The model was unloaded to make room for others: run it again.")
         return loaded
 
+    def _name(self) -> str:
+        """The model's name for a log line, without raising once it is unloaded."""
+        loaded = self._loaded()
+        return "an unloaded model" if loaded is None else loaded.name
+
     # -- sessions' side ------------------------------------------------------------------------
     def submit(self, request: GenerationRequest, owner: str = "") -> Ticket:
         """Queue a generation; a session's earlier one is cancelled (one heavy job per session)."""
@@ -216,6 +224,9 @@ class GenerationEngine:
                 try:
                     self._step()
                 except Exception as error:  # one bad step must not hang every session
+                    # The model unloaded meanwhile is news for the sessions alone; anything else is a bug.
+                    level = logging.INFO if isinstance(error, GenerationError) else logging.ERROR
+                    log.log(level, "a decode step on %s failed", self._name(), exc_info=True)
                     for sequence in self._active:
                         sequence.out.put(error)
                         sequence.cancelled.set()
@@ -238,6 +249,11 @@ class GenerationEngine:
                 self._active.extend(sequences)
                 self.largest_batch = max(self.largest_batch, len(self._active))
         except Exception as error:  # these sessions hear why; the others go on
+            # Prompts were checked in submit: what fails here is the server's, but for an unloaded model.
+            level = logging.INFO if isinstance(error, GenerationError) else logging.ERROR
+            log.log(
+                level, "prefilling %d sequences on %s failed", len(sequences), self._name(), exc_info=True
+            )
             for sequence in sequences:
                 sequence.out.put(error)
 

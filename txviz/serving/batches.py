@@ -11,6 +11,7 @@ arriving together form one batch; a lone request starts at once.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
@@ -18,9 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from txviz.core import config, tracing
+from txviz.core.errors import UserError
 from txviz.core.loaded import LoadedModel
 from txviz.core.trace import AttentionTrace
 from txviz.serving.jobs import POLL_S, JobQueue, JobTaken
+
+log = logging.getLogger(__name__)
 
 GATHER_S = 0.03  # how long a request arriving at a busy queue waits for others to ride along
 MAX_ROWS = 8  # rows of one batched trace (the server's max_batch where it has one)
@@ -138,7 +142,10 @@ class Batcher:
             return [_alone(run_batch, r.item) for r in live]
         try:
             results = list(run_batch([r.item for r in live]))
-        except Exception:  # one bad row must not fail the others: each runs alone, keeping its own error
+        except Exception as error:  # one bad row must not fail the others: each runs alone, keeping its error
+            # A user's bad row is routine; any other failure of the shared pass is a bug worth its traceback.
+            level = logging.DEBUG if isinstance(error, UserError) else logging.WARNING
+            log.log(level, "a batched pass of %d rows failed; each row runs alone", len(live), exc_info=True)
             return [_alone(run_batch, r.item) for r in live]
         self.batches_run += 1
         self.largest_batch = max(self.largest_batch, len(live))
@@ -154,6 +161,8 @@ def _alone(run_batch, item) -> Any:
     try:
         return run_batch([item])[0]
     except Exception as error:
+        # Debug only: the requesting session raises it, where Streamlit logs it (or shows a user error).
+        log.debug("a row failed alone", exc_info=True)
         return _Failed(error)
 
 
