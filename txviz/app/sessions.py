@@ -3,6 +3,7 @@ a session's identity."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import uuid
@@ -21,6 +22,8 @@ from txviz.models import LoadedModel
 from txviz.serving import batches
 from txviz.serving.jobs import JobCancelled, JobQueue, waiting_message
 
+log = logging.getLogger(__name__)
+
 T = TypeVar("T")
 
 
@@ -29,6 +32,8 @@ def _secrets() -> dict:
     try:
         return dict(st.secrets.get("txviz", {}))
     except Exception:  # no secrets file is the common case: Streamlit raises rather than returning {}
+        # Debug only: Streamlit logs a secrets file it cannot parse itself, at startup.
+        log.debug("no [txviz] secrets read; TXVIZ_* variables alone apply", exc_info=True)
         return {}
 
 

@@ -42,6 +42,7 @@ under the same ContextVar contract, with nothing recorded and nothing changed, u
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Collection, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -57,6 +58,8 @@ from txviz.core.edits import InterventionError
 from txviz.core.errors import UserError
 from txviz.core.layouts import UnknownLayoutError, cached_layout
 from txviz.core.stages import StageRecord
+
+log = logging.getLogger(__name__)
 
 Output = Literal["logits", "last_logits", "hidden", "hidden_states", "output"]
 ATTENTION_ITEMS = frozenset({"weights", "scores", "queries", "keys", "values", "head_out"})
@@ -335,6 +338,8 @@ def _probe_attention(model: torch.nn.Module) -> tuple[list[str] | None, str]:
             run(model, CaptureSettings(record={"weights"}), **layouts.probe_inputs(model)).attention
         ), ""
     except Exception as error:  # noqa: BLE001 - a model that cannot run a short probe is refused by name
+        # The user sees only the error's type: the traceback is for whoever looks into the refusal.
+        log.warning("the attention probe of a %s failed", type(model).__name__, exc_info=True)
         return None, f"a short probe forward failed ({type(error).__name__})."
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
+log = logging.getLogger(__name__)
+
 VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "": "∅"}
 
 
@@ -16,6 +20,8 @@ def readable_token(tokenizer, raw: str, keep_spaces: bool = False) -> str:
     try:
         text = tokenizer.convert_tokens_to_string([raw])
     except Exception:  # some tokenizers reject lone pieces; the raw piece is still honest
+        # Debug: this runs once per token, and the raw piece is a correct label anyway.
+        log.debug("%s could not decode a lone piece", type(tokenizer).__name__, exc_info=True)
         text = raw
     core = text.strip()
     if core.startswith("##") and len(core) > 2:  # WordPiece continuation shown alone
