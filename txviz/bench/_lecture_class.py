@@ -82,7 +82,7 @@ class Class:
             await asyncio.sleep(0.1)
 
     async def stop(self) -> None:
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(OSError):  # the followers' process may have ended: its pipe is closed
             await self.send("quit")
         try:
             await asyncio.wait_for(self.process.wait(), 20)

@@ -13,6 +13,7 @@ prompts, first one prompt alone, then all of them left-padded in one batch, with
 from __future__ import annotations
 
 import copy
+import logging
 import statistics
 import threading
 import time
@@ -23,6 +24,8 @@ from txviz.bench.measure import track_large_allocations
 from txviz.generation.batching import GenerationEngine
 from txviz.generation.loop import GenerationRequest, generate, prepare
 from txviz.generation.sampling import SamplingSettings
+
+log = logging.getLogger(__name__)
 
 SUBJECTS = [
     "apple", "river", "tiger", "piano", "castle", "winter", "doctor", "garden", "engine", "forest",
@@ -50,6 +53,7 @@ def run_clients(loaded, n: int, new_tokens: int, max_batch: int) -> dict:
         try:
             results[i] = list(engine.submit(request, owner=f"client-{i}").steps())
         except Exception as error:  # noqa: BLE001 - every failure is a result of the benchmark
+            log.debug("client %d failed", i, exc_info=True)  # the report keeps one line; this, the traceback
             errors.append(f"client {i}: {type(error).__name__} {error}"[:200])
         times[i] = time.perf_counter() - began
 

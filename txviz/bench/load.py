@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import socket
@@ -26,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from txviz.core import paths
+
+log = logging.getLogger(__name__)
 
 ROOT = paths.ROOT
 CHROMIUM = "/usr/bin/chromium"
@@ -146,9 +149,11 @@ class MemoryWatch:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _rss(self) -> int:
+        import psutil
+
         total = 0
         for p in [self._process, *self._process.children(recursive=True)]:
-            with contextlib.suppress(Exception):  # a child may end between listing and reading
+            with contextlib.suppress(psutil.Error):  # a child may end between listing and reading
                 total += p.memory_info().rss
         return total
 
@@ -196,6 +201,7 @@ class Session:
         try:
             await asyncio.wait_for(coro, ACTION_TIMEOUT_S)
         except Exception as error:  # noqa: BLE001 - every failure is a result of the benchmark
+            log.debug("session %d %s failed", self.index, action, exc_info=True)  # the traceback, on request
             self.report.errors.append(f"session {self.index} {action}: {type(error).__name__} {error}"[:300])
             return False
         self.report.add(action, time.perf_counter() - start)

@@ -8,6 +8,7 @@ also refuse with a UserError that says why. Anything else (a traceback, differen
 
 from __future__ import annotations
 
+import logging
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ import torch
 from txviz import models
 from txviz.core.errors import UserError
 from txviz.families.zoo import BY_NAME, Family, folders
+
+log = logging.getLogger(__name__)
 
 TEXT = "the cat sat on the mat and the dog ran to the house . the cat sat on the mat"
 TOL = 1e-4  # float32 on CPU: the same maths in another order differs by ~1e-6
@@ -286,6 +289,8 @@ def run_check(feature: str, loaded, reference: torch.nn.Module) -> Outcome:
     except Mismatch as error:
         return Outcome("fails", str(error))
     except Exception as error:  # noqa: BLE001 - the matrix reports every traceback as a failure
+        # The table keeps one frame of the traceback; the whole of it is here, on request.
+        log.debug("%s failed on %s", feature, type(loaded.model).__name__, exc_info=True)
         where = traceback.extract_tb(error.__traceback__)[-1]
         return Outcome(
             "fails", f"{type(error).__name__}: {error} ({Path(where.filename).name}:{where.lineno})"
@@ -299,6 +304,7 @@ def check(family: Family, folder: Path, features=FEATURES) -> dict[str, Outcome]
     except UserError as error:
         return {f: Outcome("refuses", f"load: {error}") for f in features}
     except Exception as error:  # noqa: BLE001 - reported as a failure of every feature
+        log.debug("%s failed to load", family.name, exc_info=True)  # the table has the message alone
         return {f: Outcome("fails", f"load: {type(error).__name__}: {error}") for f in features}
     reference = eager(loaded, folder)
     return {f: run_check(f, loaded, reference) for f in features}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -25,6 +26,8 @@ from pathlib import Path
 from txviz.core.paths import ROOT
 from txviz.rooms import redis_server
 from txviz.rooms.store import REDIS_ENV
+
+log = logging.getLogger(__name__)
 
 CONFIG = ROOT / "deploy" / "haproxy.cfg"
 START_TIMEOUT_S = 120.0
@@ -87,6 +90,7 @@ def _stop(process: subprocess.Popen) -> None:
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:  # a loaded machine can be slow to shut down
+            log.warning("process %d did not stop within 30 s; killing it", process.pid)
             process.kill()
             process.wait()
 
