@@ -5,12 +5,15 @@ browser to empty its page."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
+import pytest
+import streamlit.runtime.scriptrunner as scriptrunner
 from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
 from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
 from tiny_apps import run_async, served
 
-from txviz.app import fragment_pages
+from txviz.app import fragment_pages, streamlit_private
 from txviz.app.headless import Session
 
 
@@ -30,11 +33,51 @@ def test_full_runs_and_fragments_on_their_own_page_are_left_alone():
     assert fragment_pages.on_current_page(first, "", "") is first  # no run yet: nothing to compare
 
 
-def test_install_wraps_streamlits_run_once():
-    """If a Streamlit upgrade renames what it wraps, the guard silently stops: fail here."""
+@pytest.fixture
+def unwrapped(monkeypatch):
+    """ScriptRunner as Streamlit ships it (put back after the test), and the adapter's verdict made afresh."""
+    original = ScriptRunner._run_script
+    while hasattr(original, "__wrapped__"):
+        original = original.__wrapped__
+    monkeypatch.setattr(ScriptRunner, "_run_script", original)
+    monkeypatch.delenv(streamlit_private.SWITCH, raising=False)
+    monkeypatch.setattr(streamlit_private, "_STATE", {})
+    return original
+
+
+def test_install_wraps_streamlits_run_once(unwrapped):
     assert fragment_pages.install() and fragment_pages.install()
-    assert getattr(ScriptRunner._run_script, fragment_pages._MARK)
-    assert ScriptRunner._run_script.__wrapped__.__name__ == "_run_script"
+    assert getattr(ScriptRunner._run_script, streamlit_private._WRAPPED)
+    assert ScriptRunner._run_script.__wrapped__ is unwrapped  # once: not a wrapper of a wrapper
+
+
+def test_with_the_adapter_off_nothing_is_wrapped(unwrapped, monkeypatch):
+    monkeypatch.setenv(streamlit_private.SWITCH, "off")
+    assert not fragment_pages.install()
+    assert ScriptRunner._run_script is unwrapped
+
+
+def test_a_guard_that_fails_runs_the_request_as_asked_warns_once_and_unwraps(unwrapped, monkeypatch, caplog):
+    ran = []
+    monkeypatch.setattr(ScriptRunner, "_run_script", lambda self, rerun_data: ran.append(rerun_data))
+
+    class Context:  # a script thread's context: its last run was on page "new"
+        page_script_hash, query_string = "new", ""
+
+    monkeypatch.setattr(scriptrunner, "get_script_run_ctx", lambda suppress_warning=False: Context())
+
+    def broken(rerun_data, page, query):
+        raise AttributeError("RerunData has no fragment_id_queue")  # as if Streamlit renamed it
+
+    assert streamlit_private.wrap_script_runs(broken)
+    stale = RerunData(page_script_hash="old", fragment_id_queue=["f"])
+    with caplog.at_level(logging.WARNING, logger=streamlit_private.__name__):
+        ScriptRunner._run_script(None, stale)
+        ScriptRunner._run_script(None, stale)
+    assert ran == [stale, stale]  # both runs happened, as asked
+    assert len(caplog.records) == 1 and caplog.records[0].exc_info
+    assert not hasattr(ScriptRunner._run_script, "__wrapped__")  # the guard is gone: no wrapping
+    assert not streamlit_private.enabled()  # and the rest of the adapter falls back too
 
 
 APP = """

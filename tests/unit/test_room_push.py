@@ -1,16 +1,18 @@
 """Push: the registry of this server's followers, a push reaching a live session's fragment without its
-timer, the Redis channel between replicas, and the Streamlit internals a push leans on."""
+timer, the Redis channel between replicas, and what a push does when Streamlit's internals fail or are off
+(tests/unit/test_streamlit_private.py checks they are there)."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import time
 
 import pytest
 from tiny_apps import run_async, served
 
-from txviz.app import push
+from txviz.app import push, streamlit_private
 from txviz.app.headless import Session
 from txviz.rooms import open_store
 from txviz.rooms.redis_server import installed, redis_server
@@ -22,6 +24,8 @@ RUNNING_FRAGMENT = push.running_fragment
 def fresh_registry(monkeypatch):
     monkeypatch.setattr(push, "_ROOMS", {})
     monkeypatch.setattr(push, "_LISTENING", set())
+    monkeypatch.delenv(streamlit_private.SWITCH, raising=False)
+    monkeypatch.setattr(streamlit_private, "_STATE", {})  # each test's own verdict
 
 
 def _in_fragment(monkeypatch, session_id: str, fragment_id: str | None = "f1"):
@@ -106,23 +110,52 @@ def test_a_change_published_on_redis_reaches_every_replicas_subscriber(monkeypat
     assert heard == {"a": ["ABC"], "b": ["ABC"]}
 
 
-def test_the_streamlit_internals_a_push_uses_are_there():
-    """If a Streamlit upgrade renames any of these, pushes silently stop (the poll still works): fail here."""
-    from streamlit.proto.ClientState_pb2 import ClientState
-    from streamlit.runtime import Runtime
-    from streamlit.runtime.app_session import AppSession
-    from streamlit.runtime.scriptrunner_utils.script_run_context import ScriptRunContext
+def test_a_push_that_raises_is_logged_once_with_the_room_and_the_others_still_pushed(monkeypatch, caplog):
+    for session in ("s1", "s2", "s3"):
+        _in_fragment(monkeypatch, session)
+        push.follow("ABC")
 
-    assert callable(Runtime.exists) and callable(Runtime.instance) and callable(Runtime.get_app_session)
-    assert callable(AppSession.request_rerun) and callable(AppSession._call_soon_on_event_loop)
-    assert "self._client_state = ClientState()" in inspect.getsource(AppSession.__init__)
-    fields = set(ClientState.DESCRIPTOR.fields_by_name)
-    assert {"fragment_id", "page_script_hash", "query_string", "is_auto_rerun", "context_info"} <= fields
-    context = set(inspect.signature(ScriptRunContext).parameters) | set(dir(ScriptRunContext))
-    assert {"session_id", "page_script_hash", "query_string"} <= context
-    from streamlit.runtime.scriptrunner_utils.script_run_context import FragmentThreadState, ThreadState
+    def rerun(session_id, seat):
+        if session_id != "s2":
+            raise RuntimeError("Event loop is closed")
+        return True
 
-    assert callable(ThreadState.get) and "fragment_id" in inspect.signature(FragmentThreadState).parameters
+    monkeypatch.setattr(push, "rerun_fragment", rerun)
+    with caplog.at_level(logging.WARNING, logger=push.__name__):
+        assert push.push_here("ABC") == 1
+    (record,) = caplog.records
+    assert "Room ABC" in record.getMessage() and "2 of its pushes failed" in record.getMessage()
+    assert record.exc_info and "s1" not in record.getMessage()  # the exception, never a session's id
+
+
+def test_a_store_that_cannot_publish_or_listen_is_logged(monkeypatch, caplog):
+    class Down:
+        def announce(self, code):
+            raise ConnectionError("redis down")
+
+        def listen(self, handler):
+            raise ConnectionError("redis down")
+
+    pushed = []
+    monkeypatch.setattr(push, "push_here", pushed.append)
+    with caplog.at_level(logging.WARNING, logger=push.__name__):
+        push.announce("ABC", Down())
+        push.listen(Down())
+    assert pushed == ["ABC"]  # this server's followers still hear of it
+    publish, listen = caplog.records
+    assert "Room ABC" in publish.getMessage() and publish.exc_info
+    assert "Listening" in listen.getMessage() and listen.exc_info
+    assert not push._LISTENING  # the next follower tries again
+
+
+def test_with_the_adapter_off_nothing_registers_and_nothing_is_pushed(monkeypatch):
+    monkeypatch.setenv(streamlit_private.SWITCH, "off")
+    assert push.running_fragment() is None and push.this_session() is None
+    assert not push.follow("ABC")
+    assert push.rerun_fragment("s1", push.Seat("f", "p", "")) is None
+
+
+def test_redis_still_lets_a_subscriber_thread_report_its_failures():
     from redis.client import PubSub
 
     assert "exception_handler" in inspect.signature(PubSub.run_in_thread).parameters

@@ -8,17 +8,16 @@ that no longer exists ("Bad delta path index"), and the frontend drops its conne
 `bench lecture`). A fragment cannot change the page, so its run takes the page the session's last run
 was on; a fragment that page does not have is skipped by Streamlit as usual.
 
-Everything Streamlit-internal sits in ``install``; if what it wraps is missing, nothing changes.
+The rule is here; seeing each run's request needs Streamlit's ScriptRunner, wrapped by
+``txviz.app.streamlit_private`` (the one module that touches Streamlit's internals). Where that is off or
+lacking, nothing is wrapped and Streamlit runs every request as asked.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 
-from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-_MARK = "_txviz_fragments_keep_their_page"
+from txviz.app import streamlit_private
 
 
 def on_current_page(rerun_data, current_page: str, current_query: str):
@@ -33,23 +32,5 @@ def on_current_page(rerun_data, current_page: str, current_query: str):
 
 
 def install() -> bool:
-    """Wrap ScriptRunner's run once per process; False where this Streamlit has no such place."""
-    try:
-        from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
-
-        run = ScriptRunner._run_script
-    except (ImportError, AttributeError):
-        return False
-    if getattr(run, _MARK, False):
-        return True
-
-    @functools.wraps(run)
-    def run_on_current_page(self, rerun_data):
-        ctx = get_script_run_ctx(suppress_warning=True)  # the script thread's: its last run's page
-        if ctx is not None:
-            rerun_data = on_current_page(rerun_data, ctx.page_script_hash, ctx.query_string)
-        return run(self, rerun_data)
-
-    setattr(run_on_current_page, _MARK, True)
-    ScriptRunner._run_script = run_on_current_page
-    return True
+    """Guard every script run of this process once; False where the adapter is off or lacking."""
+    return streamlit_private.wrap_script_runs(on_current_page)

@@ -4,26 +4,32 @@ It sends what the frontend sends (a ``rerun_script`` BackMsg with the page and i
 the widget states for a click) and re-triggers every ``run_every`` fragment on its timer as the frontend
 does (the server only announces the fragment and its interval in an ``auto_rerun`` ForwardMsg), so the
 server runs exactly what it runs for a browser's session. The room warms a step's page with it, and the
-lecture benchmark's followers are made of it.
+lecture benchmark's followers are made of it. The messages are Streamlit's own protos, reached through
+``txviz.app.streamlit_private`` (which checks their fields at start-up).
+
+An ``https://`` base is spoken to over ``wss://``. To this machine's own server (a loopback address) the
+certificate is not checked: it names the server's public host, or is self-signed, never 127.0.0.1, and
+a loopback connection never leaves the machine, so there is no one in between to check it against. Any
+other host's certificate is checked as usual.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import ssl
 import time
 from collections.abc import Callable
 from urllib.parse import urlparse
 
 import websockets
-from streamlit.proto.BackMsg_pb2 import BackMsg
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-FULL_RUN_DONE = ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY
+from txviz.app.streamlit_private import wire
 
 
 class Session:
-    """One headless session of the app at ``base`` (http://host:port), opened on a page by its URL name.
+    """One headless session of the app at ``base`` (http:// or https://host:port), opened on a page by its
+    URL name.
 
     ``texts`` keeps the first time (time.monotonic) each markdown or caption body arrived; ``on_text`` is
     called with every body as it arrives.
@@ -35,11 +41,12 @@ class Session:
         self.page_hash = ""
         self.texts: dict[str, float] = {}
         self.on_text = on_text
-        self.widgets: dict[str, WidgetState] = {}  # kept values, sent with every rerun as the frontend does
+        self.widgets: dict = {}  # widget id -> WidgetState: kept values, sent with every rerun as the frontend does
         self.labels: dict[str, str] = {}  # a widget's label -> its id, from the last deltas
         self.options: dict[str, list[str]] = {}  # a radio's label -> its options as shown
         self.fragment_of: dict[str, str] = {}  # a widget's label -> the fragment that drew it ("" if none)
         self.runs_done = 0  # full runs finished
+        self.exceptions: list[str] = []  # the message of every exception a run showed
         self._socket = None
         self._tasks: list[asyncio.Task] = []
         self._timers: dict[str, asyncio.Task] = {}
@@ -50,12 +57,15 @@ class Session:
         """Connect and ask for the page's first run, as a browser's first load does."""
         parsed = urlparse(self.base)
         headers = {"Cookie": self.cookie} if self.cookie else None
+        secure = parsed.scheme == "https"
+        tls = {"ssl": tls_for(parsed.hostname or "")} if secure else {}  # ws:// takes no ssl argument
         self._socket = await websockets.connect(
-            f"ws://{parsed.netloc}{parsed.path}/_stcore/stream",
+            f"{'wss' if secure else 'ws'}://{parsed.netloc}{parsed.path}/_stcore/stream",
             subprotocols=["streamlit"],
             additional_headers=headers,
             max_size=None,
             open_timeout=60,
+            **tls,
         )
         self._tasks.append(asyncio.ensure_future(self._read()))
         await self.rerun()
@@ -63,7 +73,7 @@ class Session:
 
     async def rerun(self, fragment_id: str = "", auto: bool = False, triggers: dict | None = None) -> None:
         """A rerun request: the whole page, or one fragment; ``triggers`` are one-shot values (a click)."""
-        back = BackMsg()
+        back = wire().BackMsg()
         state = back.rerun_script
         state.query_string = self.query
         state.page_script_hash = self.page_hash
@@ -81,7 +91,9 @@ class Session:
 
     async def choose(self, label: str, option: str, fragment_id: str = "") -> None:
         """Pick ``option`` (its text as shown) of the radio labelled ``label``; its run follows."""
-        kept = WidgetState(id=self.labels[label], string_value=option)  # a radio sends the option's text
+        kept = wire().WidgetState(
+            id=self.labels[label], string_value=option
+        )  # a radio sends the option's text
         self.widgets[kept.id] = kept
         await self.rerun(fragment_id)
 
@@ -116,11 +128,11 @@ class Session:
 
     async def _read(self) -> None:
         async for data in self._socket:
-            msg = ForwardMsg()
+            msg = wire().ForwardMsg()
             msg.ParseFromString(data)
             self._take(msg)
 
-    def _take(self, msg: ForwardMsg) -> None:
+    def _take(self, msg) -> None:
         kind = msg.WhichOneof("type")
         if kind == "new_session":
             self.page_hash = msg.new_session.page_script_hash or self.page_hash
@@ -137,7 +149,7 @@ class Session:
         elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
             self._element(msg.delta.new_element, msg.delta.fragment_id)
         elif kind == "script_finished":
-            if msg.script_finished == FULL_RUN_DONE:
+            if msg.script_finished == wire().ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY:
                 self.runs_done += 1
                 for fragment_id in set(self._timers) - self._registered:
                     self._stop(fragment_id)  # the page no longer has it, as the frontend drops it
@@ -150,6 +162,8 @@ class Session:
             self.texts.setdefault(body, time.monotonic())
             if self.on_text:
                 self.on_text(body)
+        elif kind == "exception":
+            self.exceptions.append(element.exception.message)
         elif kind in ("radio", "button"):
             widget = getattr(element, kind)
             self.labels[widget.label] = widget.id
@@ -180,3 +194,25 @@ def address_name(page_script: str) -> str:
     """pages/2_Attention_Explorer.py -> Attention_Explorer, the name a browser's address has."""
     stem = page_script.rsplit("/", 1)[-1].removesuffix(".py")
     return stem.split("_", 1)[1] if "_" in stem else stem
+
+
+def tls_for(host: str) -> ssl.SSLContext | bool:
+    """TLS for a wss:// connection to ``host``: this machine's own server unverified, any other checked."""
+    if not is_loopback(host):
+        return True  # the default context: certificate and host name checked
+    # Loopback only: the connection never leaves this machine, and the server's certificate names its public
+    # host (or is self-signed), so a check could only fail; the link is still encrypted.
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address, IPv6 without brackets) is this machine's loopback."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: not ours to trust
+        return False

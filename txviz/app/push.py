@@ -5,18 +5,20 @@ This is per-process session bookkeeping, not room state: the room itself lives i
 follower's bar fragment registers its session here each time it runs (which fragment, on which page, with
 which query string); a move reruns that fragment in every registered session on this server, so a
 follower shows the new step at once instead of at its next poll. Across replicas the move is published on
-the store (Redis) and each replica's one subscriber pushes to its own followers. Everything Streamlit-
-internal sits in ``running_fragment`` and ``rerun_fragment``: if anything they use is missing or fails,
-nothing is pushed and the poll still works.
+the store (Redis) and each replica's one subscriber pushes to its own followers. What a push needs of
+Streamlit's internals goes through ``txviz.app.streamlit_private``: where that is off or lacking, nothing
+registers, nothing is pushed, and the poll still brings the step.
 """
 
 from __future__ import annotations
 
-import functools
+import logging
 import threading
 from typing import NamedTuple
 
-from streamlit.runtime.scriptrunner import get_script_run_ctx
+from txviz.app import streamlit_private
+
+log = logging.getLogger(__name__)
 
 
 class Seat(NamedTuple):
@@ -27,7 +29,6 @@ class Seat(NamedTuple):
     query_string: str
 
 
-ONE_SHOT = ("trigger_value", "string_trigger_value", "json_trigger_value", "chat_input_value")
 _LOCK = threading.Lock()
 _ROOMS: dict[str, dict[str, Seat]] = {}  # room code -> {session id: its bar fragment}
 _LISTENING: set[int] = set()  # ids of the stores this process listens to
@@ -68,12 +69,18 @@ def following(code: str) -> dict[str, Seat]:
 def push_here(code: str) -> int:
     """Rerun the bar fragment of every follower of ``code`` on this server; sessions gone are forgotten.
     Returns how many were asked."""
-    asked = 0
+    asked, failed, error = 0, 0, None
     for session_id, seat in following(code).items():
-        done = rerun_fragment(session_id, seat)
+        try:
+            done = rerun_fragment(session_id, seat)
+        except Exception as caught:  # one session's failure must not stop the others' push
+            done, failed, error = None, failed + 1, caught
         if done is False:
             unfollow(code, session_id)
         asked += bool(done)
+    if failed:
+        log.warning("Room %s: %d of its pushes failed; those followers learn of the change by their poll",
+                    code, failed, exc_info=error)  # fmt: skip
     return asked
 
 
@@ -86,6 +93,8 @@ def announce(code: str, store) -> None:
     try:
         published = bool(store.announce(code))
     except Exception:  # Redis down: this server's followers still hear of it
+        log.warning("Room %s: publishing the change failed; pushing to this server's followers only", code,
+                    exc_info=True)  # fmt: skip
         published = False
     if not published:
         push_here(code)
@@ -100,65 +109,30 @@ def listen(store) -> None:
     try:
         store.listen(push_here)
     except Exception:  # no subscriber: the poll still brings the step
+        log.warning("Listening for other replicas' room changes failed; their followers here learn of them by "
+                    "their poll (tried again with the next follower)", exc_info=True)  # fmt: skip
         with _LOCK:
             _LISTENING.discard(id(store))
 
 
 def this_session() -> str | None:
     """The id of the session whose script runs in this thread."""
-    ctx = get_script_run_ctx(suppress_warning=True)
-    return ctx.session_id if ctx else None
+    return streamlit_private.this_session()
 
 
 def running_fragment() -> tuple[str, Seat] | None:
     """(session id, Seat) of the fragment running now in this thread; None outside a fragment or a
-    session. Streamlit keeps the running fragment's id in its per-thread state (older versions: on the
-    script-run context)."""
-    try:
-        ctx = get_script_run_ctx(suppress_warning=True)
-        if ctx is None:
-            return None
-        try:
-            from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
-
-            fragment_id = ThreadState.get().fragment_id
-        except ImportError:
-            fragment_id = getattr(ctx, "current_fragment_id", None)
-        if not fragment_id:
-            return None
-        return ctx.session_id, Seat(fragment_id, ctx.page_script_hash or "", ctx.query_string or "")
-    except Exception:
+    session, or where the adapter is off."""
+    here = streamlit_private.running_fragment()
+    if here is None:
         return None
+    session_id, fragment_id, page_script_hash, query_string = here
+    return session_id, Seat(fragment_id, page_script_hash, query_string)
 
 
 def rerun_fragment(session_id: str, seat: Seat) -> bool | None:
-    """Ask a live session to rerun one fragment, as its browser's timer would (on the session's event
-    loop, the way Streamlit's run-on-save reruns a session). True: asked; False: the session is gone;
-    None: this Streamlit has no way to do it here (no server running, an internal renamed)."""
-    try:
-        from streamlit.proto.ClientState_pb2 import ClientState
-        from streamlit.runtime import Runtime
-
-        if not Runtime.exists():
-            return None
-        session = Runtime.instance().get_app_session(session_id)
-        if session is None:
-            return False
-        state = ClientState(
-            fragment_id=seat.fragment_id,
-            page_script_hash=seat.page_script_hash,
-            query_string=seat.query_string,
-            is_auto_rerun=True,  # a fragment gone by then (the page switched) is dropped quietly
-        )
-        last = session._client_state  # the browser's last request: its context (st.context.url) and widgets
-        if last.HasField("context_info"):
-            state.context_info.CopyFrom(last.context_info)
-        # The widgets' last values, so a push that coalesces with a run the browser has just asked for
-        # keeps what the student chose; one-shot triggers (a click) are left out, or it would fire again.
-        state.widget_states.widgets.extend(
-            w for w in last.widget_states.widgets if w.WhichOneof("value") not in ONE_SHOT
-        )
-        session._call_soon_on_event_loop(functools.partial(session.request_rerun, state))
-        return True
-    except Exception:
-        return None
+    """Ask a live session to rerun one fragment, as its browser's timer would. True: asked; False: the
+    session is gone; None: no way to do it here (no server running, the adapter off)."""
+    return streamlit_private.rerun_fragment(
+        session_id, seat.fragment_id, seat.page_script_hash, seat.query_string
+    )
