@@ -108,6 +108,13 @@ def ask(question: Question, key: str, options: tuple[str, ...] = ()) -> Any | No
     return st.session_state.get(answered)
 
 
+def label(question: Question, answer: Any, options: tuple[str, ...] = ()) -> str:
+    """An answer as the reader chose it: an option's or a token's text, a number, a typed token."""
+    if question.kind in ("choice", "attends_to") and isinstance(answer, int) and 0 <= answer < len(options):
+        return options[answer]
+    return str(answer)
+
+
 def reveal(question: Question, found: Truth, model: str, key: str, answer: Any = None) -> bool:
     """The truth beside the reader's answer, and the view that explains it; whether the answer was right."""
     right = is_right(question, answer, found)

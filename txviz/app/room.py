@@ -1,36 +1,47 @@
-"""Being in a lecture room: who this session is (lecturer or student), the room bar every page shows,
-and following the lecturer's step.
+"""Being in a lecture room: who this session is (the lecturer, the projector window or a student), the
+room bar every page shows, and following the lecturer's step.
 
-Membership lives in the session and in the address (``room=CODE``, the lecturer's ``key=TOKEN``, a
-student's ``seat``), so a reload rejoins. A student's bar is a fragment that reads only the store: the
-lecturer's change pushes it to rerun at once (txviz.app.push), and it polls every POLL_S as a safety net.
-An idle follower never reruns its page, so it never repeats the page's model work.
+The address carries only the room's code (``room=CODE``, and ``screen=projector`` for the projector
+window): it is on the projector for everyone to read. The lecturer's key and a student's seat live in the
+session and in this browser's cookies (txviz.app.room_cookies), so a reload or a second tab of the same
+browser keeps its part, and a copied link joins as a new student. The key enters a session once: from
+starting the room, or from a one-time resume link (``resume=TICKET``, removed from the address at once).
+
+A follower's bar is a fragment that reads only the store: the lecturer's change pushes it to rerun at once
+(txviz.app.push), and it polls every POLL_S as a safety net. An idle follower never reruns its page, so
+it never repeats the page's model work.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 
 import streamlit as st
 
-from txviz.app import links, projector, push, warmup
+from txviz.app import links, projector, push, room_cookies, warmup
 from txviz.app.room_lectures import lectures, page_settings, question_ref, shared
-from txviz.rooms import NotLecturer, RoomStore, clean_code, open_store
-from txviz.rooms.base import RoomState
+from txviz.rooms import NotLecturer, RoomError, RoomStore, UnknownRoom, clean_code, open_store
+from txviz.rooms.base import JOIN_TRIES, KEY_TRIES, RoomState
+
+log = logging.getLogger(__name__)
 
 # A follower's fragment reruns when the lecturer moves (a push), and reads the store this often besides,
 # in case a push was lost. Each poll is a fragment rerun (3-4 ms of server CPU; `bench lecture`).
 POLL_S = float(os.environ.get("TXVIZ_ROOM_POLL_S", "10.0"))
 TALLY_S = 2.0  # the lecturer's followers count and tally: one session, answers show within this
-CODE, KEY, SEAT = "_room_code", "_room_key", "_room_seat"
+CODE, KEY, SEAT, SCREEN = "_room_code", "_room_key", "_room_seat", "_room_screen"
 FOLLOW, AT, NOTE, GO = "_room_follow", "_room_at", "_room_note", "_room_go_to"
+RESUME_SHOWN = "_room_resume_link"  # a resume link made this run, shown once
 SWITCHING = "_room_switching"  # (page, when) of a switch this session started and has not yet arrived at
 SWITCH_S = 10.0  # after this long a switch that never arrived no longer counts
 SEEN_AT = "_room_seen_at"
 SEEN_S = 3.0  # a follower tells the store it is there at most this often (FOLLOWING_S counts it meanwhile)
-PARAMS = ("room", "key", "seat")  # the address keeps membership; copied view links leave them out
+PARAMS = ("room", "screen")  # what the address keeps of membership; copied view links leave them out
+SECRETS = ("key", "seat", "resume")  # never kept in an address: an old link's are dropped on arrival
+PROJECTOR_SCREEN = "projector"  # screen=projector: the window the projector shows, holding no key
 ROOM_PAGE = "pages/21_Lecture_Room.py"
 
 
@@ -40,38 +51,97 @@ def store() -> RoomStore:
     return open_store()
 
 
+def client() -> str:
+    """Who tries a code or a key, for rate limits: the address our proxy saw, else the socket's peer."""
+    forwarded = str((st.context.headers or {}).get("X-Forwarded-For") or "")
+    return forwarded.split(",")[-1].strip() or st.context.ip_address or "local"
+
+
 def from_address() -> None:
-    """A room link (room=, key=, seat=) opens this session in that room; a wrong key makes a student."""
+    """Enter the room the address names: as its lecturer (a resume link, or this browser's key), as the
+    projector window, or as a student in this browser's seat (a new seat for a new browser)."""
     code = clean_code(st.query_params.get("room"))
-    if not code or (
-        code == st.session_state.get(CODE) and st.query_params.get("key") == st.session_state.get(KEY)
-    ):
+    ticket = st.query_params.get("resume") or ""
+    for name in SECRETS:  # whatever happens next, a secret does not stay in the address bar
+        st.query_params.pop(name, None)
+    if not code or (code == st.session_state.get(CODE) and not ticket):
         return
-    key = st.query_params.get("key")
+    if ticket:
+        _resume(code, ticket)
+        return
+    if st.query_params.get("screen") == PROJECTOR_SCREEN:
+        _enter(code, screen=PROJECTOR_SCREEN)
+        st.session_state[projector.ON] = True  # its link says present=true too: this keeps it on
+        return
+    key = _browser_key(code)
     if key:
-        try:
-            store().check(code, key)
-        except NotLecturer:
-            st.session_state[NOTE] = "This link's lecturer key is not the room's: you joined as a student."
-            key = None
-    st.session_state.update({CODE: code, KEY: key, FOLLOW: not key, AT: None})
-    if key:
-        st.session_state[NOTE] = None
+        _enter(code, key=key)
     else:
-        st.session_state[SEAT] = store().join(
-            code, "", seat=st.query_params.get("seat") or st.session_state.get(SEAT) or ""
+        _enter(code, seat=_join(code, "", seat=room_cookies.read(room_cookies.seat_name(code))))
+
+
+def _enter(code: str, key: str | None = None, seat: str | None = None, screen: str = "") -> None:
+    st.session_state.update({CODE: code, KEY: key, SEAT: seat, SCREEN: screen, FOLLOW: not key, AT: None})
+    st.session_state.pop(NOTE, None)
+
+
+def limited(buckets: list[str], tries: tuple[int, float], attempt):
+    """``attempt()``, refused before it runs once a bucket has too many failures (TooManyTries); only a
+    failed attempt counts, so a class behind one address joins freely while guessing stops."""
+    for bucket in buckets:
+        store().throttle(bucket, *tries, count=False)
+    try:
+        return attempt()
+    except (NotLecturer, UnknownRoom):
+        for bucket in buckets:
+            store().throttle(bucket, *tries)
+        raise
+
+
+def _browser_key(code: str) -> str:
+    """This browser's key for the room, if it is the room's (a stale or forged one is dropped)."""
+    key = room_cookies.read(room_cookies.key_name(code))
+    if not key:
+        return ""
+    try:
+        limited([f"key:{client()}", f"key:{code}"], KEY_TRIES, lambda: store().check(code, key))
+    except NotLecturer:
+        log.warning("room %s: a browser's lecturer cookie is not the room's key", code)
+        room_cookies.forget(room_cookies.key_name(code))
+        return ""
+    return key
+
+
+def _resume(code: str, ticket: str) -> None:
+    """A resume link: the key enters this session once, and the ticket is spent (it never works again)."""
+    try:
+        key = limited([f"key:{client()}", f"key:{code}"], KEY_TRIES, lambda: store().redeem(code, ticket))
+    except NotLecturer:
+        log.warning("room %s: a resume link was refused (wrong or used already)", code)
+        st.session_state[NOTE] = (
+            "This resume link does not work: it works once, and it was used already or is wrong. "
+            "Join as a student with the room's code, or ask the lecturer for a new one."
         )
+        st.query_params.pop("room", None)
+        return
+    log.info("room %s: the lecturer resumed from a resume link", code)
+    _enter(code, key=key)
+
+
+def _join(code: str, nickname: str, seat: str = "") -> str:
+    """A seat in the room (this browser's, when it has one there); a failed code counts against the client."""
+    return limited([f"join:{client()}"], JOIN_TRIES, lambda: store().join(code, nickname, seat=seat))
 
 
 def join(code: str, nickname: str) -> None:
-    """Join as a student (RoomError for a bad code or a full room) and keep it in the address."""
-    seat = store().join(code, nickname)
-    st.session_state.update({CODE: clean_code(code), KEY: None, SEAT: seat, FOLLOW: True, AT: None})
+    """Join as a student (RoomError for a bad code or a full room) and keep the code in the address."""
+    seat = _join(code, nickname, seat=room_cookies.read(room_cookies.seat_name(clean_code(code))))
+    _enter(clean_code(code), seat=seat)
     keep_in_address()
 
 
 def start(lecture: str) -> str:
-    """Start a room as its lecturer, from a lecture's first step or ad hoc; projector mode on."""
+    """Start a room as its lecturer, from a lecture's first step or ad hoc; this window is the presenter's."""
     chosen = lectures().get(lecture)
     if chosen is None:
         code, key = store().create("Ad hoc")
@@ -79,15 +149,47 @@ def start(lecture: str) -> str:
         code, key = store().create(chosen.title, chosen.name, shared(chosen.steps[0]), len(chosen.steps))
         store().set_question(code, key, question_ref(chosen, 0))
         warm_from(chosen.name, 0)
-    st.session_state.update({CODE: code, KEY: key, SEAT: None, FOLLOW: False, AT: None})
-    st.session_state[projector.ON] = True  # the lecturer's screen is the projector's
+    _enter(code, key=key)
+    log.info("room %s started (%s)", code, chosen.name if chosen else "ad hoc")
     keep_in_address()
     return code
 
 
+def present_here() -> None:
+    """A callback: one screen for everything: this window goes to projector mode and the room's step."""
+    projector.choose(True)
+    state = store().state(code())
+    if state.step:
+        go_later(state.step)
+
+
+def make_resume_link() -> None:
+    """A callback: a new one-time resume link (an earlier one stops working), shown once on this screen."""
+    st.session_state[RESUME_SHOWN] = store().resume_ticket(code(), st.session_state.get(KEY))
+
+
+def keep_credentials() -> None:
+    """This browser keeps the session's key or seat for the room (a reload, a second tab)."""
+    if not code():
+        return
+    if is_lecturer():
+        room_cookies.keep(room_cookies.key_name(code()), st.session_state[KEY])
+    elif st.session_state.get(SEAT):
+        room_cookies.keep(room_cookies.seat_name(code()), st.session_state[SEAT])
+
+
 def leave() -> None:
-    push.unfollow(code())
-    for name in (CODE, KEY, SEAT, FOLLOW, AT, NOTE):
+    """This session leaves the room (a student stops counting as following; the seat stays theirs)."""
+    left, seat = code(), st.session_state.get(SEAT)
+    push.unfollow(left)
+    if left and seat:
+        try:
+            store().leave(left, seat)
+        except RoomError:
+            log.info("room %s: leaving a room that is gone", left)
+    if left and is_lecturer():
+        room_cookies.forget(room_cookies.key_name(left))
+    for name in (CODE, KEY, SEAT, SCREEN, FOLLOW, AT, NOTE):
         st.session_state.pop(name, None)
     for name in PARAMS:
         st.query_params.pop(name, None)
@@ -101,13 +203,34 @@ def is_lecturer() -> bool:
     return bool(code() and st.session_state.get(KEY))
 
 
+def is_projector() -> bool:
+    """This window is the room's projector: it follows every step, answers nothing, holds no key."""
+    return bool(code() and st.session_state.get(SCREEN) == PROJECTOR_SCREEN and not is_lecturer())
+
+
 def address() -> dict[str, str]:
-    """This session's room parameters, for a link or a page switch."""
+    """This session's room parameters, for a link or a page switch: the code, never a key or a seat."""
     if not code():
         return {}
-    if is_lecturer():
-        return {"room": code(), "key": st.session_state[KEY]}
-    return {"room": code(), "seat": st.session_state.get(SEAT) or ""}
+    return {"room": code()} | ({"screen": PROJECTOR_SCREEN} if is_projector() else {})
+
+
+def page_address(page: str = "Lecture_Room") -> str:
+    """A page of this server as the browser reaches it (the current address's base, not its page)."""
+    here = (st.context.url or "").split("?")[0].rstrip("/")
+    scheme, _, rest = here.partition("//")
+    base = f"{scheme}//{rest.rsplit('/', 1)[0]}" if "/" in rest else here
+    return f"{base}/{page}"
+
+
+def join_url() -> str:
+    """The address students open: the Lecture Room with the room's code (never a key or a seat)."""
+    return f"{page_address()}?room={code()}"
+
+
+def projector_url() -> str:
+    """The projector window's address: the room's code and the projector screen, never the key."""
+    return f"{join_url()}&screen={PROJECTOR_SCREEN}&{projector.PARAM}=true"
 
 
 def keep_in_address() -> None:
@@ -138,8 +261,9 @@ def go_later(step: dict) -> None:
     st.session_state[GO] = step
 
 
-def move(state: RoomState, index: int) -> None:
-    """A lecturer's button: the room moves to step ``index`` of its lecture, and so does the lecturer."""
+def move(state: RoomState, index: int, follow: bool = True) -> None:
+    """A lecturer's button: the room moves to step ``index`` of its lecture; the lecturer's window too
+    when ``follow`` (presenting in one window), else it stays on the presenter's console."""
     chosen = lectures().get(state.lecture)
     if not chosen or not 0 <= index < len(chosen.steps):
         return
@@ -148,7 +272,8 @@ def move(state: RoomState, index: int) -> None:
         store().set_question(code(), st.session_state.get(KEY), question_ref(chosen, index))
     announce()
     warm_from(chosen.name, index)
-    go_later(shared(chosen.steps[index]))
+    if follow:
+        go_later(shared(chosen.steps[index]))
 
 
 def announce() -> None:
@@ -168,7 +293,7 @@ def bring_here(page: str, title: str) -> None:
     """Ad hoc: the room moves to the lecturer's page with its current settings."""
     settings = {}
     for name, value in st.query_params.to_dict().items():
-        if name not in (*PARAMS, projector.PARAM):
+        if name not in (*PARAMS, *SECRETS, projector.PARAM):
             try:
                 settings[name] = json.loads(value)
             except ValueError:

@@ -1,13 +1,16 @@
-"""The room bar at the top of every page: the lecturer's controls, or a student's follow bar and answer box.
+"""The room bar at the top of every page: the lecturer's controls, the projector window's join code and
+reveal, or a student's follow bar and answer box.
 
-Both live parts are fragments reading only the store, so waiting costs a store read, never the page's
-model work: a student's reruns when the lecturer changes the room (a push) and every room.POLL_S besides,
+The live parts are fragments reading only the store, so waiting costs a store read, never the page's
+model work: a follower's reruns when the lecturer changes the room (a push) and every room.POLL_S besides,
 the lecturer's every room.TALLY_S.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections.abc import Callable
 
 import streamlit as st
@@ -17,10 +20,13 @@ from txviz.app.room_lectures import lectures, question_of
 from txviz.lecture import figures
 from txviz.lecture.questions import Question, Truth, tally, truth_label
 from txviz.rooms import RoomError, StoreDown, UnknownRoom
-from txviz.rooms.base import RoomState
+from txviz.rooms.base import AnswersClosed, RoomState
+from txviz.rooms.qr import qr_png
 
-SENT = "_room_sent"  # question ids this student's answer went to the store for
+log = logging.getLogger(__name__)
+SENT = "_room_sent"  # question id -> the answer this window last sent (JSON)
 REVEAL = "_room_reveal_now"  # set by the Reveal button: the truth is computed in the run, not the callback
+STARTED, STEP_SINCE = "_room_started", "_room_step_since"  # the lecturer's timer: the room, the step
 Load = Callable[[str], object]
 
 
@@ -31,6 +37,7 @@ def room_bar(page_script: str, title: str, load: Load) -> None:
     try:
         room.from_address()
         room.keep_in_address()
+        room.keep_credentials()
         going = st.session_state.pop(room.GO, None)
         if going:
             room.go_to(going)
@@ -38,14 +45,32 @@ def room_bar(page_script: str, title: str, load: Load) -> None:
         if note:
             st.warning(note)
         if room.is_lecturer():
-            lecturer_bar(page_script, title, load)
-        else:
+            take_reveal(load)
+            if page_script != room.ROOM_PAGE:  # the Lecture Room page is the presenter's console itself
+                lecturer_bar(page_script, title, load)
+        elif room.is_projector():
+            _projector_live(page_script, load)
+        elif room.code():
             _student_live(page_script, load)
     except UnknownRoom as error:
+        log.info("room %s: gone (%s)", room.code(), type(error).__name__)
         room.leave()
         st.info(f"{error} You have left the room.")
-    except RoomError as error:  # StoreDown too: the page below still works
+    except RoomError as error:  # StoreDown, TooManyTries too: the page below still works
+        log.warning("room %s: %s", room.code(), error)
         st.warning(str(error))
+
+
+def take_reveal(load: Load) -> None:
+    """The Reveal button's work, in the run (the truth may need the model): reveal, then tell the room."""
+    if not st.session_state.pop(REVEAL, False):
+        return
+    state = room.store().state(room.code())
+    if state.question and not state.revealed:
+        asked = question_of(state.question)
+        found = truth(asked, load) if asked else None
+        room.store().reveal(room.code(), st.session_state.get(room.KEY), found.label if found else "")
+        room.announce()
 
 
 def _step_label(state: RoomState) -> str:
@@ -56,28 +81,20 @@ def _step_label(state: RoomState) -> str:
 def lecturer_bar(page_script: str, title: str, load: Load) -> None:
     """Room code, followers and tally (live), previous/next, reveal; talking points in the sidebar."""
     state = room.store().state(room.code())
-    if st.session_state.pop(REVEAL, False) and state.question:
-        asked = question_of(state.question)
-        found = truth(asked, load) if asked else None
-        state = room.store().reveal(room.code(), st.session_state.get(room.KEY), found.label if found else "")
-        room.announce()
     with st.container(border=True, key="room_lecturer_bar"):
         info, back, forward, act = st.columns([4, 1, 1, 1.3], vertical_alignment="center")
         info.markdown(f"**Room {room.code()}** · {_step_label(state)}")  # code and titles: our own text
         if state.total:
-            back.button("Previous", key="_room_previous", disabled=state.index <= 0, width="stretch",
-                        on_click=_move, args=(state.index - 1,))  # fmt: skip
-            forward.button("Next step", key="_room_next", disabled=state.index >= state.total - 1,
-                           width="stretch", type="primary", on_click=_move, args=(state.index + 1,))  # fmt: skip
+            step_buttons(state, back, forward, follow=True)
         else:
             forward.button("Bring the class here", key="_room_here", width="stretch", type="primary",
                            on_click=room.bring_here, args=(page_script, title))  # fmt: skip
         if state.question and not state.revealed:
-            act.button("Reveal", key="_room_reveal", width="stretch", on_click=_ask_reveal)
-        _lecturer_live(load)
+            act.button("Reveal", key="_room_reveal", width="stretch", on_click=ask_reveal)
+        lecturer_live(load)
     step = room.step_of(state)
-    if step and step.points:
-        with st.sidebar.expander("Talking points (your screen only)", expanded=True):
+    if step and step.points:  # folded while presenting: the points are the lecturer's, not the room's
+        with st.sidebar.expander("Talking points (your screen only)", expanded=not projector.presenting()):
             for point in step.points:
                 st.markdown(f"- {point}")
     chosen = lectures().get(state.lecture)
@@ -85,11 +102,21 @@ def lecturer_bar(page_script: str, title: str, load: Load) -> None:
         st.sidebar.caption(f"Next: {chosen.steps[state.index + 1].title}")
 
 
-def _move(index: int) -> None:
-    room.move(room.store().state(room.code()), index)
+def step_buttons(state: RoomState, back, forward, follow: bool) -> None:
+    """Previous and Next step; with ``follow`` the lecturer's window opens the step too (one window),
+    else it stays where it is (the presenter's console)."""
+    back.button("Previous", key="_room_previous", disabled=state.index <= 0, width="stretch",
+                on_click=_move, args=(state.index - 1, follow))  # fmt: skip
+    forward.button("Next step", key="_room_next", disabled=state.index >= state.total - 1, width="stretch",
+                   type="primary", on_click=_move, args=(state.index + 1, follow))  # fmt: skip
 
 
-def _ask_reveal() -> None:
+def _move(index: int, follow: bool) -> None:
+    room.move(room.store().state(room.code()), index, follow)
+    st.session_state[STEP_SINCE] = time.monotonic()
+
+
+def ask_reveal() -> None:
     st.session_state[REVEAL] = True
 
 
@@ -106,54 +133,62 @@ def answers_of(code: str, qid: str) -> list:
     return [json.loads(a) for a in room.store().answers(code, qid).values()]
 
 
+def clock(seconds: float) -> str:
+    """A timer as the lecturer reads it: m:ss, or h:mm:ss past an hour."""
+    minutes, secs = divmod(int(max(seconds, 0)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def _timer() -> str:
+    """Time in the room and on this step (since this window started them, or since a reload)."""
+    now = time.monotonic()
+    started = st.session_state.setdefault(STARTED, now)
+    since = st.session_state.setdefault(STEP_SINCE, now)
+    return f"{clock(now - started)} in the room · {clock(now - since)} on this step"
+
+
 @st.fragment(run_every=room.TALLY_S)
-def _lecturer_live(load: Load) -> None:
-    """Followers and the tally, read from the store every TALLY_S without rerunning the page."""
+def lecturer_live(load: Load) -> None:
+    """Followers, a timer and the tally, read from the store every TALLY_S without rerunning the page."""
     try:
         state = room.store().state(room.code())
         followers = room.store().followers(room.code())
     except UnknownRoom:
         return
     except StoreDown as error:
-        st.warning(str(error))
+        log.warning("room %s: %s", room.code(), error)
+        st.warning(f"Reconnecting to the room server... {error}")
         return
     asked = question_of(state.question)
     if not asked:
-        st.caption(f"{followers} following")
+        st.caption(f"{followers} following · {_timer()}")
         return
     given = answers_of(room.code(), state.question["id"])
-    st.caption(f"{followers} following · {len(given)} answers to: {asked[0].prompt}")
+    st.caption(f"{followers} following · {len(given)} answers to: {asked[0].prompt} · {_timer()}")
     if state.revealed:
-        found = truth(asked, load)
-        chart, view = st.columns(2)
-        with chart:
-            projector.draw(figures.tally_figure(tally(asked[0], given, found), truth_label(asked[0], found)),
-                           key="_room_tally")  # fmt: skip
-        with view:
-            st.markdown(f"**The model says:** {found.label}")  # the model's token, drawn as markdown text
-            explaining = figures.truth_figure(asked[0], found)
-            if explaining is not None:
-                projector.draw(explaining, key="_room_truth")
+        reveal_view(asked, given, load, "_room")
 
 
-@st.fragment(run_every=room.POLL_S)
-def _student_live(page_script: str, load: Load) -> None:
-    """A student's bar: follow the lecturer's step (the page switches by itself) or explore alone."""
-    code, seat = room.code(), st.session_state.get(room.SEAT) or ""
-    try:
-        state = room.store().state(code)
-        room.mark_seen(code, seat)
-        push.follow(code, room.store())  # the lecturer's next change reruns this fragment at once
-    except UnknownRoom as error:
-        room.leave()
-        st.info(f"{error} You have left the room.")
-        return
-    except StoreDown as error:
-        st.warning(str(error))
-        return
+def reveal_view(asked: tuple[Question, str], given: list, load: Load, key: str) -> None:
+    """At reveal: the class's tally beside the live model's truth (the lecturer's and the projector's)."""
+    found = truth(asked, load)
+    chart, view = st.columns(2)
+    with chart:
+        projector.draw(figures.tally_figure(tally(asked[0], given, found), truth_label(asked[0], found)),
+                       key=f"{key}_tally")  # fmt: skip
+    with view:
+        st.markdown(f"**The model says:** {found.label}")  # the model's token, drawn as markdown text
+        explaining = figures.truth_figure(asked[0], found)
+        if explaining is not None:
+            projector.draw(explaining, key=f"{key}_truth")
+
+
+def _follow_step(state: RoomState, page_script: str, following: bool) -> bool:
+    """Open the room's step when the lecturer moved (a follower that opened another page is wandering);
+    whether this window still follows."""
     step = state.step
     at = json.dumps(step, sort_keys=True) if step else None
-    following = st.session_state.get(room.FOLLOW, True)
     arriving = room.switching_away(page_script)
     if (
         following
@@ -166,6 +201,57 @@ def _student_live(page_script: str, load: Load) -> None:
     if following and step and st.session_state.get(room.AT) != at:
         room.warm_from(state.lecture, state.index)  # on another replica the first follower warms it there
         room.go_to(step)  # the lecturer moved: open the step, its settings with it
+    return following
+
+
+def _read_followed(code: str) -> RoomState | None:
+    """The room's state for a follower's bar, which also listens for pushes; None when it is gone or the
+    store is down (said on screen)."""
+    try:
+        state = room.store().state(code)
+        push.follow(code, room.store())  # the lecturer's next change reruns this fragment at once
+        return state
+    except UnknownRoom as error:
+        log.info("room %s: gone (%s)", code, type(error).__name__)
+        room.leave()
+        st.info(f"{error} You have left the room.")
+    except StoreDown as error:
+        log.warning("room %s: %s", code, error)
+        st.warning(f"Reconnecting to the room... {error}")
+    return None
+
+
+@st.fragment(run_every=room.POLL_S)
+def _projector_live(page_script: str, load: Load) -> None:
+    """The projector window's bar: it follows every step and shows the join code; at reveal, the tally and
+    the truth. It holds no key and takes no seat."""
+    code = room.code()
+    state = _read_followed(code)
+    if state is None:
+        return
+    st.session_state[room.FOLLOW] = True
+    _follow_step(state, page_script, following=True)
+    with st.container(border=True, key="room_projector_bar"):
+        info, scan = st.columns([6, 1], vertical_alignment="center")
+        info.markdown(f"**Join at {room.join_url()}** · code **{code}** · {_step_label(state)}")  # our text
+        scan.image(qr_png(room.join_url()), width=110)
+        asked = question_of(state.question)
+        if asked and state.revealed:
+            reveal_view(asked, answers_of(code, state.question["id"]), load, "_room_projector")
+
+
+@st.fragment(run_every=room.POLL_S)
+def _student_live(page_script: str, load: Load) -> None:
+    """A student's bar: follow the lecturer's step (the page switches by itself) or explore alone."""
+    code, seat = room.code(), st.session_state.get(room.SEAT) or ""
+    state = _read_followed(code)
+    if state is None:
+        return
+    try:
+        room.mark_seen(code, seat)
+    except StoreDown as error:
+        log.warning("room %s: %s", code, error)
+    following = _follow_step(state, page_script, st.session_state.get(room.FOLLOW, True))
     with st.container(border=True, key="room_student_bar"):
         info, control = st.columns([4, 1.4], vertical_alignment="center")
         where = "Following the lecturer" if following else "Exploring on your own"
@@ -190,16 +276,38 @@ def _back() -> None:
 
 
 def _question(state: RoomState, asked: tuple[Question, str], code: str, seat: str, load: Load) -> None:
-    """The question on the student's laptop; after reveal, their own answer marked against the truth."""
+    """The question on the student's laptop until the reveal; then the answer the room counted for this
+    seat, marked against the truth. The last answer before the reveal counts (said when it replaces one)."""
     question, model = asked
     qid, key = state.question["id"], f"_room_q_{state.question['id']}"
     loaded = load(asking.model_of(question, model)) if question.asks_model else None
-    answer = asking.ask(question, key, asking.offered(question, loaded))
-    sent = st.session_state.setdefault(SENT, set())
-    if answer is not None and qid not in sent:
-        room.store().answer(code, seat, qid, json.dumps(answer))  # counted once, even if sent again
-        sent.add(qid)
-    if state.revealed:
+    counted = room.store().answer_of(code, qid, seat)
+    if state.revealed:  # answers are closed: no control, only what the room counted
+        st.markdown(f"**Predict:** {question.prompt}")  # the lecture file's own text
+        answer = json.loads(counted) if counted is not None else None
+        if answer is None:
+            st.caption("Answers closed at the reveal before yours arrived.")
         asking.reveal(
             question, asking.live_truth(question, loaded), asking.model_of(question, model), key, answer
         )
+        return
+    options = asking.offered(question, loaded)
+    answer = asking.ask(question, key, options)
+    sent = st.session_state.setdefault(SENT, {})  # what this window sent: another tab's answer is not resent
+    if answer is not None and sent.get(qid) != json.dumps(answer):
+        try:
+            replaced = room.store().answer(code, seat, qid, json.dumps(answer))
+        except AnswersClosed as error:
+            st.warning(str(error))
+            return
+        sent[qid] = counted = json.dumps(answer)
+        if replaced is not None and replaced != counted:
+            st.session_state[f"{key}_replaced"] = asking.label(question, json.loads(replaced), options)
+    if counted is None:
+        return
+    replaced = st.session_state.get(f"{key}_replaced")
+    said = f" It replaces your earlier one ({replaced})." if replaced else ""
+    st.caption(
+        f"The room has your answer: {asking.label(question, json.loads(counted), options)}.{said} "
+        "The last one before the reveal counts."
+    )

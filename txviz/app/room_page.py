@@ -1,9 +1,15 @@
-"""The Lecture Room page: start or join a room; the lecturer's console (join code, QR, presenter view,
-results) and a student's waiting view."""
+"""The Lecture Room page: start or join a room; the presenter's console (join code, QR, the projector
+window's link, this step and the next, the live tally, results) and a follower's waiting view.
+
+The lecturer's window stays here while the lecture runs (its Next moves the room, not this window): the
+projector shows a second window opened from here, a follower without the key. A lecturer with one screen
+presses "Present in this window" and drives from the room bar of each page instead.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 
 import streamlit as st
 
@@ -15,13 +21,14 @@ from txviz.rooms import RoomError
 from txviz.rooms.export import Asked, results_csv
 from txviz.rooms.qr import qr_png
 
+log = logging.getLogger(__name__)
 JOIN_PROBLEM = "_room_join_problem"
 AD_HOC = "No lecture: drive it myself"
 EXAMPLE_TALLY = {"keys": 17, "cabinet": 9, "table": 4}  # what a reveal looks like, before any room
 
 
 def show() -> None:
-    """The view of this session's part: the lecturer's console, a student's, or start and join."""
+    """The view of this session's part: the presenter's console, a follower's, or start and join."""
     if room.is_lecturer():
         console()
     elif room.code():
@@ -31,18 +38,13 @@ def show() -> None:
 
 
 def show_more() -> None:
-    """Under the first figure and its notice: the lecturer's presenter view, results and close."""
+    """Under the first figure and its notice: the presenter's steps, live tally, results and close."""
     if room.is_lecturer():
         state = room.store().state(room.code())
         presenter(state)
         results(state)
+        resume_link()
         st.button("Close the room", key="room_close", on_click=_close)
-
-
-def join_url() -> str:
-    """The address students open: this page with the room's code (never the lecturer's key)."""
-    base = (st.context.url or "").split("?")[0] or "/Lecture_Room"
-    return f"{base}?room={room.code()}"
 
 
 def start_or_join() -> None:
@@ -57,7 +59,8 @@ def start_or_join() -> None:
         st.button("Start a room", key="room_start", type="primary", on_click=room.start,
                   args=(by_title.get(chosen, ""),))  # fmt: skip
         st.caption(
-            "Your screen goes to presentation mode; students join with the code or the QR code it shows."
+            "This window becomes your presenter console; open the projector window from it. Students "
+            "join with the code or the QR code the projector shows."
         )
     with join.container(border=True):
         st.subheader("Join a room")
@@ -81,36 +84,46 @@ def _join() -> None:
 
 
 def console() -> None:
-    """The projector's join screen, then the lecturer's presenter view and the results."""
+    """The join code and QR, the projector window's link, and one screen's way to present."""
     state = room.store().state(room.code())
-    url = join_url()
+    url = room.join_url()
     code_col, qr_col = st.columns([3, 2], vertical_alignment="center")
     with code_col:
         st.markdown(f"## Join code: `{room.code()}`")  # our own code: six letters and digits
         st.code(url, language=None, wrap_lines=True)
-        st.caption(f"{room.store().followers(room.code())} following · {state.title}")
+        st.caption(f"{state.title} · this window is yours: the class sees the projector window")
+        projecting, here = st.columns(2)
+        projecting.link_button(
+            "Open the projector window", room.projector_url(), type="primary", width="stretch",
+            help="A second window for the projector: the step, the join code and, at reveal, the tally. "
+            "It holds no key: a link copied from it cannot drive the room.",
+        )  # fmt: skip
         if state.step:
-            st.button(
-                "Go to the lecture", key="room_go", type="primary", on_click=room.go_later, args=(state.step,)
-            )
+            here.button("Present in this window", key="room_go", on_click=room.present_here, width="stretch",
+                        help="One screen: this window shows the steps in projector mode; drive from the "
+                        "room bar at the top of each page.")  # fmt: skip
         else:
             st.caption("Open any page and press 'Bring the class here' in the room bar.")
-    qr_col.image(qr_png(url), caption="Scan to join", width=280)
+    qr_col.image(qr_png(url), caption="Scan to join", width=240)
 
 
 def presenter(state) -> None:
-    """The current and next step with their talking points: on the lecturer's screen only."""
+    """The current and next step with their talking points, the step buttons and the live tally."""
     chosen = lectures().get(state.lecture)
-    if not chosen:
-        return
-    with st.expander("Presenter view: this step and the next", expanded=not projector.presenting()):
-        now, after = st.columns(2)
-        for column, index, label in ((now, state.index, "Now"), (after, state.index + 1, "Next")):
-            if 0 <= index < len(chosen.steps):
-                step = chosen.steps[index]
-                column.markdown(f"**{label}: {step.title}**")
-                for point in step.points:
-                    column.markdown(f"- {point}")
+    with st.container(border=True, key="room_presenter"):
+        if chosen:
+            now, after = st.columns(2)
+            for column, index, label in ((now, state.index, "Now"), (after, state.index + 1, "Next")):
+                if 0 <= index < len(chosen.steps):
+                    step = chosen.steps[index]
+                    column.markdown(f"**{label} ({index + 1} of {len(chosen.steps)}): {step.title}**")
+                    for point in step.points:
+                        column.markdown(f"- {point}")
+            back, forward, act = st.columns(3)
+            room_bars.step_buttons(state, back, forward, follow=False)
+            if state.question and not state.revealed:
+                act.button("Reveal", key="_room_reveal", width="stretch", on_click=room_bars.ask_reveal)
+        room_bars.lecturer_live(ui.load_model)
 
 
 def results(state) -> None:
@@ -123,8 +136,8 @@ def results(state) -> None:
                                [_asked(chosen, i) for i, _ in chosen.questions()]),
                                file_name=f"room-{room.code()}.csv", mime="text/csv", key="room_csv")  # fmt: skip
     names = sorted(n for n in room.store().nicknames(room.code()).values() if n)
-    if names:
-        with st.expander(f"Students who gave a nickname ({len(names)})"):
+    if names:  # folded: a name reaches the screen only when the lecturer opens it
+        with st.expander(f"Students who gave a nickname ({len(names)}; opening shows them on this screen)"):
             st.dataframe({"nickname": names}, hide_index=True)  # a table of plain text, never HTML
 
 
@@ -144,15 +157,33 @@ def _asked(lecture, index: int) -> Asked:
     return Asked(question.prompt, truth_label(question, found) or found.label, labels)
 
 
+def resume_link() -> None:
+    """A one-time link that gives this room's control to another browser (shown once, never again)."""
+    st.button("Make a resume link", key="room_resume", on_click=room.make_resume_link,
+              help="To drive the room from another browser or after clearing cookies: it works once.")  # fmt: skip
+    ticket = st.session_state.pop(room.RESUME_SHOWN, None)
+    if ticket:
+        st.warning(
+            "Anyone who opens this link drives the room, once. Keep it private: not on the projector, "
+            "not in a chat. Making another one cancels this one."
+        )
+        st.code(f"{room.join_url()}&resume={ticket}", language=None, wrap_lines=True)
+
+
 def _close() -> None:
     room.store().close(room.code(), st.session_state.get(room.KEY))
+    log.info("room %s closed by its lecturer", room.code())
     room.announce()  # the followers' bars learn the room is gone and leave it
     room.leave()
 
 
 def waiting() -> None:
-    """A student on this page: the step is one click away (the room bar above follows it by itself)."""
+    """A follower on this page: the step is one click away (the room bar above follows it by itself)."""
     state = room.store().state(room.code())
+    if room.is_projector():
+        st.markdown(f"## Join at {room.join_url()} · code `{room.code()}`")  # our own text
+        st.image(qr_png(room.join_url()), width=320)
+        return
     st.markdown(f"You are in room **{room.code()}**: {state.title}.")
     if state.step:
         st.button("Go to the lecturer's step", key="room_follow", type="primary", on_click=_follow)
