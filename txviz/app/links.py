@@ -21,7 +21,8 @@ import streamlit as st
 MAX_LINK_CHARS = 1_500  # longer values stay out of the URL (browsers and chat apps cut long links)
 _COPY_BOX = "_copy_link_box"
 _TAB_DEFAULTS = "_link_tab_defaults"
-PRIVATE = ("room", "screen", "key", "seat", "resume")  # a lecture room's membership: never in a copied view link
+# A lecture room's membership (and an old link's secrets): never in a copied view link.
+PRIVATE = ("room", "screen", "key", "seat", "resume")
 
 
 def shared_keys(patterns: Sequence[str]) -> list[str]:
