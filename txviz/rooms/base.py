@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import re
@@ -21,6 +22,17 @@ MAX_NICKNAME = 24  # characters kept of a nickname
 IDLE_TTL_S = 4 * 3600  # a room nobody touched for this long is gone (and Redis expires its keys)
 FOLLOWING_S = 30.0  # a student polled within this many seconds counts as following (a poll is 10 s)
 MAX_ANSWER = 200  # characters kept of a typed answer
+# Tries a client gets per window of seconds, shared by every replica (RoomStore.throttle): enough for a
+# student who mistypes a code a few times, far too few to guess one of 887 million codes.
+JOIN_TRIES = (20, 60.0)  # join codes, per client
+KEY_TRIES = (10, 60.0)  # lecturer's keys and resume tickets, per client and per room
+
+FULL = f"This room is full ({MAX_JOINS} students). Ask the lecturer to open a second room."
+UNKNOWN = "No room has this code: it may have ended. Check the code on the projector."
+CLOSED = "The lecturer closed this room."
+NOT_LECTURER = "Only the lecturer's link can change the room."
+NOT_SEATED = "You are not seated in this room: join again with the code."
+TOO_MANY = "Too many tries: wait a minute, then try again."
 
 
 class RoomError(UserError):
@@ -29,6 +41,10 @@ class RoomError(UserError):
 
 class UnknownRoom(RoomError):
     """No room has this code (never made, closed, or expired)."""
+
+
+class RoomClosed(UnknownRoom):
+    """The lecturer closed this room (said for IDLE_TTL_S after; then the code is merely unknown)."""
 
 
 class RoomFull(RoomError):
@@ -41,6 +57,18 @@ class NotLecturer(RoomError):
 
 class StoreDown(RoomError):
     """The shared room store (Redis) does not answer."""
+
+
+class NotSeated(RoomError):
+    """An answer from a seat that never joined the room."""
+
+
+class AnswersClosed(RoomError):
+    """An answer to a question that is not the room's open one: revealed, moved on from, or never asked."""
+
+
+class TooManyTries(RoomError):
+    """A client (or a room) tried more often than its limit allows in the current window."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +132,31 @@ def same_token(given: Any, stored: str) -> bool:
     return isinstance(given, str) and hmac.compare_digest(given.encode(), stored.encode())
 
 
+def ticket_hash(ticket: Any) -> str:
+    """What a store keeps of a resume ticket: its SHA-256, so a copy of the store cannot resume a room."""
+    return hashlib.sha256(str(ticket).encode()).hexdigest()
+
+
+def same_ticket(given: Any, stored: str | None) -> bool:
+    """A resume ticket matches the stored hash, compared in constant time."""
+    return isinstance(given, str) and bool(stored) and hmac.compare_digest(ticket_hash(given), stored)
+
+
+def open_question(state: RoomState) -> str | None:
+    """The id of the question students may answer now: asked and not yet revealed."""
+    if state.question is None or state.revealed or "id" not in state.question:
+        return None
+    return str(state.question["id"])
+
+
+def answers_closed(state: RoomState | None, question_id: Any) -> AnswersClosed:
+    """The refusal of an answer to a question that is not open, saying why."""
+    asked = state is not None and state.question is not None and state.question.get("id") is not None
+    if asked and str(state.question["id"]) == str(question_id) and state.revealed:
+        return AnswersClosed("Answers are closed: the lecturer has revealed this question.")
+    return AnswersClosed("Answers are closed: the lecturer has moved on from this question.")
+
+
 def new_state(code: str, title: str, lecture: str, step: dict, total: int) -> RoomState:
     return RoomState(code=code, title=title, lecture=lecture, index=0, step=step, version=1, total=total)
 
@@ -142,8 +195,14 @@ class RoomStore(ABC):
         """Reveal the current question's answer to the room, with the truth the live model gave."""
 
     @abstractmethod
-    def answer(self, code: str, seat: str, question_id: str, answer: Any) -> bool:
-        """Record a student's answer; False (and nothing changes) when the seat has answered already."""
+    def answer(self, code: str, seat: str, question_id: str, answer: Any) -> str | None:
+        """Record a seat's answer to the open question, replacing its earlier one; returns the replaced
+        answer (None for a first). NotSeated for a seat that never joined, AnswersClosed unless
+        ``question_id`` is the question asked and not yet revealed."""
+
+    @abstractmethod
+    def answer_of(self, code: str, question_id: str, seat: str) -> str | None:
+        """The answer the room counts for a seat (None when it gave none)."""
 
     @abstractmethod
     def answers(self, code: str, question_id: str) -> dict[str, str]:
@@ -158,12 +217,35 @@ class RoomStore(ABC):
         """A student polled now (the followers count reads it)."""
 
     @abstractmethod
+    def leave(self, code: str, seat: str) -> None:
+        """A student left: no longer counted as following (the seat and its answers stay)."""
+
+    @abstractmethod
     def followers(self, code: str) -> int:
         """Students who polled within FOLLOWING_S seconds."""
 
     @abstractmethod
     def close(self, code: str, token: Any) -> None:
-        """End the room: its state is gone and its code unknown from now on."""
+        """End the room: its state is gone, and for IDLE_TTL_S every call on its code raises RoomClosed."""
+
+    @abstractmethod
+    def resume_ticket(self, code: str, token: Any) -> str:
+        """A new one-time ticket that redeem() turns into the lecturer's key; it replaces any earlier one.
+
+        The store keeps only its hash. NotLecturer unless ``token`` is the room's key."""
+
+    @abstractmethod
+    def redeem(self, code: str, ticket: Any) -> str:
+        """The room's key for its current resume ticket, which is forgotten in the same step; NotLecturer
+        for a wrong, used or replaced ticket."""
+
+    @abstractmethod
+    def throttle(self, bucket: str, limit: int, window_s: float, count: bool = True) -> None:
+        """Count a try in ``bucket``; TooManyTries once more than ``limit`` fell in the current window.
+
+        With ``count=False`` nothing is counted: TooManyTries when one more try would be too many (a caller
+        that counts only failed tries asks first, then counts a failure). The window is fixed: it starts at
+        the bucket's first counted try, and the count starts again after it."""
 
     def announce(self, code: str) -> bool:
         """Tell every server the room changed; False where the store is this process's alone (the caller
