@@ -4,10 +4,12 @@ button's callback."""
 
 from __future__ import annotations
 
+import ssl
+
 import pytest
 from tiny_apps import run_async, served
 
-from txviz.app.headless import Session, address_name
+from txviz.app.headless import Session, address_name, is_loopback, tls_for
 
 TINY = """
 import pathlib
@@ -76,3 +78,12 @@ def test_a_headless_click_runs_the_buttons_callback_in_its_fragment(tiny_app):
 def test_the_address_name_of_a_page_script():
     assert address_name("pages/21_Lecture_Room.py") == "Lecture_Room"
     assert address_name("app.py") == "app"
+
+
+def test_only_this_machines_own_server_goes_unverified_over_tls():
+    for host in ("127.0.0.1", "127.3.2.1", "::1", "localhost"):
+        assert is_loopback(host)
+        assert tls_for(host).verify_mode == ssl.CERT_NONE
+    for host in ("10.0.0.5", "txviz.example.org", "::ffff:8.8.8.8", ""):
+        assert not is_loopback(host)
+        assert tls_for(host) is True  # websockets' default context: certificate and name checked

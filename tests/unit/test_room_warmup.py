@@ -1,17 +1,21 @@
 """A room's warm-up opens a step's page headlessly on the server: its cached work is done then, so a
 session arriving later with the same settings runs none (counted per call as the lecture benchmark's
-counting server counts forward passes)."""
+counting server counts forward passes). Behind Streamlit's own HTTPS too, with a certificate made here."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
+import time
+import urllib.request
 
 import pytest
 from tiny_apps import run_async
 
-from txviz.app import warmup
-from txviz.app.headless import Session
+from txviz.app import streamlit_private, warmup
+from txviz.app.headless import Session, tls_for
 from txviz.bench.load import ROOT, free_port, launch, server_env, stop_server
 from txviz.rooms.base import FOLLOWING_S
 
@@ -29,7 +33,7 @@ COUNT = pathlib.Path(__file__).with_name("forwards.txt")
 @shared_resource()
 def work(n: int) -> int:
     with open(COUNT, "a") as out:
-        out.write("run\\n")
+        out.write(f"{n}\\n")
     return n * n
 
 
@@ -56,10 +60,10 @@ def runs(count) -> int:
     return len(count.read_text().splitlines()) if count.exists() else 0
 
 
-def visit(base: str, n: int) -> None:
+def visit(base: str, n: int, more: str = "") -> None:
 
     async def go() -> None:
-        session = await Session(base, "warmpage", f"n={n}").open()
+        session = await Session(base, "warmpage", f"n={n}" + (f"&{more}" if more else "")).open()
         try:
             await session.wait_for(lambda text: text.startswith("square"), timeout=60)
         finally:
@@ -80,6 +84,83 @@ def test_a_warmed_step_costs_the_next_session_no_work(app):
     visit(base, 8)
     assert runs(count) == 2  # other settings are other work: the counter counts
     assert warmup.warm([step], base=base) is None  # warmed already: not again
+
+
+TLS_PAGE = (
+    PAGE.replace("COUNT = ", "from txviz.app import warmup\nCOUNT = ")
+    + """
+if st.query_params.get("warm"):  # as a lecturer's move does: the server warms a step on itself
+    warmup.warm([{"page": "warmpage.py", "settings": {"n": 7}, "title": "a step"}])
+"""
+)
+
+
+def self_signed(folder) -> tuple[str, str]:
+    """A certificate for the server's public name (never 127.0.0.1) and its key, made with openssl."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is missing")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=txviz.example.org", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)  # fmt: skip
+    return str(cert), str(key)
+
+
+@pytest.fixture(scope="module")
+def tls_app(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("warm_tls")
+    (folder / "warmpage.py").write_text(TLS_PAGE)
+    cert, key = self_signed(folder)
+    port = free_port()
+    command = [sys.executable, "-m", "streamlit", "run", str(folder / "warmpage.py"), "--server.port", str(port),
+               "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats",
+               "false", "--server.sslCertFile", cert, "--server.sslKeyFile", key]  # fmt: skip
+    env = server_env() | {"PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env.pop(streamlit_private.SWITCH, None)
+    log = open(folder / "server.log", "w")  # noqa: SIM115 - closed after the server stops
+    server = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
+    base = f"https://127.0.0.1:{port}"
+    unchecked = tls_for("127.0.0.1")  # as the warm-up speaks to its own server
+    end = time.monotonic() + 120
+    while True:
+        try:
+            if urllib.request.urlopen(f"{base}/_stcore/health", timeout=2, context=unchecked).status == 200:
+                break
+        except OSError:
+            if time.monotonic() > end:
+                stop_server(server)
+                pytest.fail(f"the HTTPS app did not start; see {folder / 'server.log'}")
+            time.sleep(0.5)
+    yield base, folder / "forwards.txt", folder / "server.log"
+    stop_server(server)
+    log.close()
+
+
+def test_behind_https_a_warm_up_on_the_server_fills_the_steps_cache(tls_app):
+    base, count, server_log = tls_app
+    visit(base, 1, "warm=1")  # the server starts warming n=7 on itself, over wss:// to its loopback
+    end = time.monotonic() + 120
+    while runs(count) < 2 and time.monotonic() < end:
+        time.sleep(0.2)
+    assert runs(count) == 2, server_log.read_text()  # n=1 for the visit, n=7 by the warm-up
+    visit(base, 7)
+    assert runs(count) == 2  # the class arrives at the warmed step: nothing runs again
+    assert "failed" not in server_log.read_text()
+
+
+def test_own_address_follows_the_servers_tls_and_address(monkeypatch):
+    options = {"server.address": "", "server.port": 8443, "server.baseUrlPath": "/txviz/",
+               "server.sslCertFile": "cert.pem", "server.sslKeyFile": "key.pem"}  # fmt: skip
+    monkeypatch.setattr(warmup.st, "get_option", options.get)
+    assert warmup.own_address() == "https://127.0.0.1:8443/txviz"
+    options.update({"server.sslKeyFile": None, "server.address": "::1", "server.baseUrlPath": ""})
+    assert warmup.own_address() == "http://[::1]:8443"
+
+
+def test_with_the_adapter_off_nothing_is_warmed(monkeypatch):
+    monkeypatch.setenv(streamlit_private.SWITCH, "off")
+    monkeypatch.setattr(streamlit_private, "_STATE", {})
+    assert warmup.warm([{"page": "warmpage.py", "settings": {"n": 9}}], base="http://127.0.0.1:1") is None
 
 
 def test_the_step_query_is_what_a_followers_page_switch_sends():

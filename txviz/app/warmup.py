@@ -6,20 +6,31 @@ the page itself decides what it computes (no second list of cached calls to keep
 the run goes through Streamlit's runtime like a browser's (AppTest replaces the runtime and patches
 global config, so it cannot run inside a live server), and the results land in the same caches every
 follower reads. It costs one short-lived session per step, in a background thread.
+
+Behind HTTPS (Streamlit's own ``server.sslCertFile`` and ``server.sslKeyFile`` set) the session speaks
+``wss://`` to the server's loopback address, its certificate unchecked there only (``headless.tls_for``
+says why). Chosen over running the page in-process: that would need an AppSession built by hand from
+more of Streamlit's internals (AppTest is unsafe in a live server), where a loopback session is what a
+browser's is, TLS included. The protocol is Streamlit's private one, so a warm-up happens only where
+``txviz.app.streamlit_private`` found it intact (and is not switched off); otherwise the step's first
+visitor computes it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 import time
 from urllib.parse import urlencode
 
 import streamlit as st
 
+from txviz.app import streamlit_private
 from txviz.app.headless import Session, address_name
 
+log = logging.getLogger(__name__)
 WARM_AGAIN_S = 600.0  # a step warmed this recently is not warmed again (its cache entries are still there)
 RUN_TIMEOUT_S = 600.0  # a page's first run may load a model
 _LOCK = threading.Lock()
@@ -27,12 +38,15 @@ _WARMED: dict[str, float] = {}  # a step (JSON) -> when its warm-up began, for t
 
 
 def own_address() -> str:
-    """This server's own address (the port and base path it serves on), as seen from inside."""
+    """This server's own address (scheme, port and base path it serves on), as seen from inside."""
     host = st.get_option("server.address") or "127.0.0.1"
     if host in ("0.0.0.0", "::", ""):
         host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"  # an IPv6 address in a URL
+    scheme = "https" if st.get_option("server.sslCertFile") and st.get_option("server.sslKeyFile") else "http"
     base = (st.get_option("server.baseUrlPath") or "").strip("/")
-    return f"http://{host}:{st.get_option('server.port')}" + (f"/{base}" if base else "")
+    return f"{scheme}://{host}:{st.get_option('server.port')}" + (f"/{base}" if base else "")
 
 
 def step_query(step: dict) -> str:
@@ -45,6 +59,8 @@ def warm(steps: list[dict], base: str | None = None) -> threading.Thread | None:
     background thread; a step warmed within WARM_AGAIN_S is skipped. Returns the thread, if one started."""
     if base is None and not st.context.url:
         return None  # no browser address: an AppTest, with no server of its own to open pages on
+    if not streamlit_private.enabled():
+        return None  # the protocol is not known to hold here: the first visitor computes the step
     now = time.monotonic()
     with _LOCK:
         fresh = []
@@ -66,6 +82,8 @@ def _run(base: str, steps: list[dict]) -> None:
         try:
             asyncio.run(open_once(base, step["page"], step_query(step)))
         except Exception:  # a warm-up that fails costs the class nothing: the first arrival computes it
+            log.warning("Warming up %s at %s failed; its first visitor computes it", step["page"], base,
+                        exc_info=True)  # fmt: skip
             with _LOCK:
                 _WARMED.pop(json.dumps(step, sort_keys=True), None)
 
