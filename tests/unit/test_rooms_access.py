@@ -135,6 +135,26 @@ def test_the_store_keeps_only_the_tickets_hash(redis_url):
     assert ticket not in repr(memory._rooms)
 
 
+def test_a_redeemed_ticket_keeps_the_room_alive_as_a_lecturers_change_does():
+    now = [0.0]
+    memory = MemoryStore(idle_s=60, clock=lambda: now[0])
+    code, token = memory.create("Attention")
+    ticket = memory.resume_ticket(code, token)
+    now[0] = 50
+    memory.redeem(code, ticket)
+    now[0] = 100
+    assert memory.state(code).code == code
+
+
+def test_a_redeemed_ticket_renews_the_redis_keys(redis_url):
+    store = RedisStore(redis_url, idle_s=300)
+    code, token = store.create("Attention")
+    ticket = store.resume_ticket(code, token)
+    store._redis.expire(f"txviz:room:{code}", 5)
+    store.redeem(code, ticket)
+    assert store._redis.ttl(f"txviz:room:{code}") > 5
+
+
 def test_two_redeems_racing_give_the_key_once(store):
     code, token = store.create("Attention")
     ticket = store.resume_ticket(code, token)

@@ -359,7 +359,9 @@ class RedisStore(RoomStore):
             pipe.hdel(self._key(code), "ticket")
             return room["token"]
 
-        return self._locked(code, spend)  # a second redeem racing this one finds no ticket
+        token = self._locked(code, spend)  # a second redeem racing this one finds no ticket
+        self._refresh(code)  # the lecturer is back: the room lives on, as after any change of theirs
+        return token
 
     @_answering
     def throttle(self, bucket, limit, window_s, count=True):
