@@ -38,10 +38,9 @@ def show() -> None:
 
 
 def show_more() -> None:
-    """Under the first figure and its notice: the presenter's steps, live tally, results and close."""
+    """Under the console and its notice: results, a resume link and close."""
     if room.is_lecturer():
         state = room.store().state(room.code())
-        presenter(state)
         results(state)
         resume_link()
         st.button("Close the room", key="room_close", on_click=_close)
@@ -84,12 +83,14 @@ def _join() -> None:
 
 
 def console() -> None:
-    """The join code and QR, the projector window's link, and one screen's way to present."""
+    """The presenter's steps and live tally first; then the join code and QR, the projector window's
+    link, and one screen's way to present."""
     state = room.store().state(room.code())
+    presenter(state)
     url = room.join_url()
     code_col, qr_col = st.columns([3, 2], vertical_alignment="center")
     with code_col:
-        st.markdown(f"## Join code: `{room.code()}`")  # our own code: six letters and digits
+        st.markdown(f"### Join code: `{room.code()}`")  # our own code: six letters and digits
         st.code(url, language=None, wrap_lines=True)
         st.caption(f"{state.title} · this window is yours: the class sees the projector window")
         projecting, here = st.columns(2)
@@ -104,7 +105,7 @@ def console() -> None:
                         "room bar at the top of each page.")  # fmt: skip
         else:
             st.caption("Open any page and press 'Bring the class here' in the room bar.")
-    qr_col.image(qr_png(url), caption="Scan to join", width=240)
+    qr_col.image(qr_png(url), caption="Scan to join", width=180)
 
 
 def presenter(state) -> None:
