@@ -204,6 +204,7 @@ def this_session() -> str | None:
     """The id of the session whose script runs in this thread (None outside one, or when disabled)."""
     if not enabled():
         return None
+    # Only a push needs the id, to find the session again (streamlit/streamlit#2838); st.context has none.
     try:
         from streamlit.runtime.scriptrunner import get_script_run_ctx
 
