@@ -65,7 +65,7 @@ bench: $(STAMP)
 # projector, three restored links and one per page, named after its script); this copies exactly
 # those to assets/screenshots/.
 SCREENSHOTS := home explorer projector link-attention_explorer link-positional_encoding link-self_attention \
-	room-projector room-student \
+	room-presenter room-projector room-student \
 	$(basename $(notdir $(wildcard pages/*.py)))
 
 screenshots: $(STAMP) browser

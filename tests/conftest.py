@@ -167,10 +167,11 @@ def wait_for_app(page, timeout_ms: int = 180_000) -> None:
     )
 
 
-def screenshot(page, name: str) -> Path:
+def screenshot(page, name: str, full_page: bool = True) -> Path:
+    """The page (all of it, or what its window shows) as test-artifacts/NAME.png."""
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=full_page)
     return path
 
 

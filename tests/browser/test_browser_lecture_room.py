@@ -116,8 +116,7 @@ def test_a_lecturer_leads_two_students_on_one_server(app_server, _browser):
         join(ann, base, code)
         join(bob, base, code)
         bar_says(lecturer, "2 following", PRESENTER)
-        screenshot(lecturer, "room-presenter")
-        screenshot(projector, "room-projector")
+        screenshot(lecturer, "room-presenter", full_page=False)  # the README's: 1280 x 720, as seen
 
         right = QUESTION.options[QUESTION.answer]
         wrong = QUESTION.options[(QUESTION.answer + 1) % len(QUESTION.options)]
@@ -134,7 +133,7 @@ def test_a_lecturer_leads_two_students_on_one_server(app_server, _browser):
         ann.get_by_text("Right.").first.wait_for(timeout=WAIT_MS)  # graded: the answer the room counted
         bob.get_by_text("Not this time.").first.wait_for(timeout=WAIT_MS)
         assert bob.get_by_role("button", name="Lock in my answer").count() == 0  # closed at the reveal
-        screenshot(projector, "room-projector-reveal")
+        screenshot(projector, "room-projector", full_page=False)
         screenshot(ann, "room-student")
 
         lecturer.get_by_role("button", name="Next step").click()

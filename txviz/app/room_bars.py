@@ -249,7 +249,7 @@ def _student_live(page_script: str, load: Load) -> None:
         return
     try:
         room.mark_seen(code, seat)
-    except StoreDown as error:
+    except RoomError as error:  # the store went, or the room closed this instant: the next read says so
         log.warning("room %s: %s", code, error)
     following = _follow_step(state, page_script, st.session_state.get(room.FOLLOW, True))
     with st.container(border=True, key="room_student_bar"):
