@@ -1,16 +1,24 @@
-"""Lecture: a room of followers on one server, then on two replicas sharing Redis.
+"""Lecture: a room of followers on one server, then on replicas sharing Redis (2 by default).
 
 Followers are headless clients that speak Streamlit's own protocol over its websocket
 (`txviz/app/headless.py`, run as one process by `python -m txviz.app.followers`): each is a real session
 of the server, sends the frontend's rerun requests, re-triggers the room bar's `run_every` fragment (the
 safety-net poll) on its own timer and receives the fragment reruns the server pushes when the lecturer
 moves, so the server does exactly the work 30 browsers would make it do, without 30 Chromiums on the
-machine. The lecturer is one headless Chromium page. Measured: the time from the lecturer's "Next step"
-until every follower's delta stream carries the new step's label in its room bar, the forward passes the
-server ran meanwhile (the room warms the next step ahead, so a step arrived at should cost none), the
-server CPU that idle followers cost per second, and the time from "Reveal" to the tally on the
-lecturer's screen with every answer in. The baseline, in the same run on a fresh server, is the lecturer
-alone: the time from "Next step" until the lecturer's own page has finished.
+machine. The lecturer is one headless Chromium page that stays on the presenter's console (the Lecture
+Room page, `.st-key-room_presenter`), and a second page of the same browser is the projector window,
+opened from the console's link: a follower without the key that shows each step and the tally at reveal.
+Measured, for each "Next step" on the console: the time until the console shows "Now (k of N)" and has
+finished its run; until the projector window's bar says "Step k of N" (and its page has finished); until
+every follower's delta stream carries the new step's label in its room bar; the forward passes the server
+ran meanwhile (the room warms the next step ahead, so a step arrived at should cost none); the server CPU
+that idle followers cost per second; and the time from "Reveal" to the tally on the console (and on the
+projector) with every answer in. The baseline, in the same run on a fresh server, is the lecturer alone
+(the console and the projector window, no followers), timed the same way.
+
+With ``--replicas N`` (2 by default, ``--no-replicas`` for none) the room runs again on N replicas
+behind HAProxy sharing Redis: the lecturer's browser is pinned to the first replica, follower i to
+replica i mod N + 1 (the balancer's sticky cookie).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -35,9 +44,37 @@ from txviz.lecture.files import shipped_lectures
 LECTURE = shipped_lectures()["1_attention_and_transformers"]
 N = len(LECTURE.steps)
 STUDENT_BAR = ".st-key-room_student_bar"
-LECTURER_BAR = ".st-key-room_lecturer_bar"
+PRESENTER = ".st-key-room_presenter"  # the console: Now/Next, the step buttons, followers, answers, tally
+PROJECTOR_BAR = ".st-key-room_projector_bar"
+CHART = '[data-testid="stPlotlyChart"]'
 TIMEOUT_MS = 120_000
-_SAID: set[str] = set()  # the lecturer browser's error messages already printed
+_SAID: set[str] = set()  # the lecturer's browser's error messages already printed
+
+
+@dataclass
+class Step:
+    """One "Next step": each window's time from the click (s), and what the server ran meanwhile."""
+
+    k: int  # the step moved to (1-based)
+    step: object  # the lecture's step
+    times: list[float]  # each follower's, until its room bar said "Step k of N"
+    console_s: float  # until the console said "Now (k of N)" and finished its run
+    projector_s: float  # until the projector window's bar said "Step k of N"
+    projector_done_s: float  # until the projector window's page finished its run
+    at_arrival: int  # forward passes until every follower (or the projector, alone) arrived
+    ahead: int  # forward passes after: the next step's warm-up
+    arrival_cpu: float  # server CPU seconds until then
+
+
+@dataclass
+class Room:
+    """One room's measurements (the reveal and idle ones only with followers)."""
+
+    reveal_s: float = 0.0  # "Reveal" to the tally on the console
+    projector_reveal_s: float = 0.0  # ... and on the projector window
+    idle_share: float = 0.0  # server CPU of the idle room, share of one core
+    steps: list[Step] = field(default_factory=list)
+    probe: tuple[int, int] | None = None  # (step, forwards) of a fresh visitor of the step warmed ahead
 
 
 def start_counting_server(port: int, count_file: Path, log_path: Path) -> subprocess.Popen:
@@ -57,23 +94,22 @@ async def _new_page(browser, base: str, replica: str | None):
     context.set_default_timeout(TIMEOUT_MS)
     if replica:
         await context.add_cookies([{"name": "TXVIZ_REPLICA", "value": replica, "url": base}])
-    page = await context.new_page()
-    page.on("websocket", _watch_socket)
-    page.on("console", _console)
+    return await _watched(await context.new_page(), "the lecturer's console")
+
+
+async def _watched(page, who: str):
+    """A page whose frontend failures and lost websocket are said on stderr, as ``who``."""
+    page.on("websocket", lambda socket: socket.on("close", lambda _: phase(f"{who}: websocket closed")))
+    page.on("console", lambda message: _console(who, message))
     return page
 
 
-def _console(message) -> None:
-    """The lecturer's frontend failing (a delta it cannot place, a lost connection), once per message."""
+def _console(who: str, message) -> None:
+    """A window's frontend failing (a delta it cannot place, a lost connection), once per message."""
     text = message.text
     if message.type == "error" and not text.startswith("Failed to load resource") and text not in _SAID:
         _SAID.add(text)
-        phase(f"the lecturer's browser: {text.splitlines()[0]}")
-
-
-def _watch_socket(socket) -> None:
-    """The lecturer's websocket closing mid-run means a frozen screen: say when it happens."""
-    socket.on("close", lambda _: phase("the lecturer's websocket closed"))
+        phase(f"{who}: {text.splitlines()[0]}")
 
 
 async def _bar_says(page, bar: str, text: str) -> None:
@@ -84,73 +120,115 @@ async def _bar_says(page, bar: str, text: str) -> None:
         raise TimeoutError(f"the bar never said {text!r}; it says {shown}") from error
 
 
+def replica_cookies(replicas: int) -> list[str]:
+    """The balancer's sticky cookie of each replica: follower i goes to replica i mod N + 1."""
+    return [f"TXVIZ_REPLICA=replica{i}" for i in range(1, replicas + 1)] if replicas > 1 else []
+
+
 async def room(
-    browser, bases: list[str], followers: int, nexts: int, pids: list[int], count_file: Path | None
-):
-    """One room: the lecturer on bases[0], followers spread over ``bases``; returns the measurements."""
-    two = len(bases) > 1
-    lecturer = await _new_page(browser, bases[0], "replica1" if two else None)
-    await lecturer.goto(f"{bases[0]}/Lecture_Room")
+    browser,
+    base: str,
+    followers: int,
+    nexts: int,
+    pids: list[int],
+    count_file: Path | None,
+    replicas: int = 0,
+) -> Room:
+    """One room at ``base``: the lecturer's console and the projector window (pinned to the first replica
+    when ``replicas`` > 1), followers spread over the replicas; returns the measurements."""
+    lecturer = await _new_page(browser, base, "replica1" if replicas > 1 else None)
+    await lecturer.goto(f"{base}/Lecture_Room")
     await lecturer.wait_for_selector(IDLE, timeout=TIMEOUT_MS)
     await lecturer.get_by_role("button", name="Start a room").click()
     await lecturer.wait_for_selector('[data-testid="stImage"]', timeout=TIMEOUT_MS)
+    await _bar_says(lecturer, PRESENTER, f"Now (1 of {N})")
     code = parse_qs(urlparse(lecturer.url).query)["room"][0]
-    cookies = ["TXVIZ_REPLICA=replica1", "TXVIZ_REPLICA=replica2"] if two else []
     phase(f"room {code} started")
-    crowd = await followers_of(bases[0], code, followers, cookies) if followers else None
+    href = await lecturer.get_by_role("link", name="Open the projector window").get_attribute("href")
+    projector = await _watched(await lecturer.context.new_page(), "the projector window")
+    await projector.goto(href)  # a second window of the lecturer's browser, as the projector shows it
+    await _bar_says(projector, PROJECTOR_BAR, f"Step 1 of {N}")
+    phase("the projector window follows")
+    crowd = await followers_of(base, code, followers, replica_cookies(replicas)) if followers else None
     phase(f"{followers} followers joined")
-    reveal_s = idle_share = None
+    measured = Room()
     if crowd:
-        await _bar_says(lecturer, LECTURER_BAR, f"{followers} following")
-        phase("the lecturer sees them")
+        await _bar_says(lecturer, PRESENTER, f"{followers} following")
+        phase("the console sees them")
         await crowd.send("answer")
         await crowd.all_answered(followers)
         phase("all answered")
-        await _bar_says(lecturer, LECTURER_BAR, f"{followers} answers")
+        await _bar_says(lecturer, PRESENTER, f"{followers} answers")
         phase("the tally has them; reveal")
         start = time.monotonic()
-        await lecturer.get_by_role("button", name="Reveal").click()
-        await lecturer.locator(f'{LECTURER_BAR} [data-testid="stPlotlyChart"]').first.wait_for(
-            timeout=TIMEOUT_MS
-        )
-        reveal_s = time.monotonic() - start
+        await lecturer.locator(PRESENTER).get_by_role("button", name="Reveal").click()
+        on_projector = asyncio.ensure_future(_shows(projector, f"{PROJECTOR_BAR} {CHART}", start))
+        measured.reveal_s = await _shows(lecturer, f"{PRESENTER} {CHART}", start)
+        measured.projector_reveal_s = await on_projector
         await asyncio.sleep(3)  # the reveal's last reruns settle
         await settled(count_file)  # and the warm-up started with the room
         before = cpu_seconds(pids)
         await asyncio.sleep(IDLE_S)
-        idle_share = (cpu_seconds(pids) - before) / IDLE_S
+        measured.idle_share = (cpu_seconds(pids) - before) / IDLE_S
 
-    results = []
     try:
         for k in range(2, 2 + nexts):
             counted = await settled(count_file)  # the previous step's warm-up of this one is done
             cpu_before = cpu_seconds(pids)
             start = time.monotonic()
             phase(f"next to step {k}")
-            await lecturer.get_by_role("button", name="Next step").click()
-            lecturer_task = asyncio.ensure_future(_lecturer_done(lecturer, k, start))
-            times = await crowd.arrived(followers, f"Step {k} of {N}", start) if crowd else []
+            await lecturer.locator(PRESENTER).get_by_role("button", name="Next step").click()
+            console = asyncio.ensure_future(_console_done(lecturer, k, start))
+            shown = asyncio.ensure_future(_projector_arrived(projector, k, start))
+            if crowd:
+                times = await crowd.arrived(followers, f"Step {k} of {N}", start)
+            else:  # alone: until the projector window, the one follower, arrived
+                times = []
+                await asyncio.wait([shown])
             at_arrival = forwards(count_file) - counted
             arrival_cpu = cpu_seconds(pids) - cpu_before  # the followers' page runs, the warm-up ahead
             try:
-                lecturer_s = await lecturer_task
+                console_s = await console
+                projector_s, projector_done_s = await shown
             except Exception:
                 if count_file is not None:  # only the counting server turns SIGUSR1 into a stack dump
                     dump_stacks(pids)
                 raise
             ahead = await settled(count_file) - counted - at_arrival
-            results.append((k, LECTURE.steps[k - 1], times, lecturer_s, at_arrival, ahead, arrival_cpu))
-        probe = None
+            measured.steps.append(
+                Step(k, LECTURE.steps[k - 1], times, console_s, projector_s, projector_done_s, at_arrival,
+                     ahead, arrival_cpu)
+            )  # fmt: skip
         if count_file is not None:  # a late visitor of the step warmed ahead (the next one), nobody there yet
             counted = await settled(count_file)
             step = LECTURE.steps[1 + nexts]
-            await visit(bases[0], {"page": f"pages/{step.page}.py", "settings": step.values()})
-            probe = (2 + nexts, forwards(count_file) - counted)
+            await visit(base, {"page": f"pages/{step.page}.py", "settings": step.values()})
+            measured.probe = (2 + nexts, forwards(count_file) - counted)
     finally:
         if crowd:
             await crowd.stop()
     await lecturer.context.close()
-    return reveal_s, idle_share, results, probe
+    return measured
+
+
+async def _shows(page, selector: str, start: float) -> float:
+    await page.locator(selector).first.wait_for(timeout=TIMEOUT_MS)
+    return time.monotonic() - start
+
+
+async def _console_done(page, step: int, start: float) -> float:
+    """The console after its Next: it says "Now (step of N)" and its run has finished."""
+    await _bar_says(page, PRESENTER, f"Now ({step} of {N})")
+    await page.wait_for_selector(IDLE, timeout=TIMEOUT_MS)
+    return time.monotonic() - start
+
+
+async def _projector_arrived(page, step: int, start: float) -> tuple[float, float]:
+    """The projector window after a Next: when its bar says "Step step of N", and when its page finished."""
+    await _bar_says(page, PROJECTOR_BAR, f"Step {step} of {N}")
+    arrived = time.monotonic() - start
+    await page.wait_for_selector(IDLE, timeout=TIMEOUT_MS)
+    return arrived, time.monotonic() - start
 
 
 def phase(what: str) -> None:
@@ -166,33 +244,32 @@ def dump_stacks(pids: list[int]) -> None:
     print("the lecturer's page stalled; every server thread's stack is in the server logs", file=sys.stderr)
 
 
-async def _lecturer_done(page, step: int, start: float) -> float:
-    await _bar_says(page, LECTURER_BAR, f"Step {step} of {N}")
-    await page.wait_for_selector(IDLE, timeout=TIMEOUT_MS)
-    return time.monotonic() - start
-
-
-def report(name: str, followers: int, measured, counted: bool, alone: dict[int, float]) -> list[float]:
-    reveal_s, idle_share, results, probe = measured
-    print(f"\n## {name}: {followers} followers (headless protocol clients), the lecturer in Chromium")
-    print(f"reveal to tally with {followers} answers = {reveal_s:.2f} s")
-    print(
-        f"server CPU of {followers} idle followers (and the lecturer's page) = {100 * idle_share:.1f}% of one core"
-    )
+def report(name: str, followers: int, measured: Room, counted: bool, alone: Room) -> list[float]:
+    """The room's lines; the slowest follower of each step."""
+    print(f"\n## {name}: {followers} followers (headless protocol clients), the lecturer's console and the "
+          "projector window in Chromium")  # fmt: skip
+    print(f"reveal to tally with {followers} answers = {measured.reveal_s:.2f} s on the console, "
+          f"{measured.projector_reveal_s:.2f} s on the projector")  # fmt: skip
+    print(f"server CPU of {followers} idle followers (and the console and projector) = "
+          f"{100 * measured.idle_share:.1f}% of one core")  # fmt: skip
     slowest = []
-    for k, step, times, lecturer_s, at_arrival, ahead, arrival_cpu in results:
-        ran = f"{at_arrival} forwards until all arrived, {ahead} more after (step {k + 1} warmed ahead)"
-        base = alone.get(k)
-        ratio = f", slowest/lecturer alone {max(times) / base:.2f}x" if base else ""
+    base = {step.k: step for step in alone.steps}
+    for step in measured.steps:
+        ran = f"{step.at_arrival} forwards until all arrived, {step.ahead} more after (step {step.k + 1} warmed ahead)"
+        lone = base.get(step.k)
+        ratio = f", slowest/projector alone {max(step.times) / lone.projector_s:.2f}x" if lone else ""
         print(
-            f"next to step {k} ({step.page}, {step.title}): median {statistics.median(times):.2f} s, "
-            f"slowest {max(times):.2f} s, lecturer's own page {lecturer_s:.2f} s{ratio}, "
+            f"next to step {step.k} ({step.step.page}, {step.step.title}): presenter {step.console_s:.2f} s"
+            + (f" (alone {lone.console_s:.2f} s)" if lone else "")
+            + f", projector {step.projector_s:.2f} s (page done {step.projector_done_s:.2f} s), followers "
+            f"median {statistics.median(step.times):.2f} s, slowest {max(step.times):.2f} s{ratio}, "
             + (ran if counted else "forwards not counted (replicas)")
-            + f"; server CPU until all arrived {arrival_cpu:.2f} s ({1000 * arrival_cpu / followers:.0f} ms a follower)"
+            + f"; server CPU until all arrived {step.arrival_cpu:.2f} s "
+            f"({1000 * step.arrival_cpu / followers:.0f} ms a follower)"
         )
-        slowest.append(max(times))
-    if probe:
-        print(f"a fresh visitor of step {probe[0]}, warmed ahead: {probe[1]} forwards")
+        slowest.append(max(step.times))
+    if measured.probe:
+        print(f"a fresh visitor of step {measured.probe[0]}, warmed ahead: {measured.probe[1]} forwards")
     return slowest
 
 
@@ -221,42 +298,62 @@ async def main_async(args) -> int:
             server = start_counting_server(port, count_file, folder / f"server-{followers}.log")
             try:
                 measured[followers] = await room(
-                    browser, [f"http://127.0.0.1:{port}"], followers, args.nexts, [server.pid], count_file
+                    browser, f"http://127.0.0.1:{port}", followers, args.nexts, [server.pid], count_file
                 )
             finally:
                 stop_server(server)
-        alone = {k: lecturer_s for k, _, _, lecturer_s, *_ in measured[0][2]}
-        print("\n## baseline: the lecturer alone (0 followers, a fresh server)")
-        for k, step, _, lecturer_s, at_arrival, ahead, _ in measured[0][2]:
-            print(f"next to step {k} ({step.page}): lecturer's own page {lecturer_s:.2f} s, "
-                  f"{at_arrival} forwards until done, {ahead} more after")  # fmt: skip
-        one = report("one server (rooms in memory)", args.followers, measured[args.followers], True, alone)
+        alone = measured[0]
+        print(
+            "\n## baseline: the lecturer alone (the console and the projector window, 0 followers, a fresh server)"
+        )
+        print(f"presenter after next alone = {statistics.median(s.console_s for s in alone.steps):.2f} s")
+        for step in alone.steps:
+            print(f"next to step {step.k} ({step.step.page}): presenter {step.console_s:.2f} s, projector "
+                  f"{step.projector_s:.2f} s (page done {step.projector_done_s:.2f} s), "
+                  f"{step.at_arrival} forwards until the projector's bar arrived, {step.ahead} more after")  # fmt: skip
+        one_server = measured[args.followers]
+        one = report("one server (rooms in memory)", args.followers, one_server, True, alone)
         if args.replicas and installed():
             with (
                 redis_server() as redis,
-                cluster(2, log_folder=folder / "replicas", redis_url=redis.url) as running,
+                cluster(args.replicas, log_folder=folder / "replicas", redis_url=redis.url) as running,
             ):
                 pids = [p.pid for p in running.replicas.values()]
-                two = await room(browser, [running.url], args.followers, args.nexts, pids, None)
-            report("two replicas with Redis", args.followers, two, False, alone)
+                spread = await room(
+                    browser, running.url, args.followers, args.nexts, pids, None, replicas=args.replicas
+                )
+            report(f"{args.replicas} replicas with Redis", args.followers, spread, False, alone)
         elif args.replicas:
             print("\nreplicas skipped: redis-server is missing")
         await browser.close()
     print(f"\nload after: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min); logs in {folder}")
+    presenter = [step.console_s for step in one_server.steps]
+    print(f"presenter after next = {statistics.median(presenter):.2f} s")  # one server, the followers there
     print(f"slowest of {args.followers} followers after next = {statistics.median(one):.2f} s")
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m txviz bench lecture", description=__doc__)
     parser.add_argument("--followers", type=int, default=30)
     parser.add_argument("--nexts", type=int, default=3, help="lecturer's nexts timed (>= 3 for a median)")
-    parser.add_argument("--no-replicas", dest="replicas", action="store_false")
+    parser.add_argument("--replicas", type=int, default=2,
+                        help="replicas behind HAProxy sharing Redis for the second room (0: none)")  # fmt: skip
+    parser.add_argument("--no-replicas", dest="replicas", action="store_const", const=0)
     parser.add_argument("--no-floor", dest="floor", action="store_false", help="skip the bare page's floor")
     parser.add_argument(
         "--poll", type=float, default=None, help="the followers' poll in s (TXVIZ_ROOM_POLL_S)"
     )
     args = parser.parse_args(argv)
+    if args.followers < 1 or args.nexts < 1:
+        parser.error("--followers and --nexts must be 1 or more")
+    if args.replicas < 0:
+        parser.error("--replicas must be 0 or more")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
     if args.poll:
         os.environ["TXVIZ_ROOM_POLL_S"] = str(args.poll)  # every server this run starts inherits it
     try:
