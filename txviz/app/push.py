@@ -74,6 +74,7 @@ def push_here(code: str) -> int:
         try:
             done = rerun_fragment(session_id, seat)
         except Exception as caught:  # one session's failure must not stop the others' push
+            log.debug("Room %s: a push to one follower failed", code, exc_info=True)  # warned once below
             done, failed, error = None, failed + 1, caught
         if done is False:
             unfollow(code, session_id)

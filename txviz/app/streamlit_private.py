@@ -127,6 +127,7 @@ def missing_internals() -> list[str]:
         try:
             found = _resolve(module, name)
         except Exception as error:  # an ImportError, or whatever a changed module raises on import
+            log.debug("%s.%s cannot be resolved", module, name, exc_info=True)  # check() warns of the list
             missing.append(f"{module}.{name} ({type(error).__name__}: {error})")
             continue
         lacking = [p for p in parameters or () if p not in _parameters(found)]
@@ -137,6 +138,7 @@ def missing_internals() -> list[str]:
             init = _resolve(module, name).__init__
             present = attribute in init.__code__.co_names  # assigned as self.<attribute> in __init__
         except Exception as error:
+            log.debug("%s.%s.__init__ cannot be read", module, name, exc_info=True)
             missing.append(f"{module}.{name} ({type(error).__name__}: {error})")
             continue
         if not present:
@@ -169,6 +171,7 @@ def _has_field(module: str, message: str, dotted: str) -> bool:
     try:
         descriptor = _resolve(module, message).DESCRIPTOR
     except Exception:  # the message is gone: reported as its fields missing
+        log.debug("proto message %s.%s cannot be resolved", module, message, exc_info=True)
         return False
     for part in dotted.split("."):
         field = descriptor.fields_by_name.get(part) if descriptor is not None else None
@@ -182,6 +185,7 @@ def _in_oneof(module: str, message: str, oneof: str, field: str) -> bool:
     try:
         group = _resolve(module, message).DESCRIPTOR.oneofs_by_name[oneof]
     except Exception:  # the message or its one-of is gone
+        log.debug("one-of %s of %s.%s cannot be resolved", oneof, module, message, exc_info=True)
         return False
     return field in {f.name for f in group.fields}
 
