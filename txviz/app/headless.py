@@ -47,6 +47,7 @@ class Session:
         self.fragment_of: dict[str, str] = {}  # a widget's label -> the fragment that drew it ("" if none)
         self.runs_done = 0  # full runs finished
         self.exceptions: list[str] = []  # the message of every exception a run showed
+        self.html: list[str] = []  # every st.html body (a script that asks the browser to keep a cookie)
         self._socket = None
         self._tasks: list[asyncio.Task] = []
         self._timers: dict[str, asyncio.Task] = {}
@@ -157,13 +158,15 @@ class Session:
 
     def _element(self, element, fragment_id: str = "") -> None:
         kind = element.WhichOneof("type")
-        if kind == "markdown":
-            body = element.markdown.body
+        if kind in ("markdown", "alert"):  # text, and the info, warning and error boxes
+            body = getattr(element, kind).body
             self.texts.setdefault(body, time.monotonic())
             if self.on_text:
                 self.on_text(body)
         elif kind == "exception":
             self.exceptions.append(element.exception.message)
+        elif kind == "html":
+            self.html.append(element.html.body)
         elif kind in ("radio", "button"):
             widget = getattr(element, kind)
             self.labels[widget.label] = widget.id

@@ -8,6 +8,7 @@ the lecturer's every room.TALLY_S.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -34,7 +35,7 @@ def room_bar(page_script: str, title: str, load: Load) -> None:
     """At the top of every page while in a room (one call from setup_page); nothing otherwise."""
     if not (st.query_params.get("room") or st.session_state.get(room.CODE)):
         return  # not in a room: nothing read, nothing drawn
-    try:
+    with trouble_said():
         room.from_address()
         room.keep_in_address()
         room.keep_credentials()
@@ -52,12 +53,23 @@ def room_bar(page_script: str, title: str, load: Load) -> None:
             _projector_live(page_script, load)
         elif room.code():
             _student_live(page_script, load)
-    except UnknownRoom as error:
+
+
+@contextlib.contextmanager
+def trouble_said():
+    """A room gone, a store away or a refusal is said on screen and logged, never raised: the page below
+    still works. Each fragment holds one of its own, since its reruns skip room_bar."""
+    try:
+        yield
+    except UnknownRoom as error:  # closed or expired: this session leaves it
         log.info("room %s: gone (%s)", room.code(), type(error).__name__)
         room.leave()
         st.info(f"{error} You have left the room.")
-    except RoomError as error:  # StoreDown, TooManyTries too: the page below still works
+    except StoreDown as error:
         log.warning("room %s: %s", room.code(), error)
+        st.warning(f"Reconnecting to the room... {error}")
+    except RoomError as error:  # a wrong code, too many tries, a full room
+        log.info("room %s: %s", room.code(), type(error).__name__)
         st.warning(str(error))
 
 
@@ -151,15 +163,13 @@ def _timer() -> str:
 @st.fragment(run_every=room.TALLY_S)
 def lecturer_live(load: Load) -> None:
     """Followers, a timer and the tally, read from the store every TALLY_S without rerunning the page."""
-    try:
-        state = room.store().state(room.code())
-        followers = room.store().followers(room.code())
-    except UnknownRoom:
-        return
-    except StoreDown as error:
-        log.warning("room %s: %s", room.code(), error)
-        st.warning(f"Reconnecting to the room server... {error}")
-        return
+    with trouble_said():
+        _lecturer_live(load)
+
+
+def _lecturer_live(load: Load) -> None:
+    state = room.store().state(room.code())
+    followers = room.store().followers(room.code())
     asked = question_of(state.question)
     if not asked:
         st.caption(f"{followers} following · {_timer()}")
@@ -204,31 +214,24 @@ def _follow_step(state: RoomState, page_script: str, following: bool) -> bool:
     return following
 
 
-def _read_followed(code: str) -> RoomState | None:
-    """The room's state for a follower's bar, which also listens for pushes; None when it is gone or the
-    store is down (said on screen)."""
-    try:
-        state = room.store().state(code)
-        push.follow(code, room.store())  # the lecturer's next change reruns this fragment at once
-        return state
-    except UnknownRoom as error:
-        log.info("room %s: gone (%s)", code, type(error).__name__)
-        room.leave()
-        st.info(f"{error} You have left the room.")
-    except StoreDown as error:
-        log.warning("room %s: %s", code, error)
-        st.warning(f"Reconnecting to the room... {error}")
-    return None
+def _read_followed(code: str) -> RoomState:
+    """The room's state for a follower's bar, which also listens for pushes."""
+    state = room.store().state(code)
+    push.follow(code, room.store())  # the lecturer's next change reruns this fragment at once
+    return state
 
 
 @st.fragment(run_every=room.POLL_S)
 def _projector_live(page_script: str, load: Load) -> None:
     """The projector window's bar: it follows every step and shows the join code; at reveal, the tally and
     the truth. It holds no key and takes no seat."""
+    with trouble_said():
+        _projector_bar(page_script, load)
+
+
+def _projector_bar(page_script: str, load: Load) -> None:
     code = room.code()
     state = _read_followed(code)
-    if state is None:
-        return
     st.session_state[room.FOLLOW] = True
     _follow_step(state, page_script, following=True)
     with st.container(border=True, key="room_projector_bar"):
@@ -243,14 +246,14 @@ def _projector_live(page_script: str, load: Load) -> None:
 @st.fragment(run_every=room.POLL_S)
 def _student_live(page_script: str, load: Load) -> None:
     """A student's bar: follow the lecturer's step (the page switches by itself) or explore alone."""
+    with trouble_said():
+        _student_bar(page_script, load)
+
+
+def _student_bar(page_script: str, load: Load) -> None:
     code, seat = room.code(), st.session_state.get(room.SEAT) or ""
     state = _read_followed(code)
-    if state is None:
-        return
-    try:
-        room.mark_seen(code, seat)
-    except RoomError as error:  # the store went, or the room closed this instant: the next read says so
-        log.warning("room %s: %s", code, error)
+    room.mark_seen(code, seat)
     following = _follow_step(state, page_script, st.session_state.get(room.FOLLOW, True))
     with st.container(border=True, key="room_student_bar"):
         info, control = st.columns([4, 1.4], vertical_alignment="center")
