@@ -4,7 +4,8 @@ Each follower is a `headless.Session` that joins the room at ``BASE/Lecture_Room
 then switches it to the lecturer's step), as a student's browser does. It writes one JSON line to stdout
 whenever a follower's room bar says something new (``{"i", "bar", "t"}``, t on time.monotonic, which is
 the whole machine's clock on Linux), and obeys lines on stdin: ``answer`` (follower i picks option
-i mod n of the step's choice question and locks it in) and ``quit``. Followers N cycle through the
+i mod n of the step's choice question and locks it in, then says ``{"i", "answered", "counted", "t"}``,
+counted when its screen said the room has the answer) and ``quit``. Followers N cycle through the
 COOKIEs (a replica's sticky cookie, ``NAME=VALUE``), if given. `... visit BASE PAGE_SCRIPT QUERY` opens
 one page once (a fresh visitor) and exits; `... idle BASE PAGE N` keeps N sessions on a page until a line
 comes on stdin.
@@ -21,6 +22,8 @@ from txviz.app.headless import Session
 
 BAR_MARKS = ("Following the lecturer", "Exploring on your own")  # the student bar's line
 ANSWER = "Your answer"  # the choice question's radio
+COUNTED = "The room has your answer"  # the student's own screen, once the room has counted the answer
+COUNTED_S = 60.0  # how long a follower waits to see it before saying its answer was not confirmed
 JOINING_AT_ONCE = 6  # a class walks in a few at a time
 
 
@@ -49,7 +52,12 @@ class Follower:
         await self.session.finished()
         await self.session.click("Lock in my answer", fragment)
         await self.session.finished()
-        say(i=self.i, answered=True, t=time.monotonic())
+        try:
+            await self.session.wait_for(lambda text: text.startswith(COUNTED), COUNTED_S)
+            counted = True
+        except TimeoutError:
+            counted = False
+        say(i=self.i, answered=True, counted=counted, t=time.monotonic())
 
 
 async def main_async(base: str, code: str, n: int, cookies: list[str]) -> None:

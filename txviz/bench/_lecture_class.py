@@ -40,6 +40,7 @@ class Class:
 
     def __init__(self, process):
         self.process, self.bars, self.answered, self.joined = process, {}, 0, asyncio.Event()
+        self.unconfirmed: list[int] = []  # followers whose screen never said the room had their answer
         self.reader = asyncio.ensure_future(self._read())
 
     async def _read(self) -> None:
@@ -49,6 +50,8 @@ class Class:
                 self.bars.setdefault(event["i"], []).append((event["bar"], event["t"]))
             elif "answered" in event:
                 self.answered += 1
+                if not event.get("counted", True):
+                    self.unconfirmed.append(event["i"])
             elif "joined" in event:
                 self.joined.set()
 

@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -48,7 +49,14 @@ PRESENTER = ".st-key-room_presenter"  # the console: Now/Next, the step buttons,
 PROJECTOR_BAR = ".st-key-room_projector_bar"
 CHART = '[data-testid="stPlotlyChart"]'
 TIMEOUT_MS = 120_000
+ANSWERS_MS = 60_000  # every follower has answered: the tally shows them all by then, or never
 _SAID: set[str] = set()  # the lecturer's browser's error messages already printed
+_LOST: dict = {}  # a window's page -> an Event set when its websocket closed (its screen is frozen)
+_LAST_ERROR: dict = {}  # a window's page -> the last error its frontend printed
+
+
+class Frozen(RuntimeError):
+    """A window's websocket closed: its frontend failed (e.g. a delta it could not place) and stays put."""
 
 
 @dataclass
@@ -59,8 +67,8 @@ class Step:
     step: object  # the lecture's step
     times: list[float]  # each follower's, until its room bar said "Step k of N"
     console_s: float  # until the console said "Now (k of N)" and finished its run
-    projector_s: float  # until the projector window's bar said "Step k of N"
-    projector_done_s: float  # until the projector window's page finished its run
+    projector_s: float | None  # until the projector window's bar said "Step k of N" (None: it froze)
+    projector_done_s: float | None  # until the projector window's page finished its run
     at_arrival: int  # forward passes until every follower (or the projector, alone) arrived
     ahead: int  # forward passes after: the next step's warm-up
     arrival_cpu: float  # server CPU seconds until then
@@ -73,8 +81,11 @@ class Room:
     reveal_s: float = 0.0  # "Reveal" to the tally on the console
     projector_reveal_s: float = 0.0  # ... and on the projector window
     idle_share: float = 0.0  # server CPU of the idle room, share of one core
+    answers: int | None = None  # the tally's count when it never showed every follower's answer
+    unconfirmed: int = 0  # ... and how many followers' own screens never said the room had theirs
     steps: list[Step] = field(default_factory=list)
     probe: tuple[int, int] | None = None  # (step, forwards) of a fresh visitor of the step warmed ahead
+    frozen: list[str] = field(default_factory=list)  # the projector window's freezes (then reloaded)
 
 
 def start_counting_server(port: int, count_file: Path, log_path: Path) -> subprocess.Popen:
@@ -99,22 +110,41 @@ async def _new_page(browser, base: str, replica: str | None):
 
 async def _watched(page, who: str):
     """A page whose frontend failures and lost websocket are said on stderr, as ``who``."""
-    page.on("websocket", lambda socket: socket.on("close", lambda _: phase(f"{who}: websocket closed")))
-    page.on("console", lambda message: _console(who, message))
+    lost = _LOST[page] = asyncio.Event()
+
+    def closed(_) -> None:
+        phase(f"{who}: websocket closed")
+        lost.set()
+
+    page.on("websocket", lambda socket: socket.on("close", closed))
+    page.on("console", lambda message: _console(page, who, message))
     return page
 
 
-def _console(who: str, message) -> None:
+def _console(page, who: str, message) -> None:
     """A window's frontend failing (a delta it cannot place, a lost connection), once per message."""
     text = message.text
-    if message.type == "error" and not text.startswith("Failed to load resource") and text not in _SAID:
-        _SAID.add(text)
-        phase(f"{who}: {text.splitlines()[0]}")
+    if message.type == "error" and not text.startswith("Failed to load resource"):
+        _LAST_ERROR.setdefault(page, text.splitlines()[0])
+        if text not in _SAID:
+            _SAID.add(text)
+            phase(f"{who}: {text.splitlines()[0]}")
 
 
-async def _bar_says(page, bar: str, text: str) -> None:
+async def _unless_frozen(page, waiting):
+    """``waiting``'s result, or Frozen as soon as the page's websocket closes."""
+    task, lost = asyncio.ensure_future(waiting), asyncio.ensure_future(_LOST[page].wait())
+    done, _ = await asyncio.wait([task, lost], return_when=asyncio.FIRST_COMPLETED)
+    if task in done:
+        lost.cancel()
+        return task.result()
+    task.cancel()
+    raise Frozen(_LAST_ERROR.get(page) or "its websocket closed")
+
+
+async def _bar_says(page, bar: str, text: str, timeout_ms: float = TIMEOUT_MS) -> None:
     try:
-        await page.locator(bar).filter(has_text=text).first.wait_for(timeout=TIMEOUT_MS)
+        await page.locator(bar).filter(has_text=text).first.wait_for(timeout=timeout_ms)
     except Exception as error:
         shown = await page.locator(bar).all_inner_texts()
         raise TimeoutError(f"the bar never said {text!r}; it says {shown}") from error
@@ -158,8 +188,17 @@ async def room(
         await crowd.send("answer")
         await crowd.all_answered(followers)
         phase("all answered")
-        await _bar_says(lecturer, PRESENTER, f"{followers} answers")
-        phase("the tally has them; reveal")
+        try:
+            await _bar_says(lecturer, PRESENTER, f"{followers} answers", ANSWERS_MS)
+            phase("the tally has them; reveal")
+        except TimeoutError:  # answers the followers sent that the room never counted: say so, reveal
+            shown = " ".join(await lecturer.locator(PRESENTER).all_inner_texts())
+            counted = re.search(r"(\d+) answers", shown)
+            measured.answers = int(counted.group(1)) if counted else 0
+            measured.unconfirmed = len(crowd.unconfirmed)
+            phase(
+                f"the tally has {measured.answers} of {followers} answers after {ANSWERS_MS / 1000:.0f} s; reveal"
+            )
         start = time.monotonic()
         await lecturer.locator(PRESENTER).get_by_role("button", name="Reveal").click()
         on_projector = asyncio.ensure_future(_shows(projector, f"{PROJECTOR_BAR} {CHART}", start))
@@ -178,8 +217,8 @@ async def room(
             start = time.monotonic()
             phase(f"next to step {k}")
             await lecturer.locator(PRESENTER).get_by_role("button", name="Next step").click()
-            console = asyncio.ensure_future(_console_done(lecturer, k, start))
-            shown = asyncio.ensure_future(_projector_arrived(projector, k, start))
+            console = asyncio.ensure_future(_unless_frozen(lecturer, _console_done(lecturer, k, start)))
+            shown = asyncio.ensure_future(_unless_frozen(projector, _projector_arrived(projector, k, start)))
             if crowd:
                 times = await crowd.arrived(followers, f"Step {k} of {N}", start)
             else:  # alone: until the projector window, the one follower, arrived
@@ -189,7 +228,18 @@ async def room(
             arrival_cpu = cpu_seconds(pids) - cpu_before  # the followers' page runs, the warm-up ahead
             try:
                 console_s = await console
-                projector_s, projector_done_s = await shown
+                try:
+                    projector_s, projector_done_s = await shown
+                except Frozen as error:  # a lecturer would reload it: so does the benchmark, and says so
+                    projector_s = projector_done_s = None
+                    measured.frozen.append(f"step {k}: {error}")
+                    phase(f"the projector window froze at step {k}: {error}; reloading it")
+                    await projector.goto(href)
+                    _LOST[projector].clear()
+                    _LAST_ERROR.pop(projector, None)
+                    await _bar_says(projector, PROJECTOR_BAR, f"Step {k} of {N}")
+            except Frozen:
+                raise
             except Exception:
                 if count_file is not None:  # only the counting server turns SIGUSR1 into a stack dump
                     dump_stacks(pids)
@@ -241,7 +291,13 @@ def dump_stacks(pids: list[int]) -> None:
     for pid in pids:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGUSR1)
-    print("the lecturer's page stalled; every server thread's stack is in the server logs", file=sys.stderr)
+    print("a window stalled; every server thread's stack is in the server logs", file=sys.stderr)
+
+
+def _projector(step: Step) -> str:
+    if step.projector_s is None:
+        return "projector FROZE (reloaded)"
+    return f"projector {step.projector_s:.2f} s (page done {step.projector_done_s:.2f} s)"
 
 
 def report(name: str, followers: int, measured: Room, counted: bool, alone: Room) -> list[float]:
@@ -250,6 +306,11 @@ def report(name: str, followers: int, measured: Room, counted: bool, alone: Room
           "projector window in Chromium")  # fmt: skip
     print(f"reveal to tally with {followers} answers = {measured.reveal_s:.2f} s on the console, "
           f"{measured.projector_reveal_s:.2f} s on the projector")  # fmt: skip
+    if measured.answers is not None:
+        print(
+            f"the tally never showed {followers} answers: {measured.answers} after every follower had answered "
+            f"({measured.unconfirmed} never saw 'The room has your answer' on their own screen)"
+        )
     print(f"server CPU of {followers} idle followers (and the console and projector) = "
           f"{100 * measured.idle_share:.1f}% of one core")  # fmt: skip
     slowest = []
@@ -257,17 +318,23 @@ def report(name: str, followers: int, measured: Room, counted: bool, alone: Room
     for step in measured.steps:
         ran = f"{step.at_arrival} forwards until all arrived, {step.ahead} more after (step {step.k + 1} warmed ahead)"
         lone = base.get(step.k)
-        ratio = f", slowest/projector alone {max(step.times) / lone.projector_s:.2f}x" if lone else ""
+        ratio = (
+            f", slowest/projector alone {max(step.times) / lone.projector_s:.2f}x"
+            if lone and lone.projector_s
+            else ""
+        )
         print(
             f"next to step {step.k} ({step.step.page}, {step.step.title}): presenter {step.console_s:.2f} s"
             + (f" (alone {lone.console_s:.2f} s)" if lone else "")
-            + f", projector {step.projector_s:.2f} s (page done {step.projector_done_s:.2f} s), followers "
+            + f", {_projector(step)}, followers "
             f"median {statistics.median(step.times):.2f} s, slowest {max(step.times):.2f} s{ratio}, "
             + (ran if counted else "forwards not counted (replicas)")
             + f"; server CPU until all arrived {step.arrival_cpu:.2f} s "
             f"({1000 * step.arrival_cpu / followers:.0f} ms a follower)"
         )
         slowest.append(max(step.times))
+    for frozen in measured.frozen:
+        print(f"the projector window froze at {frozen} (reloaded)")
     if measured.probe:
         print(f"a fresh visitor of step {measured.probe[0]}, warmed ahead: {measured.probe[1]} forwards")
     return slowest
@@ -308,9 +375,11 @@ async def main_async(args) -> int:
         )
         print(f"presenter after next alone = {statistics.median(s.console_s for s in alone.steps):.2f} s")
         for step in alone.steps:
-            print(f"next to step {step.k} ({step.step.page}): presenter {step.console_s:.2f} s, projector "
-                  f"{step.projector_s:.2f} s (page done {step.projector_done_s:.2f} s), "
+            print(f"next to step {step.k} ({step.step.page}): presenter {step.console_s:.2f} s, "
+                  f"{_projector(step)}, "
                   f"{step.at_arrival} forwards until the projector's bar arrived, {step.ahead} more after")  # fmt: skip
+        for frozen in alone.frozen:
+            print(f"the projector window froze at {frozen} (reloaded)")
         one_server = measured[args.followers]
         one = report("one server (rooms in memory)", args.followers, one_server, True, alone)
         if args.replicas and installed():
