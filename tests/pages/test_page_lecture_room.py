@@ -321,3 +321,24 @@ def test_guessing_codes_is_stopped_before_a_real_code_is_found(lecturer):
     guesser.button(key="room_join").click().run()
     assert any("Too many tries" in e.value for e in guesser.error)
     assert room.store().nicknames(code) == {}
+
+
+def test_no_key_seat_or_nickname_reaches_a_log_line(lecturer, caplog):
+    caplog.set_level("DEBUG", logger="txviz")
+    code = _param(lecturer, "room")
+    key = key_of(code)
+    ann = session("ann")
+    ann.text_input(key="room_code_typed").input(code)
+    ann.text_input(key="room_nickname").input("Annabel Lee")
+    ann.button(key="room_join").click().run()
+    session("lecturer", room=code)  # a reload with the key's cookie
+    session("mallory", room=code, resume="forged-ticket")  # a refused resume link is logged
+    forged = "forged-key-" + "x" * 30
+    JARS["ann"][room_cookies.key_name(code)] = forged
+    session("ann", room=code)  # a forged key cookie is logged and dropped
+    lecturer.button(key="room_close").click().run()
+    secrets = [key, "forged-ticket", forged, ann.session_state[room.SEAT], "Annabel"]
+    logged = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("txviz"))
+    assert code in logged and "resume link was refused" in logged  # the room is named, and what happened
+    for secret in secrets:
+        assert secret not in logged

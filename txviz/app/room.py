@@ -35,6 +35,7 @@ TALLY_S = 2.0  # the lecturer's followers count and tally: one session, answers 
 CODE, KEY, SEAT, SCREEN = "_room_code", "_room_key", "_room_seat", "_room_screen"
 FOLLOW, AT, NOTE, GO = "_room_follow", "_room_at", "_room_note", "_room_go_to"
 RESUME_SHOWN = "_room_resume_link"  # a resume link made this run, shown once
+LEFT = "_room_left_because"  # why the session left its room (closed, expired), said until it joins again
 SWITCHING = "_room_switching"  # (page, when) of a switch this session started and has not yet arrived at
 SWITCH_S = 10.0  # after this long a switch that never arrived no longer counts
 SEEN_AT = "_room_seen_at"
@@ -83,6 +84,7 @@ def from_address() -> None:
 def _enter(code: str, key: str | None = None, seat: str | None = None, screen: str = "") -> None:
     st.session_state.update({CODE: code, KEY: key, SEAT: seat, SCREEN: screen, FOLLOW: not key, AT: None})
     st.session_state.pop(NOTE, None)
+    st.session_state.pop(LEFT, None)  # a room left before is old news
 
 
 def limited(buckets: list[str], tries: tuple[int, float], attempt):

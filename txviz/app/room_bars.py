@@ -64,7 +64,8 @@ def trouble_said():
     except UnknownRoom as error:  # closed or expired: this session leaves it
         log.info("room %s: gone (%s)", room.code(), type(error).__name__)
         room.leave()
-        st.info(f"{error} You have left the room.")
+        st.session_state[room.LEFT] = f"{error} You have left the room."
+        _say_left()
     except StoreDown as error:
         log.warning("room %s: %s", room.code(), error)
         st.warning(f"Reconnecting to the room... {error}")
@@ -88,6 +89,12 @@ def take_reveal(load: Load) -> None:
 def _step_label(state: RoomState) -> str:
     shown = state.step.get("title") or "no step yet"
     return f"Step {state.index + 1} of {state.total}: {shown}" if state.total else shown
+
+
+def _say_left() -> None:
+    """Why this session left its room, kept: a rerun that cut the run which said it would lose it."""
+    if st.session_state.get(room.LEFT):
+        st.info(st.session_state[room.LEFT])
 
 
 def lecturer_bar(page_script: str, title: str, load: Load) -> None:
@@ -163,6 +170,8 @@ def _timer() -> str:
 @st.fragment(run_every=room.TALLY_S)
 def lecturer_live(load: Load) -> None:
     """Followers, a timer and the tally, read from the store every TALLY_S without rerunning the page."""
+    if not room.is_lecturer():
+        return  # the room closed in another tab, or this timer outlived the session's part
     with trouble_said():
         _lecturer_live(load)
 
@@ -225,6 +234,9 @@ def _read_followed(code: str) -> RoomState:
 def _projector_live(page_script: str, load: Load) -> None:
     """The projector window's bar: it follows every step and shows the join code; at reveal, the tally and
     the truth. It holds no key and takes no seat."""
+    if not room.code():
+        _say_left()  # it left the room (closed): this timer outlived it
+        return
     with trouble_said():
         _projector_bar(page_script, load)
 
@@ -246,6 +258,9 @@ def _projector_bar(page_script: str, load: Load) -> None:
 @st.fragment(run_every=room.POLL_S)
 def _student_live(page_script: str, load: Load) -> None:
     """A student's bar: follow the lecturer's step (the page switches by itself) or explore alone."""
+    if not room.code():
+        _say_left()  # it left the room (closed): this timer outlived it
+        return
     with trouble_said():
         _student_bar(page_script, load)
 

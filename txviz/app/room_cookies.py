@@ -14,6 +14,7 @@ scripts (not HTTP-only), which is safe while the app never renders a user's text
 from __future__ import annotations
 
 import json
+import re
 
 import streamlit as st
 
@@ -21,7 +22,8 @@ from txviz.rooms.base import IDLE_TTL_S
 
 KEY_PREFIX = "txviz_key_"  # + room code: the lecturer's key in the presenter's browser
 SEAT_PREFIX = "txviz_seat_"  # + room code: a student's seat in their browser
-MAX_AGE_S = IDLE_TTL_S  # a room idle this long is gone, and so is the point of its cookie
+MAX_AGE_S = IDLE_TTL_S
+SAFE = re.compile(r"[A-Za-z0-9_-]+")  # what secrets.token_urlsafe and room codes are made of  # a room idle this long is gone, and so is the point of its cookie
 
 
 def key_name(code: str) -> str:
@@ -43,8 +45,12 @@ def cookie_text(name: str, value: str, max_age: int = MAX_AGE_S) -> str:
 
 
 def script(name: str, value: str, max_age: int = MAX_AGE_S) -> str:
-    """A script that keeps the cookie in this browser (JSON-quoted: the values are ours, quoted anyway)."""
+    """A script that keeps the cookie in this browser. Names and values are ours (codes and tokens); any
+    other is refused, and the JSON string escapes <, > and & so nothing can close the script."""
+    if not (SAFE.fullmatch(name) and SAFE.fullmatch(value or "-")):
+        raise ValueError("a room cookie holds letters, digits, '-' and '_' only")
     text = json.dumps(cookie_text(name, value, max_age))
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return f"<script>document.cookie = {text} + (location.protocol === 'https:' ? '; Secure' : '');</script>"
 
 
