@@ -68,6 +68,7 @@ def test_a_tour_runs_from_start_to_score(short_tour):
     assert "step 1 of 3" in bar_text(app) and "Heads split the dimensions." in bar_text(app)
     assert app.query_params["tour"] == "short" and app.query_params["tour_step"] == "1"
     assert app.button(key="_tour_prev").disabled
+    assert "Start here" not in bar_text(app)  # one sequence at a time: the tour's bar, not the path strip
 
     app.radio(key="_tour_q_short_0_pick").set_value(1).run()
     app.button(key="_tour_q_short_0_lock").click().run()

@@ -193,6 +193,7 @@ def test_students_follow_wander_come_back_and_copied_links_never_drive(lecturer)
     assert student.session_state["view"] == STEPS[0].values()["view"]
     assert not {"_room_next", "_room_previous", "_room_reveal"} & buttons(student)
     assert set(student.query_params) <= {"room", "view", *STEPS[0].values()}  # no seat in it
+    assert "Start here" not in texts(student)  # the room's bar drives the screen, not the path strip
 
     lecturer.button(key="_room_next").click().run()
     student.run()

@@ -39,6 +39,11 @@ def _finish() -> None:
     st.session_state[TOUR]["done"] = True
 
 
+def active() -> bool:
+    """A tour is on in this session (or its link is being opened)."""
+    return TOUR in st.session_state or LECTURE_PARAM in st.query_params
+
+
 def leave() -> None:
     """A callback: end the tour; the page stays as it is."""
     st.session_state.pop(TOUR, None)
@@ -79,7 +84,7 @@ def lecture_bar(page: str, load: Callable[[str], object]) -> None:
     """While a tour is on: where it is, the step's points and question, and previous / next.
 
     ``load`` gives the model of a name (ui.load_model: the app's one model cache)."""
-    if TOUR not in st.session_state and LECTURE_PARAM not in st.query_params:
+    if not active():
         return  # the common case: no tour, and no lecture file read
     try:
         _restore()

@@ -11,7 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 from txviz import models
-from txviz.app import legacy_pages, links, navigation, path, projector, room_bars, sessions, tour
+from txviz.app import legacy_pages, links, navigation, path, projector, room, room_bars, sessions, tour
 from txviz.app.caching import cached, cached_data, clear_cached, heavy, shared_resource  # noqa: F401 (pages' names)
 from txviz.app.links import MAX_LINK_CHARS, link_index, link_set, link_tab, link_value  # noqa: F401 (pages' names)
 from txviz.app.sessions import max_text_chars
@@ -61,7 +61,8 @@ def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str
     room_bars.room_bar(
         script, title, load_model
     )  # in a lecture room: the lecturer's controls or the follow bar
-    path.back_and_next(page)
+    if not (room.code() or tour.active()):  # one sequence drives the screen: a room's or a tour's bar
+        path.back_and_next(page)
     tour.lecture_bar(page, load_model)
     device_picker()
     projector.keep_in_link()
