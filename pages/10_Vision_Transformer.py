@@ -215,7 +215,7 @@ if model_tab.open:
         with curve_col:
             ui.show_figure(figures.learning_curves_figure(shipped_curves), key="curves")
         with table_col:
-            st.markdown("**The book's transfer figures** (not run here)")
+            st.markdown(f"**{book.TITLE}**")
             st.dataframe(
                 [
                     {"pre-trained on": d.name, "classes": d.classes, "images": d.images, "then": d.outcome}
@@ -225,6 +225,7 @@ if model_tab.open:
                 width="stretch",
             )
             st.caption(f"Source: {book.SOURCE}")
+            st.caption(book.BOOK_READING)
         st.markdown(curves.reading(shipped_curves))
         st.caption(
             f"Both models read the same 24 px images and are trained with the same recipe on the first N training "
@@ -239,7 +240,7 @@ if model_tab.open:
             "are easy enough that a logistic regression on the raw pixels matches both networks. Measured by "
             "`python -m txviz train curves`; nothing is trained here. What runs a model on this tab: the prediction, "
             f"the attention views and the head statistics ({loaded.name}, live). The curves are txviz's own measured "
-            "runs; the table beside them is the book's figures."
+            "runs; the table beside them is the ViT paper's figures."
         )
 
 

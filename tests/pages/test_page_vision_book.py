@@ -47,11 +47,13 @@ def test_the_book_tab_cuts_flattens_and_projects():
     assert any("patch 15 outlined" in title(s) for s in specs(at))
 
 
-def test_the_model_tab_sets_the_books_transfer_table_beside_the_curves():
+def test_the_model_tab_sets_the_papers_transfer_table_beside_the_curves():
     at = AppTest.from_file(PAGE, default_timeout=180).run()
     assert_clean(at)
     table = next(d.value for d in at.dataframe if "pre-trained on" in d.value.columns)
     assert list(table["images"]) == ["1.3M", "14M", "303M"]
     assert list(table["classes"]) == ["1k", "21k", "18k"]
     assert any("Dosovitskiy et al. 2021" in c.value for c in at.caption)
-    assert any("the table beside them is the book's figures" in c.value for c in at.caption)
+    assert any("the table beside them is the ViT paper's figures" in c.value for c in at.caption)
+    assert any(c.value == book.BOOK_READING for c in at.caption)  # the book groups 21k with JFT
+    assert any(m.value == f"**{book.TITLE}**" for m in at.markdown)

@@ -3,6 +3,8 @@ an independent loop over the photograph's pixels; z0 against its formula; the bo
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from txviz.positional.encodings import sinusoidal_encoding
@@ -51,3 +53,17 @@ def test_the_transfer_table_has_the_books_figures_and_its_source():
     text = " ".join(d.outcome for d in book.TRANSFER)
     assert "BiT" in text and "30 days" in text and "TPUv3" in text
     assert "Dosovitskiy et al. 2021" in book.SOURCE and "probml 15.5" in book.SOURCE
+
+
+def test_the_table_is_the_papers_and_the_book_groups_21k_with_jft():
+    # "ViT about matches BiT" at ImageNet-21k is the paper's Fig. 3; the book says ViT does better than
+    # BiT after 21k or JFT. The table must not call the paper's row the book's.
+    assert "book" not in book.TITLE.lower() and "Dosovitskiy" in book.TITLE
+    assert "book's figures" not in book.SOURCE and "paper's figures" in book.SOURCE
+    row = next(d for d in book.TRANSFER if d.name == "ImageNet-21k")
+    assert "about matches BiT" in row.outcome and "paper" in row.outcome
+    reading = book.BOOK_READING
+    assert "ImageNet-21k" in reading and "JFT" in reading and "better than BiT" in reading
+    page = (Path(__file__).parents[2] / "pages" / "10_Vision_Transformer.py").read_text()
+    assert "The book's transfer figures" not in page and "book.BOOK_READING" in page
+    assert "the table beside them is the book's figures" not in page
