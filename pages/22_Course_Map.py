@@ -3,8 +3,8 @@
 import streamlit as st
 
 from txviz.app import path, teaching, ui
-from txviz.coursemap import figures
-from txviz.coursemap.parts import ADDITIONS, BURIED, CORE, PARTS, SUMMARY, Part, part
+from txviz.coursemap import figures, linearity
+from txviz.coursemap.parts import ADDITIONS, BURIED, CORE, NOTICE, PARTS, SUMMARY, Part, part
 
 ui.setup_page(
     "Course map",
@@ -23,10 +23,7 @@ chosen = st.selectbox(
     key="map_part",
 )
 ui.show_figure(figures.course_map_figure(chosen), key="course_map")
-teaching.notice(
-    "self-attention alone is a weighted average that ignores order, has one way of looking and no "
-    "nonlinearity; each addition fixes one of these, and the decoder's mask keeps it from reading the future."
-)
+teaching.notice(NOTICE)
 
 
 def links(item: Part) -> None:
@@ -44,6 +41,7 @@ with first:
     st.caption("CS60010's four additions that turn self-attention into a transformer, in its order.")
     for item in (CORE, *ADDITIONS):
         links(item)
+    st.caption(linearity.sentence(linearity.measure()))  # a few microseconds of numpy: no cache needed
 with second:
     st.subheader("The transformer summary")
     st.caption("What the block and the stack add around them.")

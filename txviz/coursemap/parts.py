@@ -72,8 +72,12 @@ ADDITIONS = (  # CS60010's four additions that turn self-attention into a transf
     Part(
         "nonlinearity",
         "+ Nonlinearity",
-        "attention is linear in the values: a feed-forward network on each token adds the nonlinearity",
-        (tab("Transformer_Block", "block_view", "One block", "the block as code: attention, then the MLP"),),
+        "attention is nonlinear in its input (the weights are a softmax of X) but linear in the values "
+        "for fixed weights: a feed-forward network on each token adds a nonlinearity on the values",
+        (
+            tab("Transformer_Block", "block_view", "One block", "the block as code: attention, then the MLP"),
+            tab("Self_Attention", "view", "As one matrix (Fig. 12.2)", "linear in the values, not in X"),
+        ),
     ),
     Part(
         "masked_decoding",
@@ -170,6 +174,11 @@ BURIED = (  # items the pages keep in later tabs or at their end: the map is whe
 )
 
 PARTS = (CORE, *ADDITIONS, *SUMMARY, *BURIED)
+NOTICE = (  # under the map; attention's weights are a softmax of X, so only the values lack a nonlinearity
+    "self-attention alone is a weighted average that ignores order, has one way of looking and no "
+    "nonlinearity on the values (its weights are a softmax of the inputs, so it is not linear in X); each "
+    "addition fixes one of these, and the decoder's mask keeps it from reading the future."
+)
 
 
 def part(key: str) -> Part:
