@@ -4,7 +4,7 @@ import streamlit as st
 
 from txviz import models
 from txviz.app import sessions, teaching, ui, widgets
-from txviz.block import conformer, dataflow, figures, lens, moe, norms, residual
+from txviz.block import conformer, dataflow, figures, lens, moe, norms, original, residual
 from txviz.block.opened import FORM_NOTES, open_block
 from txviz.block.recording import STAGES, read_only, run_text
 
@@ -16,6 +16,7 @@ VIEWS = [
     "Logit lens",
     "Mixture of experts",
     "Conformer",
+    "Transformer base (2017)",
 ]
 KINDS = ("encoder", "decoder", "encoder-decoder")
 DEFAULT_TEXT = "The cat sat on the mat because it was warm."
@@ -89,7 +90,7 @@ layer = widgets.index_picker("Layer", n_layers, "block_layer", where=layer_col)
 st.caption(
     f"{name}: {run.layout.family} layout, {run.layout.form} blocks, {len(data.tokens)} {stack} tokens."
 )
-flow, one, stream, batch, reading, experts, conformer_tab = st.tabs(
+flow, one, stream, batch, reading, experts, conformer_tab, base_tab = st.tabs(
     VIEWS, key="block_view", on_change="rerun", default=ui.link_tab("block_view", VIEWS)
 )
 
@@ -362,3 +363,51 @@ if conformer_tab.open:
         )
         with st.expander("The block as code"):
             st.code(conformer.source(), language="python")
+
+
+@ui.shared_resource(spinner="Reading the configs and counting...")
+def original_numbers():
+    # Configs and meta-device structures only: no weights are loaded, every session shares the numbers.
+    return original.torch_check(), tuple(original.packaged(name) for name in original.PACKAGED)
+
+
+if base_tab.open:
+    with base_tab:
+        st.markdown(
+            "The original Transformer (Vaswani et al. 2017, the base model of the CS60010 slides): 6 encoder "
+            "and 6 decoder layers, d_model = 512, 8 heads of 64, a feed-forward network of width 2048 on "
+            "each position, dropout 0.1 on every sub-block's output and on the embeddings plus positions, "
+            "post-LN, sinusoidal positions and one embedding shared by both stacks and the output."
+        )
+        st.latex(r"\mathrm{FFN}(x) = W_2 \max(0,\ W_1 x + b_1) + b_2")
+        with ui.user_errors():
+            check, shipped = original_numbers()
+        base = original.ORIGINAL
+        columns = ((base, check.torch_total + check.embedding - check.final_norms), *shipped)
+        st.dataframe(original.rows(columns), hide_index=True, width="stretch")
+        st.caption(
+            "MiniLM's and SmolLM2's columns are read from their config.json; their counted parameters are "
+            "those of the model transformers builds from that config, which the formula matches exactly. "
+            "The 2017 column's count is torch.nn.Transformer's layers plus the shared embedding, without "
+            "torch's two extra norms (below)."
+        )
+        st.markdown("**Counting the 2017 model from its shapes**")
+        st.dataframe(
+            [
+                {"part": p.name, "formula": p.formula, "parameters": f"{p.count:,}"}
+                for p in original.breakdown(base)
+            ],
+            hide_index=True,
+        )
+        enc, dec = check.encoder_layer, check.decoder_layer
+        st.caption(
+            f"One encoder layer: attention 4 (512² + 512) + FFN (2 · 512 · 2048 + 2048 + 512) + two LayerNorms "
+            f"2 · 2 · 512 = {enc[0]:,}; torch.nn.Transformer's encoder layer holds {enc[1]:,}. One decoder layer "
+            f"adds cross-attention and a third LayerNorm: {dec[0]:,}, torch {dec[1]:,}. All 12 layers: "
+            f"{check.layers[0]:,} by formula, {check.layers[1]:,} in torch. What differs: torch.nn.Transformer "
+            f"adds a final LayerNorm after each stack ({check.final_norms:,} parameters; the post-LN paper has "
+            f"none), for {check.torch_total:,} in all, and holds no embedding: the paper's shared 37,000-token "
+            f"embedding, {check.embedding:,} parameters, is also its pre-softmax projection. By these shapes the "
+            f"model has {original.total(base):,} parameters; the paper's Table 3 gives "
+            f"{original.PAPER_PARAMETERS} and does not break its number down."
+        )

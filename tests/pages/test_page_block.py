@@ -154,6 +154,19 @@ def test_conformer_tab_shows_the_convolution_window():
     assert "class ConformerBlock" in app.main.code[-1].value
 
 
+def test_the_original_transformer_tab_sets_the_three_models_side_by_side():
+    app = AppTest.from_file(PAGE, default_timeout=180)
+    app.session_state["block_view"] = "Transformer base (2017)"
+    app.run()
+    assert_clean(app)
+    table = app.dataframe[0].value.set_index("")
+    assert list(table.columns) == ["Transformer base (2017)", "MiniLM (all-MiniLM-L6-v2)", "SmolLM2-135M"]
+    assert table.loc["heads"].tolist() == ["8 of 64", "12 of 32", "9 of 64 (3 key/value heads)"]
+    formula, counted = table.loc["parameters (formula)"], table.loc["parameters (counted)"]
+    assert formula.tolist() == counted.tolist() == ["63,082,496", "22,713,216", "134,515,008"]
+    assert any("torch.nn.Transformer's encoder layer holds 3,152,384" in c.value for c in app.caption)
+
+
 @pytest.mark.parametrize(
     ("family", "line", "note"),
     [
