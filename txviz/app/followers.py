@@ -4,8 +4,8 @@ Each follower is a `headless.Session` that joins the room at ``BASE/Lecture_Room
 then switches it to the lecturer's step), as a student's browser does. It writes one JSON line to stdout
 whenever a follower's room bar says something new (``{"i", "bar", "t"}``, t on time.monotonic, which is
 the whole machine's clock on Linux), and obeys lines on stdin: ``answer`` (follower i picks option
-i mod n of the step's choice question and locks it in, then says ``{"i", "answered", "counted", "t"}``,
-counted when its screen said the room has the answer) and ``quit``. Followers N cycle through the
+i mod n of the step's choice question and locks it in, again while its screen does not say the room has the answer, then
+says ``{"i", "answered", "counted", "tries", "t"}``) and ``quit``. Followers N cycle through the
 COOKIEs (a replica's sticky cookie, ``NAME=VALUE``), if given. `... visit BASE PAGE_SCRIPT QUERY` opens
 one page once (a fresh visitor) and exits; `... idle BASE PAGE N` keeps N sessions on a page until a line
 comes on stdin.
@@ -23,7 +23,8 @@ from txviz.app.headless import Session
 BAR_MARKS = ("Following the lecturer", "Exploring on your own")  # the student bar's line
 ANSWER = "Your answer"  # the choice question's radio
 COUNTED = "The room has your answer"  # the student's own screen, once the room has counted the answer
-COUNTED_S = 60.0  # how long a follower waits to see it before saying its answer was not confirmed
+COUNTED_S = 15.0  # how long a follower waits to see it before it clicks again, as a student would
+TRIES = 3  # clicks before a follower says its answer was never confirmed
 JOINING_AT_ONCE = 6  # a class walks in a few at a time
 
 
@@ -45,19 +46,22 @@ class Follower:
 
     async def answer(self) -> None:
         """Pick option i mod n of the choice question, then lock it in, as a student's clicks do (a rerun
-        of the fragment that drew the question: a timer of the page before may still be running)."""
-        fragment = self.session.fragment_of[ANSWER]
-        options = self.session.options[ANSWER]
-        await self.session.choose(ANSWER, options[self.i % len(options)], fragment)
-        await self.session.finished()
-        await self.session.click("Lock in my answer", fragment)
-        await self.session.finished()
-        try:
-            await self.session.wait_for(lambda text: text.startswith(COUNTED), COUNTED_S)
-            counted = True
-        except TimeoutError:
-            counted = False
-        say(i=self.i, answered=True, counted=counted, t=time.monotonic())
+        of the fragment that drew the question: a timer of the page before may still be running); again
+        while the screen does not say the room has the answer, up to TRIES times."""
+        for tries in range(1, TRIES + 1):
+            fragment = self.session.fragment_of[ANSWER]
+            options = self.session.options[ANSWER]
+            await self.session.choose(ANSWER, options[self.i % len(options)], fragment)
+            await self.session.finished()
+            await self.session.click("Lock in my answer", fragment)
+            await self.session.finished()
+            try:
+                await self.session.wait_for(lambda text: text.startswith(COUNTED), COUNTED_S)
+            except TimeoutError:
+                continue
+            say(i=self.i, answered=True, counted=True, tries=tries, t=time.monotonic())
+            return
+        say(i=self.i, answered=True, counted=False, tries=TRIES, t=time.monotonic())
 
 
 async def main_async(base: str, code: str, n: int, cookies: list[str]) -> None:

@@ -41,6 +41,7 @@ class Class:
     def __init__(self, process):
         self.process, self.bars, self.answered, self.joined = process, {}, 0, asyncio.Event()
         self.unconfirmed: list[int] = []  # followers whose screen never said the room had their answer
+        self.clicked_again: list[int] = []  # followers who locked in again: the first click was not counted
         self.reader = asyncio.ensure_future(self._read())
 
     async def _read(self) -> None:
@@ -52,6 +53,8 @@ class Class:
                 self.answered += 1
                 if not event.get("counted", True):
                     self.unconfirmed.append(event["i"])
+                elif event.get("tries", 1) > 1:
+                    self.clicked_again.append(event["i"])
             elif "joined" in event:
                 self.joined.set()
 

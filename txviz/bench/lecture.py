@@ -82,7 +82,8 @@ class Room:
     projector_reveal_s: float = 0.0  # ... and on the projector window
     idle_share: float = 0.0  # server CPU of the idle room, share of one core
     answers: int | None = None  # the tally's count when it never showed every follower's answer
-    unconfirmed: int = 0  # ... and how many followers' own screens never said the room had theirs
+    unconfirmed: int = 0  # followers whose own screen never said the room had their answer
+    clicked_again: int = 0  # followers whose first "Lock in my answer" was not counted (they clicked again)
     steps: list[Step] = field(default_factory=list)
     probe: tuple[int, int] | None = None  # (step, forwards) of a fresh visitor of the step warmed ahead
     frozen: list[str] = field(default_factory=list)  # the projector window's freezes (then reloaded)
@@ -187,7 +188,10 @@ async def room(
         phase("the console sees them")
         await crowd.send("answer")
         await crowd.all_answered(followers)
-        phase("all answered")
+        measured.clicked_again, measured.unconfirmed = len(crowd.clicked_again), len(crowd.unconfirmed)
+        phase(
+            f"all answered ({measured.clicked_again} clicked again, {measured.unconfirmed} never confirmed)"
+        )
         try:
             await _bar_says(lecturer, PRESENTER, f"{followers} answers", ANSWERS_MS)
             phase("the tally has them; reveal")
@@ -195,7 +199,6 @@ async def room(
             shown = " ".join(await lecturer.locator(PRESENTER).all_inner_texts())
             counted = re.search(r"(\d+) answers", shown)
             measured.answers = int(counted.group(1)) if counted else 0
-            measured.unconfirmed = len(crowd.unconfirmed)
             phase(
                 f"the tally has {measured.answers} of {followers} answers after {ANSWERS_MS / 1000:.0f} s; reveal"
             )
@@ -306,6 +309,9 @@ def report(name: str, followers: int, measured: Room, counted: bool, alone: Room
           "projector window in Chromium")  # fmt: skip
     print(f"reveal to tally with {followers} answers = {measured.reveal_s:.2f} s on the console, "
           f"{measured.projector_reveal_s:.2f} s on the projector")  # fmt: skip
+    if measured.clicked_again or measured.unconfirmed:
+        print(f"answers: {measured.clicked_again} of {followers} followers' first lock-in was not counted "
+              f"(their screen never said so: they clicked again), {measured.unconfirmed} never confirmed")  # fmt: skip
     if measured.answers is not None:
         print(
             f"the tally never showed {followers} answers: {measured.answers} after every follower had answered "
