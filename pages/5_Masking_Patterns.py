@@ -12,7 +12,6 @@ from txviz.objectives import causal, encoder_tasks, finetune, masked
 from txviz.objectives import figures as objective_figs
 from txviz.seq2seq import numbers
 
-COST_SIZES = (256, 512, 1024, 2048)  # live measurement stays well under a minute after compiling
 PAIRS_NS = (16, 32, 64, 128, 256, 512, 1024, 2048)
 
 ui.setup_page(
@@ -156,11 +155,13 @@ if cost_tab.open:
             "Pattern", list(options), index=1, format_func=lambda k: options[k].label, key="cost_pattern"
         )
         pattern = options[choice]
-        if st.button("Measure on this machine (256 to 2,048 tokens)", key="measure"):
+        sizes = bench.PAGE_SIZES  # read at each run: a test swaps in one small size
+        span = f"{sizes[0]:,} to {sizes[-1]:,} tokens" if len(sizes) > 1 else f"{sizes[0]:,} tokens"
+        if st.button(f"Measure on this machine ({span})", key="measure"):
             rows = widgets.with_progress(
                 "Compiling FlexAttention (seconds per length, the first time)...",
                 lambda progress: bench.run_benchmark(
-                    COST_SIZES, [pattern], progress=lambda done, total, what: progress(done / total, what)
+                    sizes, [pattern], progress=lambda done, total, what: progress(done / total, what)
                 ),
             )
             st.session_state["measured"] = (choice, rows)

@@ -26,6 +26,7 @@ from txviz.masks import sparse as sa
 
 SIZES = (1024, 4096, 8192)
 QUICK_SIZES = (256, 512, 1024)
+PAGE_SIZES = (256, 512, 1024, 2048)  # the page's live run: well under a minute after compiling
 WINDOW = 128  # keys each side for the windowed patterns: O(n w) pairs
 N_HEADS, D_HEAD = 4, 64
 SAVED = paths.ASSETS / "bench" / "masks.json"
