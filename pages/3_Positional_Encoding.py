@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from txviz.app import teaching, ui
-from txviz.positional import concat, lookup, relative
+from txviz.app import teaching, ui, widgets
+from txviz.positional import concat, floater, lookup, relative
 from txviz.positional import encodings as pe
 from txviz.positional import figures as figs
 from txviz.selfattention import figures as sa_figs
@@ -38,10 +38,11 @@ VIEWS = [
     "X + P",
     "Relative (Shaw)",
     "Add = concatenate",
+    "FLOATER",
 ]
 tabs = st.tabs(VIEWS, key="view", on_change="rerun", default=ui.link_tab("view", VIEWS))
 (sinusoid_tab, binary_tab, shift_tab, similarity_tab, learned_tab, rotary_tab, added_tab, relative_tab,
- disjoint_tab) = tabs  # fmt: skip
+ disjoint_tab, floater_tab) = tabs  # fmt: skip
 
 if sinusoid_tab.open:
     with sinusoid_tab:
@@ -315,4 +316,48 @@ if disjoint_tab.open:
             "a trained model can learn such a split, or use it partly. One-hot positions are the "
             "extreme: position i is the unit vector e_i, exact but needing a dimension per position "
             "(K ≥ n) and saying nothing about which positions are near."
+        )
+
+if floater_tab.open:
+    with floater_tab:
+        st.markdown(
+            "FLOATER (Liu et al. 2020) lets the position vector flow along a learned vector field, "
+            "dp/dt = h(t, p; θ), and reads position i at t = i. The sinusoid is one such flow: each (sin, cos) "
+            "pair of frequency ω solves d/dt (s, c) = ω (c, −s). The comparison the Toronto slides take from "
+            "the paper:"
+        )
+        st.dataframe(list(floater.COMPARISON), hide_index=True, width="stretch")
+        st.caption(
+            "Inductive: runs at lengths never seen in training. Data-driven: learned from the data. "
+            "Parameter-efficient: its parameters do not grow with the longest sequence. The paper (Table 1) "
+            "marks relative positions not inductive although clipped offsets run at any length (Relative tab): "
+            "past ±k every offset looks the same. Rotary came after the paper; its row is ours."
+        )
+        st.latex(r"\frac{dp}{dt} = A\,p + s\,h(t, p), \qquad p_i = p(i), \qquad p(0) = p^{\sin}_0")
+        cols = st.columns(2)
+        strength = cols[0].slider(
+            "Strength s of the learned part", 0.0, 0.5, floater.STRENGTH, 0.01, key="floater_strength"
+        )
+        floater_seed = int(cols[1].number_input("Seed of h and of the RNN", 0, 1000, 0, key="floater_seed"))
+        field = floater.neural_field(d, floater_seed)
+        flow = floater.ode_positions(n, d, field, strength, base)
+        recurrence = floater.rnn_positions(n, d, floater_seed)
+        figures = [
+            figs.encoding_heatmap(encoding, f"Sinusoid, C = {base:,}"),
+            figs.encoding_heatmap(flow, f"FLOATER's ODE, s = {strength:g}"),
+            figs.encoding_heatmap(recurrence.positions, "RNN on no input"),
+        ]
+        widgets.side_by_side(figures, keys=["floater_sin", "floater_ode", "floater_rnn"])
+        ode_step = floater.step_sizes(flow).max() if n > 1 else 0.0
+        rnn_step = floater.step_sizes(recurrence.positions).max() if n > 1 else 0.0
+        st.caption(
+            f"All three are n = {n} positions of d = {d} (the sidebar's). A is the sinusoid's rotations and h a "
+            f"random one-hidden-layer network (seed {floater_seed}, {field.parameters:,} parameters at any "
+            "length), not trained: with s = 0 the flow is the sinusoid to float precision, and s bends it, most "
+            "in the slow columns on the right, where a push adds up. The flow is integrated by exponential Euler "
+            f"steps, {floater.SUBSTEPS} per position (the rotations exactly, h by Euler). Positions are a "
+            f"continuous function of t: neighbours differ by at most {ode_step:.2f} here. The RNN, "
+            "p_i = tanh(W p_(i−1) + u) from p_0 = 0 with the same seed, is the discrete relative: one step per "
+            f"position, {d * d + d:,} parameters at any length, and neighbours that may differ by up to "
+            f"{rnn_step:.2f}, with nothing in between."
         )

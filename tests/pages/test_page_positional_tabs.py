@@ -52,3 +52,20 @@ def test_adding_in_disjoint_dimensions_is_concatenating():
     assert at.metric[0].value == "0.0e+00"
     at.slider(key="dc_k").set_value(3).run()  # fewer dimensions than tokens: one-hot cannot fit
     assert "K >= n" in at.error[0].value
+
+
+def test_floater_tab_sets_three_position_matrices_side_by_side():
+    at = run_page("FLOATER", n=30, d=7)
+    assert_clean(at)
+    table = at.dataframe[0].value
+    assert list(table.columns) == ["method", "inductive", "data-driven", "parameter-efficient"]
+    assert len(table) == 5
+    assert len(at.get("plotly_chart")) == 3  # the sinusoid, the ODE and the RNN
+    at.slider(key="floater_strength").set_value(0.0).run()
+    assert_clean(at)
+    at.slider(key="floater_strength").set_value(0.5).run()
+    at.number_input(key="floater_seed").set_value(4).run()
+    assert_clean(at)
+    assert any("with s = 0 the flow is the sinusoid" in c.value for c in at.caption)
+    at.slider(key="n").set_value(1).run()  # one position: no neighbours to compare
+    assert_clean(at)
