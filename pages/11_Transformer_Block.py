@@ -4,7 +4,7 @@ import streamlit as st
 
 from txviz import models
 from txviz.app import sessions, teaching, ui, widgets
-from txviz.block import conformer, dataflow, figures, lens, moe, norms, original, residual
+from txviz.block import conformer, dataflow, figures, lens, moe, norms, original, residual, truncated
 from txviz.block.opened import FORM_NOTES, open_block
 from txviz.block.recording import STAGES, read_only, run_text
 
@@ -363,6 +363,31 @@ if conformer_tab.open:
         )
         with st.expander("The block as code"):
             st.code(conformer.source(), language="python")
+        st.subheader("Speech as a very long sequence: truncated self-attention")
+        st.markdown(
+            "At 10 ms a frame, a minute of speech is 6,000 frames, and full self-attention scores every pair of "
+            "them: T². Streaming recognisers truncate it (the Transformer Transducer, Zhang et al. 2020): frame "
+            "t attends only to the frames from t − left to t + right, so the work grows as T·w, w = left + "
+            "right + 1, and a frame never waits for more than `right` frames of the future."
+        )
+        cols = st.columns(2)
+        left_context = cols[0].slider("Frames back (left context)", 0, 256, 64, key="truncated_left")
+        right_context = cols[1].slider("Frames ahead (right context)", 0, 64, 8, key="truncated_right")
+        cost_rows = truncated.costs(left_context, right_context)
+        minute = next(row for row in cost_rows if row.frames == 6_000)
+        cols = st.columns(3)
+        cols[0].metric("One minute, full: pairs", f"{minute.full:,}")
+        cols[1].metric("One minute, truncated: pairs", f"{minute.truncated:,}")
+        cols[2].metric("Fewer by", f"{minute.ratio:,.0f}×")
+        ui.show_figure(figures.truncated_costs(cost_rows, left_context, right_context), key="truncated_costs")
+        st.dataframe(truncated.table(cost_rows), hide_index=True, width="stretch")
+        st.caption(
+            "Counted exactly, per head and layer: the window is cut at both ends of the speech, so the "
+            "truncated count is T·w − left(left + 1)/2 − right(right + 1)/2 (left and right at most T − 1), "
+            f"not T·w. Each pair costs 2 d multiply-adds (d = {truncated.D_HEAD} per head here): the score "
+            "q · k and its share of v. The price: a frame hears only its window in one layer, though stacking "
+            "L layers widens what the top one reads to L·left frames back and L·right ahead."
+        )
 
 
 @ui.shared_resource(spinner="Reading the configs and counting...")

@@ -154,6 +154,21 @@ def test_conformer_tab_shows_the_convolution_window():
     assert "class ConformerBlock" in app.main.code[-1].value
 
 
+def test_conformer_tab_counts_truncated_attention_against_full():
+    app = AppTest.from_file(PAGE, default_timeout=180)
+    app.session_state["block_view"] = "Conformer"
+    app.run()
+    assert_clean(app)
+    minute = {m.label: m.value for m in app.metric}
+    assert minute["One minute, full: pairs"] == "36,000,000"
+    assert minute["One minute, truncated: pairs"] == f"{6000 * 73 - 64 * 65 // 2 - 8 * 9 // 2:,}"
+    app.slider(key="truncated_left").set_value(0).run()
+    app.slider(key="truncated_right").set_value(0).run()
+    assert_clean(app)
+    minute = {m.label: m.value for m in app.metric}
+    assert minute["One minute, truncated: pairs"] == "6,000" and minute["Fewer by"] == "6,000×"
+
+
 def test_the_original_transformer_tab_sets_the_three_models_side_by_side():
     app = AppTest.from_file(PAGE, default_timeout=180)
     app.session_state["block_view"] = "Transformer base (2017)"

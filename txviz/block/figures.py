@@ -470,3 +470,28 @@ def conformer_reads(reads) -> go.Figure:
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
     )
     return figure
+
+
+def truncated_costs(rows, left: int, right: int) -> go.Figure:
+    """Pairs scored by full and by truncated attention against the number of frames, both axes log."""
+    frames = [row.frames for row in rows]
+    figure = go.Figure()
+    figure.add_trace(
+        go.Scatter(x=frames, y=[row.full for row in rows], mode="lines+markers", name="full: T²")
+    )
+    figure.add_trace(
+        go.Scatter(
+            x=frames,
+            y=[row.truncated for row in rows],
+            mode="lines+markers",
+            name=f"truncated: {left} back, {right} ahead",
+        )
+    )
+    figure.update_layout(
+        title="Query-key pairs scored per head and layer, as the speech grows",
+        xaxis={"title": "frames T (10 ms each; log)", "type": "log", "exponentformat": "power"},
+        yaxis={"title": "pairs (log)", "type": "log", "exponentformat": "power"},
+        height=360,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    )
+    return figure
