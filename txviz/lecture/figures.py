@@ -8,6 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from txviz.figures.axes import margin, ticks
+from txviz.figures.counts import count_axis
 from txviz.figures.text import plain
 from txviz.lecture.files import Lecture, url_name
 from txviz.lecture.questions import Question, Truth
@@ -69,7 +70,9 @@ def tally_figure(counts: Mapping[str, int], truth_label: str | None = None) -> g
     """How many gave each answer, the right one in green."""
     labels = list(counts)
     right = labels.index(truth_label) if truth_label in labels else None
-    return bars(labels, list(counts.values()), f"Answers ({sum(counts.values())})", "answers", right)
+    figure = bars(labels, list(counts.values()), f"Answers ({sum(counts.values())})", "answers", right)
+    figure.update_xaxes(**count_axis(max(counts.values(), default=0)))  # whole answers: no 0.5 tick
+    return figure.update_traces(hovertemplate="%{x} answers<extra></extra>")
 
 
 def outline_figure(lecture: Lecture) -> go.Figure:
