@@ -14,6 +14,7 @@ from txviz.explain.seq2seq import SourceAttribution
 from txviz.explain.step import StepLens
 from txviz.figures.axes import margin, ticks, token_axis
 from txviz.figures.colors import scale
+from txviz.figures.counts import rank_axis
 from txviz.figures.text import plain, plain_all
 
 MARGIN = margin()
@@ -112,8 +113,17 @@ def lens_figure(lens: StepLens, chosen_token: str) -> go.Figure:
         legend={"orientation": "h", "y": -0.25},
     )
     figure.update_xaxes(title="layer (0 = the embeddings)")
-    figure.update_yaxes(title="rank (1 = top)", type="log", autorange="reversed", secondary_y=False)
-    figure.update_yaxes(title="probability", range=[0, 1], secondary_y=True)
+    figure.update_yaxes(**rank_axis(int(lens.rank.max()) + 1), secondary_y=False)
+    # Its own ticks: an overlaying axis otherwise syncs them to the rank ticks (0.934, 0.715, ...).
+    figure.update_yaxes(
+        title="probability",
+        range=[0, 1],
+        tickmode="linear",
+        tick0=0,
+        dtick=0.2,
+        showgrid=False,
+        secondary_y=True,
+    )
     return figure
 
 
