@@ -294,6 +294,7 @@ if experts.open:
             "expert i, Pᵢ its mean probability) keeps every expert in use. A toy shows it: points in four "
             "regions, each with its own function to fit."
         )
+        st.caption(moe.GSHARD)
         moe_models, moe_runs = shipped_experts()
         st.dataframe(moe.score_rows(moe_runs), hide_index=True)
         moe_config = moe.MoEConfig(**moe_runs["config"])

@@ -106,7 +106,10 @@ if path_tab.open:
     st.caption(
         "Dark: ∂y_i/∂x_j ≠ 0 in the Jacobian of the stack (torch.autograd, float64, tanh between layers). "
         "The convolutions are causal (they read the past, as in WaveNet); the dilated stack spaces its taps "
-        "1, k, k², ... apart. The RNN at depth s computes y_i from its s latest inputs (GRU, zero start)."
+        "1, k, k², ... apart. The RNN at depth s computes y_i from its s latest inputs (GRU, zero start). "
+        "Why the RNN looks local: its depth is its sequential steps, so depth s is the GRU run over a window "
+        "of s inputs, what s steps can reach; a GRU over the whole sequence reads every earlier input, but "
+        "x_j reaches y_i only through i − j steps, the O(n) path of Table 15.1 (forgetting, below)."
     )
     st.subheader("The book's example: x_1 and x_5, kernel 3")
     for step in paths.pair_steps("conv", 5, 3, 1, 5):

@@ -280,6 +280,12 @@ if shuffle_tab.open:
             )
         shuffled_tokens = [tokens[i] for i in check.permutation]
         st.metric("Toy: largest |Sa[X_π] − Sa[X]_π|", f"{check.max_abs_difference:.1e}")
+        st.caption(
+            f"Pool the outputs (a mean over the tokens, as a sentence classifier reads them) and the order is "
+            f"gone: equivariant layers then pooling are permutation invariant. Pooled, the shuffled and the "
+            f"original outputs differ by {check.pooled_difference:.1e}"
+            + (" here: positions by slot make the shuffled input another input." if with_positions else ".")
+        )
         ui.show_figure(
             figs.equivariance_figure(check.original[check.permutation], check.shuffled, shuffled_tokens),
             key="shuffle_toy",

@@ -147,6 +147,10 @@ st.info(
     "uncorrelated with gradient-based importance, and different weights giving the same "
     "prediction. Wiegreffe and Pinter (2019, *Attention is not not Explanation*, EMNLP) showed "
     "such alternatives are not always found by training and that whether attention explains "
-    "depends on the model and the claim. Hard attention makes the choice exact, but the chosen "
+    "depends on the model and the claim. Serrano and Smith (2019, *Is Attention Interpretable?*, ACL) "
+    "zeroed the largest weights and often had to remove many before the decision flipped, where "
+    "gradient rankings flipped it sooner; Brunner et al. (2019, *On Identifiability in Transformers*, "
+    "ICLR 2020) showed that once a sequence is longer than a head's value size, other weights give the "
+    "same output, so the weights are not identifiable. Hard attention makes the choice exact, but the chosen "
     "key is still one step in a computation, not a reason."
 )

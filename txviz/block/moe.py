@@ -26,6 +26,11 @@ CENTRES = torch.tensor([[-2.0, -2.0], [-2.0, 2.0], [2.0, -2.0], [2.0, 2.0]])
 REGIONS = ("x<0, y<0: sin 2x", "x<0, y>0: cos 2y", "x>0, y<0: xy/2", "x>0, y>0: |x| - |y|")
 MODELS = ("dense, one expert's width", "mixture of experts (top-1)", "dense, all experts' width")
 HELD_OUT_SEED = 999
+GSHARD = (
+    "GShard (Lepikhin et al. 2020), the design Switch simplifies, sends each token to its top two experts "
+    "(the second only with a probability set by its gate value) and adds their outputs weighted by the "
+    "gates; Switch keeps the top one, halving the expert work and traffic per token."
+)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,11 @@ class EquivarianceCheck:
     def equivariant(self) -> bool:
         return self.max_abs_difference < 1e-4
 
+    @property
+    def pooled_difference(self) -> float:
+        """max |mean_n Sa[X_pi] - mean_n Sa[X]|: a mean over tokens forgets the order equivariance keeps."""
+        return float(np.abs(self.shuffled.mean(axis=0) - self.original.mean(axis=0)).max())
+
 
 def seeded_permutation(n: int, seed: int) -> np.ndarray:
     """A permutation of 0..n-1 that moves tokens whenever it can (seed 0 reverses them)."""
