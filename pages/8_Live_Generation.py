@@ -265,10 +265,15 @@ if not run or not run["steps"]:
         st.stop()
     # Above the charts: live_slot, where they are drawn, sits below stats_slot.
     stats_slot.info("Press Generate. Before it starts, the model's candidates for the first new token:")
-    first = engine.submit(replace(request, max_new_tokens=1), owner=sessions.session_id()).steps()
+    preview = engine.submit(replace(request, max_new_tokens=1), owner=sessions.session_id())
     with ui.user_errors():
-        show_live(next(first), prompt.tokens)
-    first.close()
+        first = next(preview.steps(), None)
+    preview.cancel()
+    if first is None:
+        # Settings changed while it waited: the newer run of this session (fast reruns overlap) took its
+        # place in the engine and cancelled it, and draws its own preview.
+        st.stop()
+    show_live(first, prompt.tokens)
     teaching.notice(
         "before a single token is written the model already ranks every next token; Generate picks from "
         "these bars step by step, and the heads beside them show what the newest position reads."

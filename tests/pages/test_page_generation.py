@@ -148,3 +148,29 @@ def test_the_first_token_note_comes_before_the_charts_it_introduces(smollm2):
     )
     charts = [i for i, (kind, _) in enumerate(shown) if kind == "plotly_chart"]
     assert charts and note < charts[0]
+
+
+def test_a_preview_overtaken_by_newer_settings_ends_quietly(smollm2, monkeypatch):
+    """Settings changed while the first-token preview waits: with fast reruns the newer run of the same
+    session submits while the older one still waits, and the engine cancels the older request."""
+    from txviz.generation.batching import GenerationEngine
+
+    submit, newer = GenerationEngine.submit, []
+
+    def overtaken(self, request, owner=""):
+        with self._changed:  # held across both: the decode loop cannot take the first before the second comes
+            ticket = submit(self, request, owner)
+            if request.max_new_tokens == 1 and not newer:
+                newer.append(submit(self, request, owner))  # the newer run's preview, same session
+        return ticket
+
+    monkeypatch.setattr(GenerationEngine, "submit", overtaken)
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    try:
+        at.run()
+    finally:
+        for ticket in newer:
+            list(ticket.steps())  # its one step: the engine's thread is idle again when the test ends
+    assert len(newer) == 1  # the race happened
+    assert_clean(at)  # no StopIteration: the overtaken run stops, the newer one draws the preview
+    assert any("candidates for the first new token" in i.value for i in at.info)
