@@ -11,6 +11,8 @@ VIEWS = ["Ablate", "Every head", "Patch", "Steer"]
 TEXT = "When Mary and John went to the store, John gave a drink to"
 CORRUPT = "When Mary and John went to the store, Mary gave a drink to"
 POSITIVE, NEGATIVE = steering.POSITIVE, steering.NEGATIVE  # shared with Live Generation
+ANSWER_KEYS = ("answer", "answer_sweep", "answer_patch")  # each tab's answer box
+WRONG_KEYS = ("wrong", "wrong_sweep", "wrong_patch")
 # With the prompt sets swapped (towards NEGATIVE) this turns SmolLM2's upbeat continuation of
 # "I think the movie was" into "a disaster..."; 4 and more make it babble.
 STEER_STRENGTH = 1.0
@@ -83,6 +85,32 @@ def top_token(loaded, text):
     return runs.top_next_token(loaded, text)
 
 
+@ui.cached(max_entries=32, spinner=False)
+@ui.heavy
+def likeliest_two(loaded, text):
+    return tuple(runs.likeliest_next_tokens(loaded, text, 2))
+
+
+def follow_prompt(text: str) -> None:
+    """Answers and a corrupted prompt typed for an earlier prompt do not fit a new one: when the prompt
+    changes, every tab's answer becomes the model's likeliest next token after it, the wrong answer the
+    runner-up, and the corrupted prompt starts as the prompt itself, for the reader to change one word."""
+    before = st.session_state.get("answers_for")
+    st.session_state["answers_for"] = text
+    if before is None or before == text:  # a first run keeps what a link or lesson gave
+        return
+    try:
+        answer, wrong = likeliest_two(loaded, text)
+    except ui.UserError:  # a prompt the model cannot read: the tab that reads it says why
+        return
+    for key in ANSWER_KEYS:
+        st.session_state[key] = answer
+    for key in WRONG_KEYS:
+        st.session_state[key] = wrong
+    for key, value in (("answer", answer), ("wrong", wrong), ("corrupt", text)):
+        ui.link_set(key, value)  # the link is written before the widgets run
+
+
 def metric_inputs(text: str, key: str = "") -> tuple[str, str, str]:
     """The metric's kind and answers; the metric is checked (and its notice shown) here. With no
     answer given (a "test this head" link), the model's own likeliest next token is scored."""
@@ -128,6 +156,7 @@ def script_download(script: str, key: str) -> None:
 
 # One prompt for the page: Ablate, Every head and Patch (as its clean prompt) all read it.
 text = ui.text_input("Prompt", TEXT)
+follow_prompt(text)
 tab = st.tabs(VIEWS, key="iv_view", on_change="rerun", default=ui.link_tab("iv_view", VIEWS))
 ablate_tab, sweep_tab, patch_tab, steer_tab = tab
 
@@ -259,8 +288,17 @@ if patch_tab.open:
             max_chars=ui.max_text_chars(2000),
         )
         with ui.user_errors():  # before the toggle: bad prompts are told at once
-            patching.paired_ids(loaded, clean, corrupt)
+            if corrupt == clean:  # where a new prompt starts, not a mistake: said below the answers
+                runs.prompt_ids(loaded, clean, "clean prompt")
+            else:
+                patching.paired_ids(loaded, clean, corrupt)
         kind, answer, wrong = metric_inputs(clean, "_patch")
+        if corrupt == clean:
+            st.info(
+                "The corrupted prompt is the prompt above: change one word in it (a name for another name, "
+                "the same number of tokens) to patch, and see which parts carry the difference."
+            )
+            st.stop()
         if st.toggle("Patch every layer, position, head and MLP", key="patch_go"):
             with ui.user_errors():
                 result = cached_patch(loaded, clean, corrupt, kind, answer, wrong)

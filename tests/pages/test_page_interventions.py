@@ -124,6 +124,27 @@ def test_patching_and_sweep_tabs(smollm2):
     assert not at.exception and any("same number of tokens" in e.value for e in at.error)
 
 
+def test_a_new_prompt_brings_its_own_answers_and_corrupted_prompt_to_the_patch_tab(smollm2):
+    at = open_tab(fresh(), "Patch")
+    ok(at)
+    assert (at.text_input(key="answer_patch").value, at.text_input(key="wrong_patch").value) == (
+        " Mary",
+        " John",
+    )
+    at.text_area(key="text").set_value("The capital of France is").run()
+    ok(at)  # not the 14-token corrupted prompt of Mary and John against these 5 tokens, in red
+    assert at.text_area(key="corrupt").value == "The capital of France is"
+    answer, wrong = at.text_input(key="answer_patch").value, at.text_input(key="wrong_patch").value
+    assert answer == " Paris" and wrong not in ("", " John", answer)  # the model's first and second choice
+    assert any("change one word" in i.value for i in at.info)
+    assert json.loads(at.query_params["answer"]) == " Paris"  # a link taken now carries the new answers
+    at.text_area(key="corrupt").set_value("The capital of Italy is").run()
+    at.toggle(key="patch_go").set_value(True).run()
+    ok(at)
+    label = f"logit('{answer.strip()}') - logit('{wrong.strip()}')"  # readable tokens, spaces left out
+    assert any(c.value.startswith(label) for c in at.caption)
+
+
 def test_sweep_and_steer_tabs(smollm2):
     at = fresh()
     at.text_area(key="text").set_value(CLEAN).run()  # typed in Ablate: Every head sweeps the same prompt

@@ -93,6 +93,12 @@ def top_next_token(loaded: LoadedModel, text: str) -> str:
     return loaded.tokenizer.decode([int(logits.argmax())])
 
 
+def likeliest_next_tokens(loaded: LoadedModel, text: str, k: int = 2) -> list[str]:
+    """The model's ``k`` likeliest next tokens after ``text``, likeliest first, as text (answers to score)."""
+    logits = forward(loaded, repeated(prompt_ids(loaded, text), 1)).logits[0, -1]
+    return [loaded.tokenizer.decode([int(i)]) for i in logits.topk(k).indices]
+
+
 def repeated(ids: Sequence[int], rows: int) -> torch.Tensor:
     """The same prompt in ``rows`` batch rows: one intervention per row."""
     return torch.tensor([list(ids)], dtype=torch.long).repeat(rows, 1)
