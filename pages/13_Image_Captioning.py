@@ -8,7 +8,7 @@ from txviz.app import teaching, ui
 from txviz.captioning import figures, store
 from txviz.captioning.canvas import MAX_DIGITS
 from txviz.captioning.evaluate import held_out_canvases
-from txviz.captioning.runs import from_image, random_canvas, write
+from txviz.captioning.runs import from_image, photo_note, random_canvas, write
 from txviz.vision.images import load_image
 
 SOURCES = ["Held-out canvas", "New random canvas", "Upload"]
@@ -93,7 +93,10 @@ else:
         key="cap_upload",
     )
     if upload is None:
-        st.info("Choose an image. It will be reduced to the captioners' 32 x 32 canvas of grey levels 0..16.")
+        st.info(
+            "Choose an image. It will be reduced to the captioners' 32 x 32 canvas of grey levels 0..16 "
+            "(a picture that is not square is stretched to fill it)."
+        )
         st.stop()
     with ui.user_errors():
         picture = load_image(upload.getvalue())
@@ -101,6 +104,7 @@ else:
     for note in picture.notes:
         st.info(note)
     st.info(", ".join(notes) + ".")
+    st.info(photo_note(picture.image))
 
 if "cap_sample" not in st.session_state:
     st.session_state["cap_sample"] = ui.link_value("cap_sample", 0, lambda v: v >= 0)

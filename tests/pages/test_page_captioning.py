@@ -5,10 +5,11 @@ from __future__ import annotations
 import io
 import json
 
-from conftest import ROOT, assert_clean
+import numpy as np
+from conftest import ROOT, assert_clean, plotly_array
 from PIL import Image, ImageDraw
 from streamlit.testing.v1 import AppTest
-from upload_images import bomb_png, encode
+from upload_images import bomb_png, encode, photo
 
 PAGE = "pages/13_Image_Captioning.py"
 
@@ -90,6 +91,38 @@ def test_uploads() -> None:
     at.run()
     assert_clean(at)
     assert any("32 x 32" in i.value for i in at.info) and len(titles(at)) == 3
+
+
+def framed(width: int, height: int) -> Image.Image:
+    """A frame of ink along every edge and one ring inside: two marks, ink in every border pixel."""
+    image = Image.new("RGB", (width, height), "white")
+    draw = ImageDraw.Draw(image)
+    draw.rectangle([0, 0, width - 1, height - 1], outline="black", width=height // 12)
+    draw.ellipse([width // 3, height // 3, width // 2, 2 * height // 3], outline="black", width=height // 16)
+    return image
+
+
+def test_a_picture_that_is_not_square_fills_the_canvas_and_the_page_says_so() -> None:
+    at = run_page(cap_source="Upload")
+    at.file_uploader(key="cap_upload").set_value(("wide.png", png(framed(480, 320)), "image/png"))
+    at.run()
+    assert_clean(at)
+    said = [i.value for i in at.info]
+    assert any("32 x 32 pixels (the whole picture, its 480 x 320 shape stretched taller" in s for s in said)
+    assert any(s.startswith("The captioners know only canvases of 2 to 4 handwritten") for s in said)
+    canvas, words = (json.loads(e.proto.spec) for e in at.get("plotly_chart")[:2])
+    pixels = plotly_array(canvas["data"][0]["z"])
+    assert pixels.shape == (32, 32)
+    edges = np.concatenate([pixels[0], pixels[-1], pixels[:, 0], pixels[:, -1]])
+    assert edges.min() > 4  # the frame reaches every edge of the canvas: no blank band
+    boxes = [shape for shape in words["layout"]["shapes"] if shape["line"]["color"] == "red"]
+    assert boxes and all(-0.5 <= b[k] <= 31.5 for b in boxes for k in ("x0", "x1", "y0", "y1"))
+    at.file_uploader(key="cap_upload").set_value(("photo.png", png(photo(size=(240, 320))), "image/png"))
+    at.run()
+    assert not at.exception
+    said = [i.value for i in at.info]
+    assert any("its 240 x 320 shape stretched wider" in s for s in said)
+    assert any(s.startswith("This is a colour picture, and the captioners know only") for s in said)
 
 
 def test_the_first_canvas_is_read_right_and_the_failures_are_one_slide_away() -> None:

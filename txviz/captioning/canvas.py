@@ -99,7 +99,8 @@ def from_image(image) -> tuple[np.ndarray, list[str]]:
     )
     low, high = small.min(), small.max()
     canvas = ((small - low) / max(high - low, 1e-9) * 16).astype(np.float32)
-    notes.append(f"averaged down to {SIZE} x {SIZE} pixels and stretched to grey levels 0..16")
+    notes.append(f"averaged down to {SIZE} x {SIZE} pixels{_shape_note(image.width, image.height)}")
+    notes.append("and its grey levels spread over 0..16")
     marks = ndimage.label(canvas > 4, structure=np.ones((3, 3)))[1]
     if marks > MAX_DIGITS:
         raise CanvasError(
@@ -107,3 +108,24 @@ def from_image(image) -> tuple[np.ndarray, list[str]]:
             f"trained for ({MIN_DIGITS} to {MAX_DIGITS} digits, one per quadrant). Upload fewer digits."
         )
     return canvas, notes
+
+
+def _shape_note(width: int, height: int) -> str:
+    """What filling the square canvas did to a picture that is not square ('' for a square one)."""
+    if width == height:
+        return ""
+    # The whole picture fills the canvas, so every patch covers part of it: no blank band to attend to.
+    way = "taller" if width > height else "wider"
+    return f" (the whole picture, its {width} x {height} shape stretched {way} to fill the square canvas)"
+
+
+def photo_note(image) -> str:
+    """What a caption of an uploaded picture means: the captioners know only canvases of digits."""
+    from txviz.vision.notes import is_colour
+
+    start = "This is a colour picture, and the" if is_colour(image) else "The"
+    return (
+        f"{start} captioners know only canvases of {MIN_DIGITS} to {MAX_DIGITS} handwritten 8 x 8 digits, light on "
+        "dark, one per quadrant: they write digit words for any picture, so a caption says which digits its "
+        "patches resemble most, not that the picture shows them."
+    )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from txviz.captioning.canvas import WORDS, CanvasError, Canvases, from_image, make_canvases
+from txviz.captioning.canvas import WORDS, CanvasError, Canvases, from_image, make_canvases, photo_note
 from txviz.captioning.evaluate import written
 from txviz.captioning.model import Captioner, caption
 
@@ -53,4 +53,4 @@ def random_canvas(images: np.ndarray, labels: np.ndarray, n_digits: int, seed: i
     return make_canvases(images, labels, 1, seed=seed, n_digits=n_digits)
 
 
-__all__ = ["CanvasError", "Written", "from_image", "random_canvas", "write"]
+__all__ = ["CanvasError", "Written", "from_image", "photo_note", "random_canvas", "write"]
