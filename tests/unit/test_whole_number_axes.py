@@ -59,3 +59,19 @@ def test_rank_ticks_thin_out_over_many_decades():
     assert rank_axis(60)["tickvals"] == [1, 2, 5, 10, 20, 50]
     assert rank_axis(49_152)["tickvals"] == [1, 10, 100, 1_000, 10_000]
     assert count_axis(0)["dtick"] == 1 and count_axis(9)["dtick"] == 2
+
+
+@pytest.mark.parametrize("ranks", [[4, 3, 2, 0, 0], [30000, 5000, 120, 9, 0]])
+def test_the_blocks_logit_lens_ranks_from_one_in_whole_numbers(ranks):
+    from txviz.block.figures import lens_position
+    from txviz.block.lens import Lens
+
+    n = len(ranks)
+    column = np.array(ranks).reshape(n, 1)
+    probabilities = np.linspace(0.1, 0.9, n, dtype=np.float32).reshape(n, 1)
+    lens = Lens(("x",), np.zeros((n, 1), np.int64), probabilities, (("x",),) * n, column, probabilities)
+    axis = lens_position(lens, 0, "x").layout.yaxis2
+    assert axis.tickmode == "array" and axis.tickvals[0] == 1
+    assert all(type(v) is int and v >= 1 for v in axis.tickvals)  # never 0, never 2.58
+    low, high = (10 ** np.array(axis.range)) if axis.type == "log" else np.array(axis.range)
+    assert 0 < high < 1 and low > column.max() + 1  # rank 1 at the top

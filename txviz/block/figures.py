@@ -12,6 +12,7 @@ from txviz.block.ops import Step
 from txviz.figures.attention import pool
 from txviz.figures.axes import margin, ticks
 from txviz.figures.colors import PALETTE, scale
+from txviz.figures.counts import rank_axis
 from txviz.figures.text import in_template, plain, plain_all
 
 DIVERGING = scale("diverging")  # activations: red negative, near-white zero, blue positive (any mode)
@@ -271,12 +272,7 @@ def lens_position(lens: Lens, position: int, final_token: str) -> go.Figure:
         xaxis=dict(title="after layer (0 = embeddings)"),
         yaxis=dict(title="probability", range=[0, 1]),
         yaxis2=dict(
-            title="rank",
-            overlaying="y",
-            side="right",
-            autorange="reversed",
-            rangemode="tozero",
-            type="log" if lens.final_rank[:, position].max() >= 20 else "linear",
+            overlaying="y", side="right", **rank_axis(int(lens.final_rank[:, position].max()) + 1, "rank")
         ),
         height=380,
         legend=dict(orientation="h", y=-0.2),
