@@ -17,7 +17,7 @@ import streamlit as st
 from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
-from txviz.app import room, room_cookies, warmup
+from txviz.app import room, room_cookies, room_page, warmup
 from txviz.app.room_lectures import lectures, shared
 from txviz.rooms import MAX_JOINS, RoomFull
 from txviz.rooms.base import JOIN_TRIES
@@ -164,6 +164,19 @@ def test_next_on_the_console_moves_the_room_not_the_console_and_one_window_follo
     assert lecturer.session_state["view"] == STEPS[1].values()["view"]
     assert "_room_next" in buttons(lecturer) and "room_close" not in buttons(lecturer)  # the room bar
     assert key_of(code) not in everything_sent(lecturer)
+
+
+def test_the_console_draws_before_the_class_is_told(lecturer, monkeypatch):
+    """Next and Reveal on the console: its own redraw first, then the push to the class (one process
+    shares the CPU, and the person at the front should not wait behind thirty followers)."""
+    order = []
+    draw, announce = room_page.presenter, room.announce
+    monkeypatch.setattr(room_page, "presenter", lambda state: (draw(state), order.append("drawn")))
+    monkeypatch.setattr(room, "announce", lambda: (order.append("told"), announce()))
+    lecturer.button(key="_room_reveal").click().run()
+    lecturer.button(key="_room_next").click().run()
+    assert_clean(lecturer)
+    assert order == ["drawn", "told", "drawn", "told"]
 
 
 def test_the_projector_window_follows_shows_the_code_and_never_drives(lecturer):

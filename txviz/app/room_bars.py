@@ -46,8 +46,11 @@ def room_bar(page_script: str, title: str, load: Load) -> None:
         if note:
             st.warning(note)
         if room.is_lecturer():
-            take_reveal(load)
-            if page_script != room.ROOM_PAGE:  # the Lecture Room page is the presenter's console itself
+            console = page_script == room.ROOM_PAGE  # the Lecture Room page is the presenter's console
+            if not console:
+                room.tell_class()  # put off by a console run that then switched away (a single window)
+            take_reveal(load, later=console)
+            if not console:
                 lecturer_bar(page_script, title, load)
         elif room.is_projector():
             _projector_live(page_script, load)
@@ -74,8 +77,9 @@ def trouble_said():
         st.warning(str(error))
 
 
-def take_reveal(load: Load) -> None:
-    """The Reveal button's work, in the run (the truth may need the model): reveal, then tell the room."""
+def take_reveal(load: Load, later: bool = False) -> None:
+    """The Reveal button's work, in the run (the truth may need the model): reveal, then tell the room
+    (``later``: once this console run has drawn)."""
     if not st.session_state.pop(REVEAL, False):
         return
     state = room.store().state(room.code())
@@ -83,7 +87,10 @@ def take_reveal(load: Load) -> None:
         asked = question_of(state.question)
         found = truth(asked, load) if asked else None
         room.store().reveal(room.code(), st.session_state.get(room.KEY), found.label if found else "")
-        room.announce()
+        if later:
+            room.announce_after_run()
+        else:
+            room.announce()
 
 
 def _step_label(state: RoomState) -> str:

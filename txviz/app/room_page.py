@@ -38,12 +38,14 @@ def show() -> None:
 
 
 def show_more() -> None:
-    """Under the console and its notice: results, a resume link and close."""
+    """Under the console and its notice: results, a resume link and close; then the class is told of
+    this run's Next or Reveal (the console drew first)."""
     if room.is_lecturer():
         state = room.store().state(room.code())
         results(state)
         resume_link()
         st.button("Close the room", key="room_close", on_click=_close)
+    room.tell_class()
 
 
 def start_or_join() -> None:
