@@ -35,5 +35,5 @@ def running_the_folder_way() -> bool:
 def take_over() -> None:
     """Declare our pages and run again at once when a fresh server's first visit opens a page directly."""
     if running_the_folder_way():
-        st.navigation(navigation.all_pages(), expanded=True)  # every page listed, no "View more"
+        navigation.declare()
         st.rerun()

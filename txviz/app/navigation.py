@@ -8,7 +8,12 @@ import streamlit as st
 from txviz.core import paths
 
 PAGES_DIR = paths.PAGES
-HOME_SCRIPT = Path(__file__).with_name("home.py")  # run as a script: its last line draws the page
+HOME_SCRIPT = Path(__file__).with_name("home.py")
+# The browser tab's icon, drawn by the page itself (Streamlit makes an emoji an inline SVG). It is set before
+# st.navigation: without one, Streamlit's frontend takes the open page's sidebar icon, a :material/...:
+# name, for the tab and fetches it as an SVG from fonts.gstatic.com, the one request outside this server
+# (it fails offline with a console error). The sidebar's icons come from the font Streamlit bundles.
+FAVICON = "🔍"  # run as a script: its last line draws the page
 PAGE_FILES = sorted(PAGES_DIR.glob("*.py"), key=lambda p: int(p.name.split("_")[0]))
 ICONS = {  # keyed by the page's URL name: one material icon each in the sidebar
     "Self_Attention": ":material/calculate:",
@@ -109,6 +114,13 @@ def home_page() -> st.Page:
     """The home page, the app's default."""
     # Given as a script, not as home.render, so this module imports nothing of the app.
     return st.Page(HOME_SCRIPT, title="Home", icon=":material/home:", default=True)
+
+
+def declare() -> st.Page:
+    """Every page to st.navigation, after the tab's icon of our own (FAVICON, not a page's material
+    icon); returns the page this run opens."""
+    st.set_page_config(page_icon=FAVICON)
+    return st.navigation(all_pages(), expanded=True)  # every page listed, no "View more"
 
 
 def all_pages() -> dict[str, list[st.Page]]:

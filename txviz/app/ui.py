@@ -25,7 +25,9 @@ OTHER_MODEL = "Other: a Hugging Face id or local folder..."
 MODELS_KEPT = 4  # loaded models held for every session; the least recently used one is dropped
 
 
-def setup_page(title: str, intro: str = "", icon: str = "🔍", share: tuple[str, ...] = ()) -> None:
+def setup_page(
+    title: str, intro: str = "", icon: str = navigation.FAVICON, share: tuple[str, ...] = ()
+) -> None:
     """Page config, title, intro, the sidebar's presentation, lesson and device controls, the link,
     and Back/Next on the pages of the "Start here" path."""
     page = _calling_page()
