@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 
 import streamlit as st
@@ -35,6 +36,7 @@ TALLY_S = 2.0  # the lecturer's followers count and tally: one session, answers 
 CODE, KEY, SEAT, SCREEN = "_room_code", "_room_key", "_room_seat", "_room_screen"
 FOLLOW, AT, NOTE, GO = "_room_follow", "_room_at", "_room_note", "_room_go_to"
 TELL = "_room_tell_after_run"  # (lecture, step) the console announces once it has drawn
+TELL_AFTER_S = 0.3  # the console's run has ended; its browser gets its last messages first
 RESUME_SHOWN = "_room_resume_link"  # a resume link made this run, shown once
 LEFT = "_room_left_because"  # why the session left its room (closed, expired), said until it joins again
 SWITCHING = "_room_switching"  # (page, when) of a switch this session started and has not yet arrived at
@@ -293,15 +295,27 @@ def announce_after_run(lecture: str = "", index: int = -1) -> None:
     st.session_state[TELL] = (lecture, index)
 
 
-def tell_class() -> None:
-    """The announcement a console run put off (announce_after_run), at the end of that run."""
+def tell_class() -> threading.Timer | None:
+    """The announcement a console run put off (announce_after_run), TELL_AFTER_S after the end of that
+    run: the console's last messages reach its browser before thirty page runs take the CPU."""
     told = st.session_state.pop(TELL, None)
     if told is None:
-        return
-    announce()
+        return None
+    room_code, shared_store = code(), store()
     lecture, index = told
-    if lecture:
-        warm_from(lecture, index)
+    chosen = lectures().get(lecture)
+    steps = [shared(step) for step in chosen.steps[index : index + 2]] if chosen else []
+    base = warmup.own_address() if steps and st.context.url else None  # no server of its own in an AppTest
+
+    def tell() -> None:
+        push.announce(room_code, shared_store)
+        if base:
+            warmup.warm(steps, base=base)
+
+    timer = threading.Timer(TELL_AFTER_S, tell)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def warm_from(lecture: str, index: int) -> None:
