@@ -22,8 +22,8 @@ from txviz.rooms.base import IDLE_TTL_S
 
 KEY_PREFIX = "txviz_key_"  # + room code: the lecturer's key in the presenter's browser
 SEAT_PREFIX = "txviz_seat_"  # + room code: a student's seat in their browser
-MAX_AGE_S = IDLE_TTL_S
-SAFE = re.compile(r"[A-Za-z0-9_-]+")  # what secrets.token_urlsafe and room codes are made of  # a room idle this long is gone, and so is the point of its cookie
+MAX_AGE_S = IDLE_TTL_S  # a room idle this long is gone, and so is the point of its cookie
+SAFE = re.compile(r"[A-Za-z0-9_-]+")  # what secrets.token_urlsafe and room codes are made of
 
 
 def key_name(code: str) -> str:
