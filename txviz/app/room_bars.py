@@ -224,7 +224,11 @@ def _follow_step(state: RoomState, page_script: str, following: bool) -> bool:
         and page_script != step.get("page")
     ):
         following = st.session_state[room.FOLLOW] = False  # the student opened another page: wandering
-    if following and step and st.session_state.get(room.AT) != at:
+    # A switch asked for from a fragment can be undone by Streamlit: a fragment rerun arriving meanwhile
+    # (a poll, a push) is merged into the pending full rerun with its own, older page. Still here while
+    # arriving means that happened: ask again.
+    undone = arriving and step and page_script != step.get("page")
+    if following and step and (st.session_state.get(room.AT) != at or undone):
         room.warm_from(state.lecture, state.index)  # on another replica the first follower warms it there
         room.go_to(step)  # the lecturer moved: open the step, its settings with it
     return following
