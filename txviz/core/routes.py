@@ -11,6 +11,7 @@ Three routes, each held to eager attention by the tests:
   output and each row's log-partition from one kernel call; the others are folded from blocks.
 
 ``plan(call, reductions)`` is the only place that chooses; the routes hold no flags of their own.
+The explicit route and the fold mask their scores by the same rules (txviz.core.masking).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 import torch
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 
-from txviz.core import attention, edits
+from txviz.core import attention, masking
 from txviz.core.errors import UserError
 from txviz.core.reduction import Block, Reduction
 
@@ -175,18 +176,8 @@ def explicit(call: Call) -> Result:
             "softmax), so another normaliser would not be the model's attention with a change. Use "
             "softmax, or a model without attention sinks."
         )
-    blocked = _blocked(call, n_query, n_key, scores.device)
-    if blocked is not None:
-        scores = scores.masked_fill_(blocked, float("-inf"))
-    if call.attention_mask is not None and call.attention_mask.dtype != torch.bool:
-        mask = call.attention_mask
-        # additive masks use the dtype's minimum: show them as -inf, exactly zero weight
-        scores = scores.add_(mask.float()).masked_fill_(
-            mask <= torch.finfo(mask.dtype).min / 2, float("-inf")
-        )
-    # causality leaves every row its own key; a padding mask, an extra mask or a knockout may not
-    empty_rows = call.attention_mask is not None or settings.extra_mask is not None or bool(call.knockouts)
-    weights = _normalized(call, scores, sinks, empty_rows)
+    scores = masking.mask(call, scores, n_key - n_query)
+    weights = _normalized(call, scores, sinks, masking.may_empty_rows(call))
     if call.module.training and call.dropout > 0:
         weights = torch.nn.functional.dropout(weights, p=call.dropout)
     output = _grouped(weights.to(call.value.dtype), call.value).transpose(1, 2).contiguous()
@@ -202,30 +193,6 @@ def explicit(call: Call) -> Result:
         else None,
     }
     return output, weights.to(query.dtype), record
-
-
-def _blocked(call: Call, n_query: int, n_key: int, device) -> torch.Tensor | None:
-    """Bool (.., Q, K), True where no attention may go: a bool mask, causality, the extra mask, knockouts."""
-    mask, settings = call.attention_mask, call.settings
-    blocked = None
-    if mask is not None:
-        blocked = ~mask if mask.dtype == torch.bool else None
-    elif call.causal and n_query > 1:
-        q = torch.arange(n_key - n_query, n_key, device=device)[:, None]
-        k = torch.arange(n_key, device=device)[None, :]
-        blocked = k > q
-        if call.kwargs.get("sliding_window") is not None:  # a key at most window - 1 positions back
-            blocked |= q - k >= call.kwargs["sliding_window"]
-    if settings.extra_mask is not None:
-        extra = ~allowed(settings, n_query, n_key, device)
-        blocked = extra if blocked is None else blocked | extra
-    if call.knockouts:
-        n_heads = call.query.shape[1]
-        cut = ~edits.knockout_mask(
-            call.knockouts, n_heads, n_query, n_key, device, n_batch=call.query.shape[0]
-        )
-        blocked = cut if blocked is None else blocked | cut
-    return blocked
 
 
 def _normalized(call: Call, scores: torch.Tensor, sinks, empty_rows: bool) -> torch.Tensor:
@@ -250,16 +217,6 @@ def softmax(scores: torch.Tensor, out: torch.Tensor | None = None, empty_rows: b
     return torch.softmax(scores, dim=-1, out=out)
 
 
-def allowed(settings: CaptureSettings, n_query: int, n_key: int, device) -> torch.Tensor:
-    """The extra mask for queries that are the last n_query of n_key positions."""
-    mask = settings.extra_mask
-    if isinstance(mask, torch.Tensor):
-        return mask[n_key - n_query : n_key, :n_key].to(device)
-    q = torch.arange(n_key - n_query, n_key, device=device)[:, None]
-    k = torch.arange(n_key, device=device)[None, :]
-    return mask(q, k).expand(n_query, n_key)
-
-
 def fold(
     call: Call, reduction: Reduction, with_output: bool = False, log_partition: torch.Tensor | None = None
 ) -> tuple[torch.Tensor | None, Any]:
@@ -274,39 +231,20 @@ def fold(
     start, stop = max(start, offset), min(stop, n_key)
     output = torch.empty_like(query) if with_output else None  # (B, H, Q, D), filled block by block
     key, value = repeat_kv(call.key, groups), repeat_kv(call.value, groups)
+    empty_rows = masking.may_empty_rows(call)
     state = None
     for first in range(start, stop, reduction.chunk):
         last = min(first + reduction.chunk, stop)
         rows = slice(first - offset, last - offset)
         width = last if causal else n_key  # a causal query sees no later key
         scores = torch.matmul(query[:, :, rows] * scale, key[:, :, :width].transpose(2, 3)).float()
-        mask = call.attention_mask
-        if mask is not None:
-            mask = mask[..., rows if mask.shape[-2] > 1 else slice(None), :width]
-            if mask.dtype == torch.bool:
-                scores = scores.masked_fill_(~mask, float("-inf"))
-            else:
-                scores = scores.add_(mask.float()).masked_fill_(
-                    mask <= torch.finfo(mask.dtype).min / 2, float("-inf")
-                )
-        elif causal:  # only the diagonal square has later keys
-            diagonal = scores[..., first:width]
-            later = torch.arange(width - first)[None, :] > torch.arange(last - first)[:, None]
-            diagonal.masked_fill_(later.to(scores.device), float("-inf"))
-        if settings.extra_mask is not None:
-            kept = allowed(settings, n_key - first, n_key, scores.device)[: last - first, :width]
-            scores = scores.masked_fill_(~kept, float("-inf"))
-        if call.knockouts:
-            kept = edits.knockout_mask(
-                call.knockouts, scores.shape[1], n_query, n_key, scores.device, n_batch=scores.shape[0]
-            )
-            scores = scores.masked_fill_(~kept[..., rows, :width], float("-inf"))
+        scores = masking.mask(call, scores, first)
         if log_partition is not None:
             # softmax with each row's log-sum-exp known: one subtraction, one exp, both in place (a
             # new tensor the size of a block costs more in page faults than the arithmetic)
             weights = scores.sub_(log_partition[..., rows, None]).exp_()
-        elif settings.normalize is None:  # every causal row sees its own key: no empty row
-            weights = softmax(scores, empty_rows=not (causal and mask is None))
+        elif settings.normalize is None:
+            weights = softmax(scores, empty_rows=empty_rows)
         else:
             weights = settings.normalize(scores)
         state = reduction.reduce(state, Block(first, weights))
