@@ -227,7 +227,8 @@ def fold(
     query = call.query
     n_query, n_key = query.shape[-2], call.key.shape[-2]
     offset = n_key - n_query  # queries are the last n_query positions
-    start, stop = reduction.rows or (0, n_key)
+    # every query by default, as the explicit route: a cross-attention may have more queries than keys
+    start, stop = reduction.rows or (offset, n_key)
     start, stop = max(start, offset), min(stop, n_key)
     output = torch.empty_like(query) if with_output else None  # (B, H, Q, D), filled block by block
     key, value = repeat_kv(call.key, groups), repeat_kv(call.value, groups)
