@@ -1,5 +1,7 @@
 """BPE merge lab: train byte-pair encoding merge by merge, then see real tokenizers cut your text."""
 
+import json
+
 import streamlit as st
 
 from txviz.app import teaching, ui
@@ -16,7 +18,7 @@ ui.setup_page(
     "Byte-pair encoding starts from characters and merges the most frequent adjacent pair, again "
     "and again. Whitespace shows as _, and the first token of a pair may not end in whitespace, "
     "so no token reaches across two words.",
-    share=("bpe_view", "bpe_corpus", "bpe_target", "bpe_real_text", "bpe_real_word"),
+    share=("bpe_view", "bpe_corpus", "bpe_target", "bpe_step", "bpe_real_text", "bpe_real_word"),
 )
 VIEWS = ["Train BPE step by step", "Real tokenizers on your text"]
 train_tab, real_tab = st.tabs(
@@ -44,16 +46,39 @@ def toggle_play(n_steps: int) -> None:
     st.session_state.bpe_playing = playing
 
 
+def step_moved() -> None:
+    st.session_state["_bpe_step_moved"] = True
+
+
 def show_step(trace: bpe.BpeTrace) -> None:
     """Slider, the step's merge, the counts table and the figures at that step."""
     n = trace.n_steps
+    if st.session_state.pop("_bpe_step_moved", False) and st.query_params.get("bpe_step") != json.dumps(
+        st.session_state.get("bpe_step")
+    ):
+        # The slider reran this fragment alone, and the link is written by the whole page's run.
+        st.rerun(scope="app")
+    if "bpe_step" not in st.session_state:  # a link's step past the last merge shows the last
+        st.session_state.bpe_step = ui.link_value("bpe_step", 0, lambda step: step >= 0)
     if st.session_state.get("bpe_playing"):
-        if st.session_state.get("bpe_step", 0) >= n:
+        if st.session_state.bpe_step >= n:
             st.session_state.bpe_playing = False
             st.rerun()  # the whole page, so the timer stops
-        st.session_state.bpe_step = st.session_state.get("bpe_step", 0) + 1
-    st.session_state.bpe_step = min(st.session_state.get("bpe_step", 0), n)
-    step = st.slider("Merge step (0 = characters only)", 0, max(n, 1), key="bpe_step", disabled=n == 0)
+        st.session_state.bpe_step += 1
+    # Written when the merges change (a new corpus or target: a slider of another range, which Streamlit
+    # would start from 0) or it is past the last one (a link's), not on every run: a write sends the step
+    # to the browser, where it would undo arrow-key moves made while this run was under way.
+    if st.session_state.get("_bpe_steps") != n or st.session_state.bpe_step > n:
+        st.session_state.bpe_step = min(st.session_state.bpe_step, n)
+    st.session_state["_bpe_steps"] = n
+    step = st.slider(
+        "Merge step (0 = characters only)",
+        0,
+        max(n, 1),
+        key="bpe_step",
+        disabled=n == 0,
+        on_change=step_moved,
+    )
     left, right = st.columns([2, 3])
     with left:
         if step == 0:

@@ -132,3 +132,36 @@ def test_byte_level_replay_gives_the_tokenizers_own_tokens(smollm2, minilm) -> N
     assert len(japanese.tokens) > 3  # byte pieces of three characters share their spans
     spans = figs.token_spans([japanese])
     assert abs(sum(width for _, width in spans) - len(japanese.text)) < 1e-9
+
+
+def test_the_link_keeps_the_merge_step() -> None:
+    from urllib.parse import urlencode
+
+    from link_views import open_link
+
+    at = run_page(bpe_target=40)  # a setting of its own beside the step: the link carries both
+    at.slider(key="bpe_step").set_value(7).run()
+    assert_clean(at)
+    link = dict(at.query_params)
+    assert link["bpe_step"] == "7"
+    (control,) = [c for c in at.sidebar.code if c.value.startswith("?")]  # the copy-link control
+    assert control.value == "?" + urlencode(link)
+
+    fresh = open_link(ROOT / PAGE, link)
+    assert_clean(fresh, "the link")
+    assert fresh.slider(key="bpe_step").value == 7
+    assert fresh.slider(key="bpe_step").max == at.slider(key="bpe_step").max
+    assert any(m.value.startswith("**Merge 7**") for m in fresh.markdown)
+    assert table(fresh) == table(at)
+
+
+@pytest.mark.parametrize(("step", "last"), [("99", True), ("-3", False), ("true", False), ('"7"', False)])
+def test_a_links_step_past_the_last_merge_shows_the_last_and_a_bad_one_the_start(
+    step: str, last: bool
+) -> None:
+    from link_views import open_link
+
+    fresh = open_link(ROOT / PAGE, {"bpe_target": "40", "bpe_step": step})
+    assert_clean(fresh, step)
+    n_steps = bpe.train_bpe(bpe.SAILOR_RHYME, vocab_size=40).n_steps
+    assert fresh.slider(key="bpe_step").value == (n_steps if last else 0)
