@@ -4,7 +4,7 @@ import streamlit as st
 
 from txviz.app import path, teaching, ui
 from txviz.coursemap import figures, linearity
-from txviz.coursemap.parts import ADDITIONS, BURIED, CORE, NOTICE, PARTS, SUMMARY, Part, part
+from txviz.coursemap.parts import ADDITIONS, BURIED, CORE, PARTS, SUMMARY, Part, part
 
 ui.setup_page(
     "Course map",
@@ -23,7 +23,11 @@ chosen = st.selectbox(
     key="map_part",
 )
 ui.show_figure(figures.course_map_figure(chosen), key="course_map")
-teaching.notice(NOTICE)
+teaching.notice(  # attention's weights are a softmax of X: only the values lack a nonlinearity
+    "self-attention alone is a weighted average that ignores order, has one way of looking and no "
+    "nonlinearity on the values (its weights are a softmax of the inputs, so it is not linear in X); each "
+    "addition fixes one of these, and the decoder's mask keeps it from reading the future."
+)
 
 
 def links(item: Part) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 
 from txviz.app import navigation
 from txviz.coursemap import figures, linearity
-from txviz.coursemap.parts import ADDITIONS, BURIED, NOTICE, PARTS, part
+from txviz.coursemap.parts import ADDITIONS, BURIED, PARTS, part
 from txviz.selfattention.toy import toy_heads, toy_input
 
 
@@ -53,10 +54,10 @@ def test_the_figure_draws_every_part_and_marks_the_chosen_one():
 
 def test_the_map_says_attention_is_nonlinear_in_x_and_linear_in_the_values():
     # The old text said self-attention alone has "no nonlinearity": its weights are a softmax of X.
-    assert "no nonlinearity on the values" in NOTICE and "not linear in X" in NOTICE
-    assert "and no nonlinearity;" not in NOTICE
     page = (Path(__file__).parents[2] / "pages" / "22_Course_Map.py").read_text()
-    assert "teaching.notice(NOTICE)" in page and "linearity.sentence(" in page
+    notice = "".join(re.findall(r'"([^"]*)"', page[page.index("teaching.notice(") :].split(")\n", 1)[0]))
+    assert "no nonlinearity on the values" in notice and "not linear in X" in notice
+    assert "and no nonlinearity;" not in notice and "linearity.sentence(" in page
     adds = part("nonlinearity").adds
     assert "nonlinear in its input" in adds and "linear in the values" in adds
     assert {link.page for link in part("nonlinearity").links} == {"Transformer_Block", "Self_Attention"}

@@ -50,6 +50,7 @@ def builders() -> list[str]:
 
 CASES: dict[str, Callable[[], tuple]] = {}  # name -> () -> (figure or figures, hostile texts fed)
 NO_TEXT = {  # builders that take no token or user text at all (numbers and fixed labels only)
+    "block.figures.truncated_costs",  # frame counts and two window sizes
     "coref.figures.cv_chart",
     "coursemap.figures.course_map_figure",  # the map's own part names and page titles
     "generation.figures.kv_cache_growth",

@@ -174,11 +174,6 @@ BURIED = (  # items the pages keep in later tabs or at their end: the map is whe
 )
 
 PARTS = (CORE, *ADDITIONS, *SUMMARY, *BURIED)
-NOTICE = (  # under the map; attention's weights are a softmax of X, so only the values lack a nonlinearity
-    "self-attention alone is a weighted average that ignores order, has one way of looking and no "
-    "nonlinearity on the values (its weights are a softmax of the inputs, so it is not linear in X); each "
-    "addition fixes one of these, and the decoder's mask keeps it from reading the future."
-)
 
 
 def part(key: str) -> Part:
