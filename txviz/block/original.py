@@ -171,22 +171,12 @@ def breakdown(s: Shapes) -> tuple[Part, ...]:
     if s.token_types:
         parts.append(Part("segment embedding", f"{s.token_types} × {d}", s.token_types * d))
         parts.append(Part("embedding LayerNorm", f"2 × {d}", norm_parameters(s)))
-    if s.encoder_layers:
-        parts.append(
-            Part(
-                "encoder layers",
-                f"{s.encoder_layers} × {encoder_layer(s):,}",
-                s.encoder_layers * encoder_layer(s),
-            )
-        )
-    if s.decoder_layers:
-        parts.append(
-            Part(
-                "decoder layers",
-                f"{s.decoder_layers} × {decoder_layer(s):,}",
-                s.decoder_layers * decoder_layer(s),
-            )
-        )
+    for name, count, layer in (
+        ("encoder layers", s.encoder_layers, encoder_layer),
+        ("decoder layers", s.decoder_layers, decoder_layer),
+    ):
+        if count:
+            parts.append(Part(name, f"{count} × {layer(s):,}", count * layer(s)))
     if s.norm_place.startswith("before"):  # pre-norm stacks end with one more norm
         parts.append(Part("final norm", f"{norm_parameters(s) // d} × {d}", norm_parameters(s)))
     if s.pooler:
