@@ -22,10 +22,11 @@ import time
 
 import streamlit as st
 
-from txviz.app import links, projector, push, room_cookies, warmup
+from txviz.app import caching, links, projector, push, room_cookies, warmup
 from txviz.app.room_lectures import lectures, page_settings, question_ref, shared
 from txviz.rooms import NotLecturer, RoomError, RoomStore, UnknownRoom, clean_code, open_store
 from txviz.rooms.base import JOIN_TRIES, KEY_TRIES, RoomState
+from txviz.rooms.qr import qr_png
 
 log = logging.getLogger(__name__)
 
@@ -233,6 +234,12 @@ def join_url() -> str:
     return f"{page_address()}?room={code()}"
 
 
+@caching.cached_data(max_entries=16)
+def join_qr(url: str) -> bytes:
+    """The join URL's QR code, made once per URL (the projector's bar redraws it on every poll)."""
+    return qr_png(url)
+
+
 def projector_url() -> str:
     """The projector window's address: the room's code and the projector screen, never the key."""
     return f"{join_url()}&screen={PROJECTOR_SCREEN}&{projector.PARAM}=true"
@@ -302,9 +309,7 @@ def tell_class() -> threading.Timer | None:
     if told is None:
         return None
     room_code, shared_store = code(), store()
-    lecture, index = told
-    chosen = lectures().get(lecture)
-    steps = [shared(step) for step in chosen.steps[index : index + 2]] if chosen else []
+    steps = steps_ahead(*told)
     base = warmup.own_address() if steps and st.context.url else None  # no server of its own in an AppTest
 
     def tell() -> None:
@@ -318,12 +323,18 @@ def tell_class() -> threading.Timer | None:
     return timer
 
 
+def steps_ahead(lecture: str, index: int) -> list[dict]:
+    """Step ``index`` of a lecture and the one after, as the room shares them (none for ad hoc)."""
+    chosen = lectures().get(lecture)
+    return [shared(step) for step in chosen.steps[index : index + 2]] if chosen else []
+
+
 def warm_from(lecture: str, index: int) -> None:
     """Compute the step's page and the next one's on this server ahead of the class (once per server:
     the lecturer's move and the first follower on another replica both call it)."""
-    chosen = lectures().get(lecture)
-    if chosen:
-        warmup.warm([shared(step) for step in chosen.steps[index : index + 2]])
+    steps = steps_ahead(lecture, index)
+    if steps:
+        warmup.warm(steps)
 
 
 def bring_here(page: str, title: str) -> None:

@@ -22,7 +22,6 @@ from txviz.lecture import figures
 from txviz.lecture.questions import Question, Truth, tally, truth_label
 from txviz.rooms import RoomError, StoreDown, UnknownRoom
 from txviz.rooms.base import AnswersClosed, RoomState
-from txviz.rooms.qr import qr_png
 
 log = logging.getLogger(__name__)
 SENT = "_room_sent"  # question id -> the answer this window last sent (JSON)
@@ -245,11 +244,7 @@ def _read_followed(code: str) -> RoomState:
 def _projector_live(page_script: str, load: Load) -> None:
     """The projector window's bar: it follows every step and shows the join code; at reveal, the tally and
     the truth. It holds no key and takes no seat."""
-    if not room.code():
-        _say_left()  # it left the room (closed): this timer outlived it
-        return
-    with trouble_said():
-        _projector_bar(page_script, load)
+    _while_in_room(_projector_bar, page_script, load)
 
 
 def _projector_bar(page_script: str, load: Load) -> None:
@@ -260,7 +255,7 @@ def _projector_bar(page_script: str, load: Load) -> None:
     with st.container(border=True, key="room_projector_bar"):
         info, scan = st.columns([6, 1], vertical_alignment="center")
         info.markdown(f"**Join at {room.join_url()}** · code **{code}** · {_step_label(state)}")  # our text
-        scan.image(qr_png(room.join_url()), width=110)
+        scan.image(room.join_qr(room.join_url()), width=110)
         asked = question_of(state.question)
         if asked and state.revealed:
             reveal_view(asked, answers_of(code, state.question["id"]), load, "_room_projector")
@@ -269,11 +264,17 @@ def _projector_bar(page_script: str, load: Load) -> None:
 @st.fragment(run_every=room.POLL_S)
 def _student_live(page_script: str, load: Load) -> None:
     """A student's bar: follow the lecturer's step (the page switches by itself) or explore alone."""
+    _while_in_room(_student_bar, page_script, load)
+
+
+def _while_in_room(bar: Callable[[str, Load], None], page_script: str, load: Load) -> None:
+    """A follower's bar, drawn while the session is in its room (a fragment's timer can outlive the room:
+    then why it left is said) and with the room's troubles said, never raised."""
     if not room.code():
-        _say_left()  # it left the room (closed): this timer outlived it
+        _say_left()
         return
     with trouble_said():
-        _student_bar(page_script, load)
+        bar(page_script, load)
 
 
 def _student_bar(page_script: str, load: Load) -> None:

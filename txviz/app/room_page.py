@@ -19,7 +19,6 @@ from txviz.lecture import figures
 from txviz.lecture.questions import tally, truth_label
 from txviz.rooms import RoomError
 from txviz.rooms.export import Asked, results_csv
-from txviz.rooms.qr import qr_png
 
 log = logging.getLogger(__name__)
 JOIN_PROBLEM = "_room_join_problem"
@@ -107,7 +106,7 @@ def console() -> None:
                         "room bar at the top of each page.")  # fmt: skip
         else:
             st.caption("Open any page and press 'Bring the class here' in the room bar.")
-    qr_col.image(qr_png(url), caption="Scan to join", width=180)
+    qr_col.image(room.join_qr(url), caption="Scan to join", width=180)
 
 
 def presenter(state) -> None:
@@ -185,7 +184,7 @@ def waiting() -> None:
     state = room.store().state(room.code())
     if room.is_projector():
         st.markdown(f"## Join at {room.join_url()} · code `{room.code()}`")  # our own text
-        st.image(qr_png(room.join_url()), width=320)
+        st.image(room.join_qr(room.join_url()), width=320)
         return
     st.markdown(f"You are in room **{room.code()}**: {state.title}.")
     if state.step:
