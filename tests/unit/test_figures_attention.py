@@ -68,3 +68,36 @@ def test_plain_escapes_exactly_ampersand_and_angle_brackets():
     assert plain(hostile) == by_hand
     assert "\n" in plain(hostile) and '"q"' in plain(hostile)  # newlines and quotes kept as they were
     assert plain(12) == "12"  # numbers are labels too
+
+
+# MiniLM's tokens of the Attention Explorer's default sentence
+DEFAULT_TOKENS = (
+    "[CLS]", "the", "animal", "didn", "'", "t", "cross", "the", "street", "because", "it", "was", "too",
+    "tired", ".", "[SEP]",
+)  # fmt: skip
+
+
+def test_heatmap_labels_every_token_of_the_default_sentence_at_projector_size():
+    """At 20 px labels (projector mode) the map grows so every query row keeps its label, and says nothing
+    about thinning."""
+    n = len(DEFAULT_TOKENS)
+    for presenting in (False, True):
+        figure = figures.attention_heatmap(
+            np.eye(n), DEFAULT_TOKENS, DEFAULT_TOKENS, "t", presenting=presenting
+        )
+        layout = figure.to_dict()["layout"]
+        assert list(layout["yaxis"]["ticktext"]) == list(DEFAULT_TOKENS), presenting
+        assert list(layout["xaxis"]["ticktext"]) == list(DEFAULT_TOKENS), presenting
+        assert not layout.get("annotations"), presenting
+
+
+def test_heatmap_thins_a_long_text_and_says_so_on_the_figure():
+    tokens = tuple(f"t{i}" for i in range(300))
+    figure = figures.attention_heatmap(np.eye(300), tokens, tokens, "t", presenting=True)
+    layout = figure.to_dict()["layout"]
+    shown = list(layout["yaxis"]["tickvals"])
+    step = shown[1] - shown[0]
+    assert step > 1
+    notes = [a["text"] for a in layout["annotations"]]
+    assert len(notes) == 1 and "query label" in notes[0] and "hover names every token" in notes[0]
+    assert f"every {step}" in notes[0] or (step == 2 and "every 2nd" in notes[0])

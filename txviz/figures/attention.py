@@ -7,13 +7,27 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from txviz.figures.axes import PAGE_WIDTH, PROJECTOR_SCALE, margin, plot_length, token_axis
+from txviz.figures.axes import (
+    LINE_HEIGHT,
+    PAGE_WIDTH,
+    PROJECTOR_SCALE,
+    TICK_FONT,
+    TICK_GAP,
+    UPRIGHT,
+    label_width,
+    margin,
+    plot_length,
+    token_axis,
+)
 from txviz.figures.colors import colorize, png_data_uri, scale, scale_name
 from txviz.figures.text import plain, plain_all
 
 LOG_FLOOR = 1e-4  # weights below this share the bottom colour on the log scale
 TITLE_ROOM = 110  # px over the plot for the title, a top axis' labels and its title (automargin adds more)
 HOVER_LABEL_LIMIT = 256  # past this many tokens per axis, hover names positions, not text
+HEATMAP_RESERVED = 200  # px of a heatmap's height outside its rows: title, top axis' title, margins
+MAX_HEATMAP_HEIGHT = 900  # px (times the projector's scale): past this, labels are thinned instead
+THINNED_ROOM = 30  # px under the plot for the line saying which labels are shown
 
 
 def scale_values(matrix: np.ndarray, log_scale: bool, threshold: float) -> np.ndarray:
@@ -60,20 +74,52 @@ def attention_heatmap(
             zmax=0.0 if log_scale else float(max(matrix.max(), 1e-9)),
         )
     )
-    size = max(420, min(900, 20 * max(len(query_tokens), len(key_tokens)) + 200))  # a row a label
     grow = PROJECTOR_SCALE if presenting else 1.0  # the projector draws the labels larger
     keys = token_axis(key_tokens, axis_titles[1], length=plot_length(PAGE_WIDTH), scale=grow)
-    queries = token_axis(
-        query_tokens, axis_titles[0], length=plot_length(size, reserved=200), vertical=True, scale=grow
+    # A row a label: the map grows until every query label has its line, upright key labels included.
+    font = TICK_FONT * grow
+    reserved = HEATMAP_RESERVED + (
+        max((label_width(t, font) for t in keys["ticktext"]), default=0)
+        if keys["tickangle"] == UPRIGHT
+        else 0
     )
+    wanted = int(len(query_tokens) * (LINE_HEIGHT * font + TICK_GAP) + reserved + 1)
+    size = max(420, min(int(MAX_HEATMAP_HEIGHT * grow), wanted))
+    queries = token_axis(
+        query_tokens, axis_titles[0], length=plot_length(size, reserved=reserved), vertical=True, scale=grow
+    )
+    thinned = thinning_note(("query", queries, len(query_tokens)), ("key", keys, len(key_tokens)))
     figure.update_layout(
         title=above(title),
-        height=size,
+        height=size + (THINNED_ROOM if thinned else 0),
         xaxis=keys | {"side": "top"},
         yaxis=queries | {"autorange": "reversed"},
-        margin=margin(top=TITLE_ROOM),
+        margin=margin(top=TITLE_ROOM, bottom=THINNED_ROOM if thinned else 10),
     )
+    if thinned:
+        figure.add_annotation(
+            text=thinned, x=0, xref="paper", xanchor="left", y=0, yref="paper", yanchor="top",
+            yshift=-6, showarrow=False, font={"size": TICK_FONT, "color": "#444"},
+        )  # fmt: skip
     return figure
+
+
+def thinning_note(*axes: tuple[str, dict, int]) -> str:
+    """A line for the figure when an axis shows only every k-th label: which, and that hover names all.
+    ``axes``: (name, its tick settings, how many tokens it has)."""
+    said = []
+    for name, settings, count in axes:
+        shown = settings["tickvals"]
+        if len(shown) < count:
+            step = -(-count // max(1, len(shown)))
+            said.append(f"every {_ordinal(step)} {name} label")
+    if not said:
+        return ""
+    return "Shown: " + " and ".join(said) + " (too many to fit); hover names every token."
+
+
+def _ordinal(n: int) -> str:
+    return {2: "2nd", 3: "3rd"}.get(n, f"{n}th")
 
 
 def pool(matrices: np.ndarray, size: int) -> np.ndarray:
