@@ -4,6 +4,7 @@ import streamlit as st
 
 from txviz.app import teaching, ui, widgets
 from txviz.coref import figures as figs
+from txviz.coref import stored as coref_stored
 from txviz.coref import translation
 from txviz.coref.answers import (
     ANSWER_METHODS,
@@ -32,7 +33,6 @@ ui.setup_page(
     "Coreference",
     "Two sentences that differ in one word, and the word changes what the pronoun means. "
     "Does any attention head follow the change?",
-    share=("model", "pair_source", "pair_index", "own_a", "own_b", "query", "kind", "layer_*@*", "head_*@*"),
 )
 
 
@@ -195,11 +195,14 @@ if loaded.is_causal:
 
 with ui.user_errors():
     traced = pair_trace(loaded, pair, query)
-    attentions = over_set(
-        f"Scoring every head of {name} on the set...",
-        len(pairs),
-        lambda start: chunk_attention(loaded, query, start),
-    )
+    attentions = coref_stored.find(loaded, pairs, query)  # computed once per model and reading, then read
+    if attentions is None:
+        attentions = over_set(
+            f"Scoring every head of {name} on the set (once for this model; kept for every later visit)...",
+            len(pairs),
+            lambda start: chunk_attention(loaded, query, start),
+        )
+        coref_stored.save(loaded, pairs, query, attentions)
 for note in traced.notes:
     st.info(note)
 

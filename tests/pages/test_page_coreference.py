@@ -231,3 +231,23 @@ def test_a_new_sentence_with_the_example_positions_starts_unmarked(minilm, small
     assert at.pills(key="own_candidates").value == [1, 5]  # where the example's candidates were
     readings = [m.value for m in at.markdown if m.value.startswith("Sentence ")]
     assert len(readings) == 2 and all("no right answer marked" in r for r in readings)
+
+
+def test_second_open_reads_the_stored_set_scores_and_runs_no_pass_over_the_set(
+    minilm, small_set, monkeypatch, tmp_path
+):
+    """The set's head scores do not depend on the visitor: computed once, stored, read on later opens."""
+    from txviz.coref import runs
+
+    monkeypatch.setenv("TXVIZ_COREF_DIR", str(tmp_path))
+    first = run_page()
+    assert list(tmp_path.iterdir()), "the first open stores the set's attention"
+    ui.clear_cached()  # a fresh server: only the disk remembers
+
+    def no_pass(*args, **kwargs):
+        raise AssertionError("the set's attention was computed again")
+
+    monkeypatch.setattr(runs, "attention_over_pairs", no_pass)
+    again = run_page()
+    assert metric(again, "Cross-validated") == metric(first, "Cross-validated")
+    assert metric(again, "Head chosen on all pairs") == metric(first, "Head chosen on all pairs")
