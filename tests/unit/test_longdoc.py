@@ -210,3 +210,39 @@ def test_context_brackets_the_token():
     tokens = ("<s>", "The", "quick", "brown", "fox", "jumps", ".")
     assert drill.context(text, offsets, tokens, 3, around=1) == "quick [brown] fox"
     assert drill.context(text, offsets, tokens, 0) == "[<s>]"
+
+
+def test_sink_names_keep_apart_over_the_last_keys():
+    """The last keys are seen by few queries, so several of the largest sit side by side: their names
+    go in lanes, no two boxes overlapping and every box inside the plot."""
+    import html
+
+    from txviz.figures.axes import PAGE_WIDTH, label_width, plot_length
+    from txviz.longdoc import figures as longdoc_figures
+
+    n = 400
+    received = np.full(n, 0.002)
+    received[0] = 0.4
+    received[-4:] = [0.41, 0.42, 0.43, 0.44]
+    tokens = [f"w{i}" for i in range(n - 4)] + ["because", "tired", ".", "</s>"]
+    figure = longdoc_figures.sinks_figure(received, tokens, top=5)
+    layout = figure.to_dict()["layout"]
+    width, height = plot_length(PAGE_WIDTH), layout["height"] - 60 - 50
+    x0, x1 = layout["xaxis"].get("range", [0, n - 1])
+    y0, y1 = layout["yaxis"].get("range", [np.log10(0.002), np.log10(0.44)])
+    boxes = []
+    for note in layout["annotations"]:
+        x = (note["x"] - x0) / (x1 - x0) * width + note.get("ax", -10)
+        if note.get("ayref") == "y":
+            y = (note["ay"] - y0) / (y1 - y0) * height
+        else:  # pixels from the point, downward positive
+            y = (note["y"] - y0) / (y1 - y0) * height - note.get("ay", -30)
+        half = label_width(html.unescape(note["text"])) / 2
+        boxes.append((x - half, x + half, y - 8, y + 8))
+    assert len(boxes) == 5
+    for left, right, _, _ in boxes:
+        assert left >= 0 and right <= width
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            apart = a[1] <= b[0] or b[1] <= a[0] or a[3] <= b[2] or b[3] <= a[2]
+            assert apart, (a, b)

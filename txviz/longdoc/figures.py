@@ -10,7 +10,16 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from txviz.figures.attention import LOG_FLOOR, scale_values
-from txviz.figures.axes import PAGE_WIDTH, margin, plot_length, tick_plan, token_axis
+from txviz.figures.axes import (
+    PAGE_WIDTH,
+    PROJECTOR_SCALE,
+    TICK_FONT,
+    label_width,
+    margin,
+    plot_length,
+    tick_plan,
+    token_axis,
+)
 from txviz.figures.colors import scale
 from txviz.figures.text import plain, plain_all
 
@@ -22,6 +31,10 @@ SUMMARY_TITLES = {
 }
 SPAN_TICKS = 20  # span maps name at most about this many spans on their axes; hover names them all
 SPAN_MAP_HEIGHT = 640
+SINKS_HEIGHT = 360
+SINKS_DATA = 250  # px of the sinks plot the line takes; the named sinks' lanes sit above it
+LANE = 24  # px from one lane of sink names to the next
+MAX_SHIFT = 160  # px a sink's name may sit beside its point before it takes a lane of its own
 
 
 def _colorbar(index: int, count: int, title: str) -> dict:
@@ -135,34 +148,83 @@ def _span_axis(names: Sequence[str], short: Sequence[str], step: int, angle: int
     )
 
 
-def sinks_figure(received: np.ndarray, tokens: Sequence[str], which: str = "", top: int = 5) -> go.Figure:
+def sinks_figure(
+    received: np.ndarray, tokens: Sequence[str], which: str = "", top: int = 5, presenting: bool = False
+) -> go.Figure:
     """Mean weight each key gets from the queries that can see it (``which`` head or heads): sinks
-    stand out as spikes; the largest are named."""
+    stand out as spikes; the largest are named, in lanes over the line so that neighbours (the last
+    keys, seen by few queries) keep apart, each name inside the plot with an arrow to its point."""
     positions = np.arange(len(received))
+    values = np.clip(received, LOG_FLOOR, None).astype(np.float32)
     figure = go.Figure(
         go.Scattergl(
             x=positions,
-            y=np.clip(received, LOG_FLOOR, None).astype(np.float32),
+            y=values,
             mode="lines",
             text=plain_all(tokens),
             hovertemplate="%{x}: %{text}<br>%{y:.4f}<extra></extra>",
             line=dict(width=1, color="#3e4989"),
         )
     )
-    for position in np.argsort(received)[::-1][:top]:
+    named = sorted(int(p) for p in np.argsort(received)[::-1][:top])
+    places = sink_lanes(named, tokens, len(received), TICK_FONT * (PROJECTOR_SCALE if presenting else 1.0))
+    lanes = 1 + max((lane for _, lane in places), default=-1)
+    low, high = np.log10(values.min()), np.log10(values.max())
+    span = max(high - low, 0.1)
+    per_px = 1.1 * span / SINKS_DATA  # log units per px of the plot
+    top_of_line = high + 0.05 * span
+    for position, (shift, lane) in zip(named, places, strict=True):
         figure.add_annotation(
-            x=int(position),
-            y=float(np.log10(max(received[position], LOG_FLOOR))),
-            text=plain(tokens[position]),
-        )
+            x=position, y=float(np.log10(values[position])), text=plain(tokens[position]),
+            ax=shift, ay=float(top_of_line + (lane + 0.5) * LANE * per_px), ayref="y",
+            arrowcolor="#666", font={"color": "#222"},
+        )  # fmt: skip
     figure.update_layout(
         title="Where the sinks are: attention each token receives" + (f", {which}" if which else ""),
-        xaxis=dict(title="key position"),
-        yaxis=dict(title="mean weight from the queries that see it", type="log"),
-        height=360,
+        xaxis=dict(title="key position", range=[-0.5, len(received) - 0.5], automargin=True),
+        yaxis=dict(
+            title="mean weight from the queries that see it",
+            type="log",
+            automargin=True,
+            range=[low - 0.05 * span, top_of_line + lanes * LANE * per_px],
+        ),
+        height=SINKS_HEIGHT + lanes * LANE,
         margin=margin(top=60),
     )
     return figure
+
+
+def sink_lanes(
+    positions: Sequence[int], tokens: Sequence[str], count: int, font: float = TICK_FONT
+) -> list[tuple[float, int]]:
+    """For each named position (ascending), its label's shift in px from its point and its lane (0
+    nearest the line). Labels are packed from the right, each as near its point as its right-hand
+    neighbour allows and inside the plot; one that would move too far starts a new lane."""
+    width = plot_length(PAGE_WIDTH)
+    lefts: list[float] = []  # each lane's leftmost label edge in px so far
+    places = {}
+    for position in sorted(positions, reverse=True):
+        half = label_width(str(tokens[position]), font) / 2 + 4
+        point = (position + 0.5) / max(count, 1) * width
+        lane = next(
+            (i for i, left in enumerate(lefts) if _fits(_beside(point, half, left), point, half, left)),
+            len(lefts),
+        )
+        if lane == len(lefts):
+            lefts.append(width + 4)
+        centre = _beside(point, half, lefts[lane])
+        lefts[lane] = centre - half
+        places[position] = (centre - point, lane)
+    return [places[p] for p in positions]
+
+
+def _beside(point: float, half: float, left: float) -> float:
+    """A label's centre nearest its point, left of ``left`` (with a gap) and inside the plot."""
+    return max(min(point, left - 4 - half), half)
+
+
+def _fits(centre: float, point: float, half: float, left: float) -> bool:
+    return centre + half <= left - 4 and point - centre <= MAX_SHIFT
 
 
 def rows_figure(

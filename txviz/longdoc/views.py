@@ -75,7 +75,9 @@ def first_view(
         "spans": figures.span_figure(
             matrix, labels, f"{level.capitalize()}, {head_label(layer, head)}", log_scale, presenting
         ),
-        "sinks": figures.sinks_figure(_heads(view.received, head), view.tokens, head_label(layer, head)),
+        "sinks": figures.sinks_figure(
+            _heads(view.received, head), view.tokens, head_label(layer, head), presenting=presenting
+        ),
     }
 
 
