@@ -8,6 +8,7 @@ from txviz.app import teaching, ui, widgets
 from txviz.figures import grids
 from txviz.figures.attention import attention_heatmap
 from txviz.heads import attribution, compare, corpus, figures, runs
+from txviz.heads import stored as heads_stored
 
 VIEWS = ["Detectors", "Attention vs attribution", "Two models"]
 NEXT_TOKEN_TEXT = "The capital of France is"
@@ -47,9 +48,14 @@ def _scores(loaded, texts: corpus.Corpus, repeats: runs.RepeatSettings, offset: 
 
 
 def scored(loaded, texts: corpus.Corpus, repeats: runs.RepeatSettings, offset: int) -> runs.HeadScores:
-    """The heads' scores, computed once per model, corpus and settings, with a progress bar."""
+    """The heads' scores, computed once per model, corpus and settings, with a progress bar; the shipped
+    texts' are stored on disk after their first computation and read on every later open."""
     with ui.user_errors():
-        return _scores(loaded, texts, repeats, offset)
+        found = heads_stored.find(loaded, texts, repeats, offset)
+        if found is None:
+            found = _scores(loaded, texts, repeats, offset)
+            heads_stored.save(loaded, texts, repeats, offset, found)
+        return found
 
 
 def corpus_controls() -> tuple[corpus.Corpus, runs.RepeatSettings, int]:

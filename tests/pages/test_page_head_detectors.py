@@ -114,3 +114,36 @@ def test_two_models_tab(app):
     assert_clean(app)
     labels = [n.label for n in app.number_input]
     assert "minilm: head (layer 5)" in labels and "smollm2: head (layer 29)" in labels
+
+
+def test_the_shipped_texts_scores_are_stored_and_read_on_the_next_open(monkeypatch, tmp_path):
+    """Scores of the shipped texts do not depend on the visitor: scored once, stored, read afterwards."""
+    from txviz.app import ui
+    from txviz.heads import runs
+
+    monkeypatch.setenv("TXVIZ_STORE_DIR", str(tmp_path))
+    ui.clear_cached()
+
+    def opened() -> AppTest:
+        at = AppTest.from_file(PAGE, default_timeout=300)
+        at.session_state["rep_n"] = 1
+        at.session_state["rep_len"] = 6
+        at.run()
+        assert_clean(at)
+        return at
+
+    first = opened()
+    assert list((tmp_path / "head-scores").iterdir()), "the first open stores the shipped texts' scores"
+    ui.clear_cached()  # a fresh server: only the disk remembers
+
+    def no_scoring(*args, **kwargs):
+        raise AssertionError("the shipped texts were scored again")
+
+    monkeypatch.setattr(runs, "score_heads", no_scoring)
+    again = opened()
+    assert [m.value for m in again.metric] == [m.value for m in first.metric]
+    assert again.dataframe[0].value.equals(first.dataframe[0].value)
+    # a visitor's own text is scored, never stored
+    again.radio(key="corpus_source").set_value("Your text").run()
+    assert again.exception  # it reached the scoring, which this test forbids
+    assert len(list((tmp_path / "head-scores").iterdir())) == 1
