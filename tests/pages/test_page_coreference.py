@@ -239,9 +239,9 @@ def test_second_open_reads_the_stored_set_scores_and_runs_no_pass_over_the_set(
     """The set's head scores do not depend on the visitor: computed once, stored, read on later opens."""
     from txviz.coref import runs
 
-    monkeypatch.setenv("TXVIZ_COREF_DIR", str(tmp_path))
+    monkeypatch.setenv("TXVIZ_STORE_DIR", str(tmp_path))
     first = run_page()
-    assert list(tmp_path.iterdir()), "the first open stores the set's attention"
+    assert list((tmp_path / "coref").iterdir()), "the first open stores the set's attention"
     ui.clear_cached()  # a fresh server: only the disk remembers
 
     def no_pass(*args, **kwargs):
