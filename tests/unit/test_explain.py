@@ -156,3 +156,29 @@ def test_bad_input_gets_a_clear_message(tiny):
     x = steps[0].token_id
     with pytest.raises(ExplainError, match="alternative is the chosen token itself"):
         attribute_step(tiny, prompt.ids, Target(x, x), "gradient")
+
+
+def test_step_scores_strip_names_each_row_readably_and_within_its_row():
+    """The "How sure" figure: each score's name at 12 px or more, and no title longer than its row."""
+    from txviz.explain.figures import step_scores_strip
+    from txviz.explain.scores import SCORES, StepScores
+    from txviz.figures.axes import TICK_FONT, label_width
+
+    figure = step_scores_strip(
+        StepScores(*np.random.default_rng(0).random((4, 6))), list("abcdef"), current=2
+    )
+    layout = figure.to_dict()["layout"]
+    plot_height = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"] - 60  # less the x axis
+    named = {}
+    for axis in (k for k in layout if k.startswith("yaxis")):
+        title = layout[axis].get("title", {})
+        if title.get("text"):
+            size = title.get("font", {}).get("size", 14)
+            low, high = layout[axis]["domain"]
+            assert size >= TICK_FONT, (axis, size)
+            assert label_width(title["text"], size) <= (high - low) * plot_height, title["text"]
+            named[title["text"]] = size
+    for note in layout.get("annotations", []):
+        named[note["text"]] = note.get("font", {}).get("size", 16)
+    for name in SCORES.values():
+        assert named.get(name, 0) >= TICK_FONT, name

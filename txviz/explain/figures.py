@@ -19,6 +19,7 @@ from txviz.figures.text import plain, plain_all
 
 MARGIN = margin()
 CURRENT = "#d62728"
+STRIP_TITLE_FONT = 13  # px: the step-score rows' names
 
 
 def _signed_share(values: np.ndarray) -> np.ndarray:
@@ -129,7 +130,15 @@ def lens_figure(lens: StepLens, chosen_token: str) -> go.Figure:
 
 def step_scores_strip(scores: StepScores, tokens: Sequence[str], current: int | None = None) -> go.Figure:
     """The four step scores along the generation, one row each, the generated tokens on the x axis."""
-    figure = make_subplots(rows=len(SCORES), cols=1, shared_xaxes=True, vertical_spacing=0.04)
+    # Each row named above it, left, at a readable size: upright y titles did not fit a row's height.
+    figure = make_subplots(
+        rows=len(SCORES),
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.09,
+        subplot_titles=list(SCORES.values()),
+    )
+    figure.update_annotations(x=0, xanchor="left", font={"size": STRIP_TITLE_FONT})
     steps = list(range(len(scores)))
     labels = np.array(plain_all(tokens), dtype=object)
     for row, (name, values) in enumerate(scores.items(), start=1):
@@ -145,7 +154,6 @@ def step_scores_strip(scores: StepScores, tokens: Sequence[str], current: int | 
             row=row,
             col=1,
         )
-        figure.update_yaxes(title={"text": SCORES[name], "font": {"size": 10}}, row=row, col=1)
         if current is not None:
             figure.add_vline(x=current, line_color=CURRENT, row=row, col=1)
     figure.update_layout(
@@ -153,6 +161,7 @@ def step_scores_strip(scores: StepScores, tokens: Sequence[str], current: int | 
     )
     figure.update_xaxes(**ticks(tokens), row=len(SCORES), col=1)
     figure.update_xaxes(title="generated token (step)", row=len(SCORES), col=1)
+    figure.update_yaxes(automargin=True, nticks=4)  # room for the tick labels; a few per short row
     return figure
 
 
