@@ -21,13 +21,11 @@ PICKED = ("layer", "head")
 
 
 ui.setup_page(
-    "Head Atlas",
+    "Head_Atlas",
     "What does each head of this model do across a corpus? The atlas runs the corpus through the model "
     "once, in windows, and keeps per head its scores (previous token, induction, sink, local share, "
     "distance, entropy...) and the contexts where it attends most, as token positions; stored on disk, "
     "it opens instantly after. Every head has its own page and link.",
-    share=("model", "atlas_corpus", "atlas_chars", "atlas_window", "atlas_open", "atlas_view", "metric", "metric_x",
-           "metric_y", "finder_rank", "layer", "head", "criterion", "context", "model_b", "cmp_metric"),
 )  # fmt: skip
 
 name = ui.model_picker(kinds=("encoder", "decoder"))
@@ -259,6 +257,13 @@ def pair_view() -> None:
     other_name = ui.model_picker(kinds=("encoder", "decoder"), default="smollm2", key="model_b",
                                  label="Second model")  # fmt: skip
     other = ui.load_model(other_name, kinds=("encoder", "decoder"))
+    other_settings = Settings(window=min(int(window), other.n_ctx or int(window)))
+    if not (opening.stored(other, corpus, other_settings) or opening.quick(other, corpus)) and not st.button(
+        f"Build {other_name}'s atlas over {corpus.name} (once: then stored)", key="cmp_build", type="primary"
+    ):
+        st.info(f"{other_name}'s atlas over this corpus is not stored yet. Building it runs the corpus through "
+                "the model once, with its progress and the time left, and stores it for every later visit.")  # fmt: skip
+        return
     second, second_notices = atlas_of(other, corpus, int(window))
     for notice in second_notices:
         st.warning(notice)

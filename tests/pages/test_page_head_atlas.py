@@ -180,3 +180,32 @@ def test_two_atlases_of_the_same_shape_pair_their_heads():
     xs, ys = (plotly_array(figure["data"][1][axis]) for axis in ("x", "y"))
     assert len(xs) == 8  # 2 layers x 4 heads, one point each
     assert np.array_equal(xs, ys, equal_nan=True)  # the same model and corpus: every head on the diagonal
+
+
+def test_a_second_atlas_that_would_take_long_waits_for_its_button(monkeypatch):
+    """The Two models tab builds the second model's atlas by itself only when stored or quick to build."""
+    from txviz.app import ui
+    from txviz.atlas import opening, store
+
+    ui.clear_cached()  # atlases built by other tests are not cached here
+    monkeypatch.setattr(opening, "QUICK_LAYER_CHARS", 0)  # every unstored build counts as long
+    built = []
+    build = store.open_or_build
+    monkeypatch.setattr(
+        store, "open_or_build", lambda loaded, *a, **k: built.append(loaded.name) or build(loaded, *a, **k)
+    )
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    at.query_params.update(
+        {k: json.dumps(v) for k, v in dict(model="tiny-mlm", atlas_corpus=EXAMPLES, atlas_window=16,
+                                           atlas_open=True, atlas_view="Two models", model_b="minilm").items()}
+    )  # fmt: skip
+    at.run()
+    assert_clean(at)
+    assert "minilm" not in built and len(at.get("vega_lite_chart")) == 0
+    assert any("not stored yet" in i.value for i in at.info)
+    at.button(key="cmp_build").click().run()
+    assert_clean(at)
+    assert "minilm" in built and len(at.get("vega_lite_chart")) == 2
+    at.selectbox(key="cmp_metric").select_index(1).run()  # stored now: it opens without the button
+    assert_clean(at)
+    assert len(at.get("vega_lite_chart")) == 2

@@ -18,6 +18,7 @@ Progress = Callable[[float, str], None]
 EXAMPLES = "txviz examples"  # six sentences: an atlas in seconds, for a first look or a lecture step
 SMALL_CORPUS_CHARS = 20_000  # a corpus this short builds in seconds: the atlas opens without a click
 READ_CHARS = (SMALL_CORPUS_CHARS, 100_000, 500_000)  # a corpus's slices offered before "all"
+QUICK_LAYER_CHARS = 6 * SMALL_CORPUS_CHARS  # MiniLM's 6 layers over the first slice: a build of seconds
 
 
 def metrics() -> tuple[Metric, ...]:
@@ -42,6 +43,12 @@ def from_upload(name: str, data: bytes) -> corpora.AtlasCorpus:
 def stored(loaded, corpus: corpora.AtlasCorpus, settings: Settings) -> bool:
     """True when this atlas is on disk in this format: it opens without a build."""
     return (store.root() / store.key(loaded, corpus, settings) / store.META).exists()
+
+
+def quick(loaded, corpus: corpora.AtlasCorpus) -> bool:
+    """Whether this model's atlas over the corpus builds in seconds (characters times layers), so that a
+    view may build it without a click; SmolLM2's 30 layers over the first slice take minutes on a busy CPU."""
+    return len(corpus.text) * max(1, loaded.n_layers) <= QUICK_LAYER_CHARS
 
 
 def open_or_build(
