@@ -16,26 +16,10 @@ from txviz.vision.samples import sample_image, sample_names
 from txviz.vision.stats import VIEWS, attention_entropy, mean_attention_distance, overlay_values
 
 ui.setup_page(
-    "Vision Transformer",
+    "Vision_Transformer",
     "A vision transformer cuts the image into square patches, reads them as a sequence with a "
     "[CLS] token in front, and classifies from what [CLS] gathers. Pick a sample or upload a "
     "picture, then see where each head of each layer looks.",
-    share=(
-        "vit_view",
-        "book_photo",
-        "book_patch",
-        "vision_model",
-        "image_source",
-        "sample",
-        "view",
-        "layer",
-        "head",
-        "patch",
-        "opacity",
-        "threshold",
-        "ablate_layer",
-        "ablate_head",
-    ),
 )
 
 TABS = ["This model's attention", "ViT-Base as the books draw it"]

@@ -27,20 +27,10 @@ LENS_MODEL = "smollm2"  # the decoder the lens tab offers when the chosen model 
 LENS_POSITIONS = 40  # the lens grid shows the last positions: every cell is a full vocabulary softmax
 
 ui.setup_page(
-    "Transformer Block",
+    "Transformer_Block",
     "Token ids become vectors, N identical blocks each add what attention and the feed-forward network "
     "compute to a residual stream, and a head turns the stream into the output. Every number below is "
     "computed live on the chosen model and checked against the model's own output.",
-    share=(
-        "model",
-        "text",
-        "block_stack",
-        "block_layer",
-        "block_stage",
-        "block_view",
-        "block_head",
-        "block_step",
-    ),
 )
 
 

@@ -17,12 +17,11 @@ FIGURE_INTERVAL_S = 0.4  # live figures redraw at most this often; the image eve
 REPLAY_PIXEL = 36  # row 4, column 4: mid-digit; the last pixels are nearly always black
 
 ui.setup_page(
-    "Image GPT",
+    "Image_GPT",
     "Pixels as tokens: a small GPT-2 reads an 8 x 8 digit as 64 pixels in raster order, each one of "
     f"{data.N_LEVELS} grey levels, and draws one pixel at a time, each from a distribution over the "
     f"{data.N_LEVELS} levels that depends on every pixel "
     "before it (Understanding Deep Learning, fig. 12.16). Given the top half, it completes the rest.",
-    share=("igpt_digit", "view", "igpt_pixel", "igpt_heldout", "igpt_told"),
 )
 loaded = ui.load_model(MODEL, kinds=("image-decoder",))
 meta = loaded.meta

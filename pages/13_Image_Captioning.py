@@ -15,11 +15,10 @@ SOURCES = ["Held-out canvas", "New random canvas", "Upload"]
 FIRST_CANVAS = 6  # a held-out canvas both captioners read right; 0, 2 and 13 are ones they misread
 
 ui.setup_page(
-    "Image Captioning",
+    "Image_Captioning",
     "Two captioners read a canvas of handwritten digits and write them in reading order. While writing "
     "each word, one attends softly (a weighted average of all 64 patches, trained by backprop) and the "
     "other hard (it reads one sampled patch, trained with REINFORCE). After Xu et al. 2015 (probml fig. 15.22).",
-    share=("cap_source", "cap_index", "cap_digits", "cap_seed", "cap_sample"),
 )
 
 

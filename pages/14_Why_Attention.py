@@ -38,11 +38,10 @@ COLUMNS = {
 }
 
 ui.setup_page(
-    "Why attention",
+    "Why_Attention",
     "Table 15.1 of the book compares a CNN, an RNN and self-attention mapping x_1..x_n to y_1..y_n. "
     "Here every cell is measured: which inputs each output depends on (from autograd Jacobians of "
     "real torch layers), and what a layer costs (FLOPs counted by torch, wall time on this machine).",
-    share=("n", "k", "view", "depth", "forget_n", "metric"),
 )
 
 

@@ -38,7 +38,6 @@ ui.setup_page(
     "entails, contradicts or says nothing about a hypothesis, with no recurrence at all: it aligns "
     "the words of the two sentences (attend), compares each word with what it aligned to (compare), "
     "sums (aggregate) and classifies.",
-    share=("example", "premise", "hypothesis"),
 )
 
 

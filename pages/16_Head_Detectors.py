@@ -17,24 +17,11 @@ TABLE_PAGE_ROWS = 1000  # a model with thousands of heads gets its table in page
 PICKED = ("pick_layer", "pick_head")  # the picked head's keys: the grid, the table and links set them
 
 ui.setup_page(
-    "Head Detectors",
+    "Head_Detectors",
     "What does each head do? Every head gets a score in [0, 1] per behaviour: the share of its attention "
     "that goes where the behaviour says, averaged over the tokens where the behaviour is possible "
     "(TransformerLens' head detector; Clark et al. 2019; Olsson et al. 2022). A pure previous-token head "
     "scores 1; a head spreading attention evenly over n tokens scores 1/n.",
-    share=(
-        "model",
-        "detector",
-        "pick_layer",
-        "pick_head",
-        "model_b",
-        "heads_view",
-        "attr_text",
-        "attr_other",
-        "attr_skip",
-        "cmp_detector",
-        "cmp_rel_depth",
-    ),
 )
 
 name = ui.model_picker(kinds=("encoder", "decoder"))

@@ -9,20 +9,10 @@ from txviz.heads import corpus, figures, qkspace
 VIEWS = ["One head", "Every head of a layer"]
 
 ui.setup_page(
-    "Query Key Space",
+    "Query_Key_Space",
     "Each token has a query (what it looks for) and a key (what it offers); a head's attention from "
     "token i to token j grows with q_i . k_j. Here the queries and keys of every token of a few texts "
     "share one 2-D map (Yeh et al. 2023, AttentionViz): a query near a key usually attends to it.",
-    share=(
-        "model",
-        "qk_layer",
-        "qk_head",
-        "qk_method",
-        "qk_color",
-        "qk_translate",
-        "qk_skip_first",
-        "qk_view",
-    ),
 )
 
 name = ui.model_picker(kinds=("encoder", "decoder"))

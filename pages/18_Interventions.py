@@ -24,28 +24,6 @@ ui.setup_page(
     "find where the answer is carried (Meng et al. 2022; Wang et al. 2022), beside the gradient estimate "
     "(Nanda 2023); steer generation along a direction between two sets of prompts (Turner et al. 2023; "
     "Rimsky et al. 2024). Every change is made per call: the shared model is never touched.",
-    share=(
-        "model",
-        "text",
-        "answer",
-        "wrong",
-        "metric",
-        "target",
-        "iv_layer",
-        "iv_head",
-        "mode",
-        "iv_view",
-        "sweep_mode",
-        "corrupt",
-        "patch_layer",
-        "patch_head",
-        "positive",
-        "negative",
-        "steer_prompt",
-        "steer_layer",
-        "strength",
-        "steer_new",
-    ),
 )
 
 name = ui.model_picker(kinds=("decoder",), default="smollm2")

@@ -10,25 +10,11 @@ from txviz.longdoc.sample import SAMPLE
 VIEWS = ["Overview", "Detail"]
 
 ui.setup_page(
-    "Long Documents",
+    "Long_Documents",
     "Up to 4,096 tokens (8,192 where the model reads them). Every layer's heads are summarised "
     "while the model runs, and the chosen layer's attention is reduced to pooled tiles and "
     "sentence maps block by block, so no map is ever kept whole. Drag a box on the pooled map, "
     "or pick a sentence, for exact rows.",
-    share=(
-        "model",
-        "text",
-        "max_tokens",
-        "layer",
-        "head",
-        "heads_mean",
-        "tile_stat",
-        "level",
-        "log_scale",
-        "view",
-        "queries",
-        "keys",
-    ),
 )
 
 

@@ -14,24 +14,9 @@ from txviz.selfattention import toy as ta
 REAL_MAX_TOKENS = 128  # scores and weights of every head: 30 x 9 x 128 x 128 floats for SmolLM2
 
 ui.setup_page(
-    "Self-attention, step by step",
+    "Self_Attention",
     "Queries, keys and values from the inputs; scores, scaling, softmax and a weighted sum of "
     "values; then several heads mixed by Ω_c; then the same arithmetic on a real model.",
-    share=(
-        "view",
-        "fig_12_1",
-        "n_tokens",
-        "d_model",
-        "seed",
-        "scaled",
-        "query",
-        "n_heads",
-        "real_model",
-        "real_text",
-        "real_layer",
-        "real_head",
-        "real_query",
-    ),
 )
 
 VIEWS = [

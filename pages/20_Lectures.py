@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz import models
+from txviz import models, page_map
 from txviz.app import sessions, teaching, tour, ui
 from txviz.lecture import figures
 
@@ -10,7 +10,6 @@ ui.setup_page(
     "Lectures",
     "A lecture is a list of steps: each opens a page with its settings and says what to look at; some ask "
     "you to predict what the model will do before the live model answers.",
-    share=("lecture", "tour_model"),
 )
 with ui.user_errors():  # a malformed lecture file: its message names the file and the step
     lectures = tour.lectures()
@@ -54,7 +53,7 @@ st.dataframe(
         {
             "step": i + 1,
             "title": step.title,
-            "page": step.page.split("_", 1)[1].replace("_", " "),
+            "page": page_map.page(step.page).title,
             "question": step.question.kind.replace("_", " ") if step.question else "",
         }
         for i, step in enumerate(lecture.steps)

@@ -3,10 +3,9 @@
 from txviz.app import room_page, teaching, ui
 
 ui.setup_page(
-    "Lecture Room",
+    "Lecture_Room",
     "Start a room from a lecture (or drive it yourself); students join with a code and follow your steps.",
     icon="🎓",
-    share=("room_lecture",),
 )
 with ui.user_errors():
     room_page.show()

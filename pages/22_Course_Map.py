@@ -7,11 +7,10 @@ from txviz.coursemap import figures, linearity
 from txviz.coursemap.parts import ADDITIONS, BURIED, CORE, PARTS, SUMMARY, Part, part
 
 ui.setup_page(
-    "Course map",
+    "Course_Map",
     "Self-attention plus four additions (positions, several heads, a nonlinearity, masked decoding) is the "
     "transformer; a block, residuals and norms wrap it. Every part links to the page and tab that shows it, "
     "and the items the pages keep in later tabs are found here too.",
-    share=("map_part",),
 )
 
 keys = [p.key for p in PARTS]

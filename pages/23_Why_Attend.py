@@ -13,12 +13,11 @@ from txviz.whyattend import check, composition, decompose, figures, words
 MODES = {"this key": "edge", "this key rather than another": "contrast", "this key against the row": "row"}
 
 ui.setup_page(
-    "Why Attend",
+    "Why_Attend",
     "Where a head looks is one question; why is the next. With each norm's scale frozen at its value in "
     "this run, a head's query and key are linear in the residual stream, and the stream is a sum of the "
     "embeddings, every earlier head's output, every earlier MLP's output and the biases. So the score "
     "q_i . k_j is exactly a sum of (query part) x (key part) pairs, rotary positions included.",
-    share=("model", "why_text", "why_layer", "why_head", "why_query", "why_key", "why_mode", "why_other"),
 )
 
 name = ui.model_picker(kinds=("encoder", "decoder"))

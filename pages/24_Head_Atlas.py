@@ -21,13 +21,11 @@ PICKED = ("layer", "head")
 
 
 ui.setup_page(
-    "Head Atlas",
+    "Head_Atlas",
     "What does each head of this model do across a corpus? The atlas runs the corpus through the model "
     "once, in windows, and keeps per head its scores (previous token, induction, sink, local share, "
     "distance, entropy...) and the contexts where it attends most, as token positions; stored on disk, "
     "it opens instantly after. Every head has its own page and link.",
-    share=("model", "atlas_corpus", "atlas_chars", "atlas_window", "atlas_open", "atlas_view", "metric", "metric_x",
-           "metric_y", "finder_rank", "layer", "head", "criterion", "context", "model_b", "cmp_metric"),
 )  # fmt: skip
 
 name = ui.model_picker(kinds=("encoder", "decoder"))

@@ -12,23 +12,9 @@ VIEWS = ["One head", "All heads", "Token focus", "Aggregates"]
 DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
 
 ui.setup_page(
-    "Attention Explorer",
+    "Attention_Explorer",
     "Rows are queries (the token doing the looking), columns are keys (what it looks at); each row "
     "sums to 1. Attention shows where information flows, not why the model decides.",
-    share=(
-        "model",
-        "text",
-        "layer",
-        "head",
-        "hide_special",
-        "whole_words",
-        "log_scale",
-        "threshold",
-        "aggregate",
-        "view",
-        "focus_token",
-        "focus_mean",
-    ),
 )
 with st.sidebar:
     st.subheader("View options")

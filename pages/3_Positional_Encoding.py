@@ -9,11 +9,10 @@ from txviz.positional import figures as figs
 from txviz.selfattention import figures as sa_figs
 
 ui.setup_page(
-    "Positional encoding lab",
+    "Positional_Encoding",
     "Attention alone ignores order; positions are added to the tokens. The sinusoidal table of "
     "Vaswani et al., its binary ancestor, why a shift is a rotation, and what MiniLM learned and "
     "SmolLM2 rotates instead.",
-    share=("n", "d", "base", "view", "bits", "t", "phi", "measure", "xp_text", "xp_source"),
 )
 
 with st.sidebar:

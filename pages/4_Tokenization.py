@@ -14,11 +14,10 @@ TABLE_ROWS = 60
 REAL_TEXT = "The sailors couldn't see unbelievably far: 12345 waves, naïve tokenizers!"
 
 ui.setup_page(
-    "BPE merge lab",
+    "Tokenization",
     "Byte-pair encoding starts from characters and merges the most frequent adjacent pair, again "
     "and again. Whitespace shows as _, and the first token of a pair may not end in whitespace, "
     "so no token reaches across two words.",
-    share=("bpe_view", "bpe_corpus", "bpe_target", "bpe_step", "bpe_real_text", "bpe_real_word"),
 )
 VIEWS = ["Train BPE step by step", "Real tokenizers on your text"]
 train_tab, real_tab = st.tabs(

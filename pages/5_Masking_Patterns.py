@@ -15,22 +15,9 @@ from txviz.seq2seq import numbers
 PAIRS_NS = (16, 32, 64, 128, 256, 512, 1024, 2048)
 
 ui.setup_page(
-    "Masking patterns",
+    "Masking_Patterns",
     "A mask says which keys each query may see. Sparse patterns compute fewer pairs: look at them, "
     "apply them to a real model, and time a block-sparse kernel against dense attention.",
-    share=(
-        "view",
-        "gallery_pattern",
-        "gallery_n",
-        "model",
-        "text",
-        "model_pattern",
-        "layer",
-        "head",
-        "swin_h",
-        "swin_w",
-        "swin_window",
-    ),
 )
 VIEWS = [
     "Gallery",

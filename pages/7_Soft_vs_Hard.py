@@ -9,10 +9,9 @@ from txviz.softhard import figures, toy
 DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
 
 ui.setup_page(
-    "Soft vs hard attention",
+    "Soft_vs_Hard",
     "Softmax gives every key some weight; hard attention picks one. In between: a temperature, "
     "top-k and sparsemax. Rows are queries, columns are keys.",
-    share=("model", "text", "temperature", "k", "layer", "head", "measure", "new_tokens", "example"),
 )
 
 

@@ -23,27 +23,10 @@ from txviz.interventions import steering
 FIGURE_INTERVAL_S = 0.5  # live figures redraw at most this often; the text every step
 
 ui.setup_page(
-    "Live Generation",
+    "Live_Generation",
     "A causal language model writes one token at a time: at every step it scores every token of "
     "its vocabulary, a sampling rule picks one, and the new token attends to all earlier ones "
     "through the KV cache. Attention weights show where a head looked, not why the model chose.",
-    share=(
-        "gen_model",
-        "gen_prompt",
-        "gen_max",
-        "gen_temperature",
-        "gen_seed",
-        "gen_top_k",
-        "gen_top_p",
-        "gen_layer",
-        "gen_head",
-        "gen_view",
-        "gen_steer",
-        "gen_steer_towards",
-        "gen_steer_away",
-        "gen_steer_layer",
-        "gen_steer_strength",
-    ),
 )
 
 name = ui.model_picker(kinds=("decoder",), default="smollm2", key="gen_model")

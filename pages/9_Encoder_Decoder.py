@@ -21,24 +21,10 @@ KIND_LABELS = {
 }
 
 ui.setup_page(
-    "Encoder-decoder and cross-attention",
+    "Encoder_Decoder",
     "The encoder reads the source once; the decoder writes the target one token at a time from "
     "its start token. At each step the newest target token looks back at the target so far "
     "(masked self-attention) and across at the source (cross-attention).",
-    share=(
-        "model",
-        "method",
-        "beams",
-        "max_steps",
-        "source_*",
-        "view",
-        "step",
-        "kind",
-        *(f"{part}_{kind}" for kind in KIND_LABELS.values() for part in ("layer", "head")),
-        "x_layer",
-        "x_head",
-        "x_query",
-    ),
 )
 
 

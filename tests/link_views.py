@@ -1,8 +1,8 @@
 """What the link tests change on each page (its main input, its tab and a selection), and the AppTest
 steps that make those changes and take the link.
 
-Keyed by the page script's stem. A page added without an entry here fails the link tests, which
-discover pages from pages/*.py. ``start`` is a link the test opens first, to keep a slow page cheap
+Keyed by the page's name in the page map. A page added without an entry here fails the link tests, which
+iterate the page map. ``start`` is a link the test opens first, to keep a slow page cheap
 (a small model); ``changes`` are (widget kind, key or fnmatch pattern of the key, new value), an
 ``Index(i)`` choosing the i-th option; ``tab`` is (tabs key, label) or None for a page whose tabs
 need a run the test does not make (Live Generation draws its tabs after generating).
@@ -35,38 +35,38 @@ class LinkView:
 
 
 VIEWS = {
-    "1_Self_Attention": LinkView(
+    "Self_Attention": LinkView(
         (("slider", "n_tokens", 5), ("number_input", "seed", 7), ("select_slider", "n_heads", 4)),
         ("view", "Several heads"),
     ),
-    "2_Attention_Explorer": LinkView(
+    "Attention_Explorer": LinkView(
         (("slider", "layer", 4), ("slider", "head", 5), ("selectbox", "focus_token", Index(4))),
         ("view", "Token focus"),
     ),
-    "3_Positional_Encoding": LinkView(
+    "Positional_Encoding": LinkView(
         (("slider", "n", 40), ("slider", "d", 16), ("select_slider", "base", 1000), ("slider", "t", 7)),
         ("view", "Shift = rotation"),
     ),
-    "4_Tokenization": LinkView(
+    "Tokenization": LinkView(
         (
             ("text_area", "bpe_real_text", "Linked tokenizers split words."),
             ("selectbox", "bpe_real_word", Index(2)),
         ),
         ("bpe_view", "Real tokenizers on your text"),
     ),
-    "5_Masking_Patterns": LinkView(
+    "Masking_Patterns": LinkView(
         (("slider", "swin_h", 6), ("slider", "swin_window", 2)),
         ("view", "Images (Swin)"),
     ),
-    "6_Coreference": LinkView(
+    "Coreference": LinkView(
         (("selectbox", "pair_index", Index(3)), ("slider", "layer_*@*", 2), ("slider", "head_*@*", 5)),
         None,
     ),
-    "7_Soft_vs_Hard": LinkView(
+    "Soft_vs_Hard": LinkView(
         (("number_input", "temperature", 0.8), ("slider", "layer", 2), ("slider", "head", 4)),
         None,
     ),
-    "8_Live_Generation": LinkView(
+    "Live_Generation": LinkView(
         (
             ("text_area", "gen_prompt", "Say why links help."),
             ("slider", "gen_temperature", 0.7),
@@ -74,23 +74,23 @@ VIEWS = {
         ),
         None,
     ),
-    "9_Encoder_Decoder": LinkView(
+    "Encoder_Decoder": LinkView(
         (("text_area", "source_*", "march 3 2001"), ("selectbox", "x_query", Index(2))),
         ("view", "Cross-attention arithmetic"),
     ),
-    "10_Vision_Transformer": LinkView(
+    "Vision_Transformer": LinkView(
         (("selectbox", "sample", Index(2)), ("radio", "view", Index(1)), ("slider", "patch", 5)),
         None,
     ),
-    "11_Transformer_Block": LinkView(
+    "Transformer_Block": LinkView(
         (("slider", "block_layer", 2), ("selectbox", "block_step", Index(1))),
         ("block_view", "One block"),
     ),
-    "12_Image_GPT": LinkView(
+    "Image_GPT": LinkView(
         (("slider", "igpt_heldout", 3), ("toggle", "igpt_told", True)),
         ("view", "Complete a held-out digit"),
     ),
-    "13_Image_Captioning": LinkView(
+    "Image_Captioning": LinkView(
         (
             ("radio", "cap_source", Index(1)),
             ("selectbox", "cap_digits", Index(2)),
@@ -98,35 +98,35 @@ VIEWS = {
         ),
         None,
     ),
-    "14_Why_Attention": LinkView(
+    "Why_Attention": LinkView(
         (("number_input", "n", 12), ("number_input", "k", 5), ("slider", "depth", 3)),
         None,  # its other tabs time layers for 20 s; the tab's link is the one every page shares
     ),
-    "15_Entailment": LinkView(
+    "Entailment": LinkView(
         (("selectbox", "example", Index(1)), ("text_input", "premise_*", "A man sleeps on a sofa.")),
         None,
     ),
-    "16_Head_Detectors": LinkView(
+    "Head_Detectors": LinkView(
         (("text_input", "attr_text", "A dog runs across the park."), ("toggle", "attr_skip", False)),
         ("heads_view", "Attention vs attribution"),
     ),
-    "17_Query_Key_Space": LinkView(
+    "Query_Key_Space": LinkView(
         (("slider", "qk_layer", 2), ("radio", "qk_color", Index(1))),
         ("qk_view", "Every head of a layer"),
     ),
-    "23_Why_Attend": LinkView(
+    "Why_Attend": LinkView(
         (("slider", "why_layer", 3), ("selectbox", "why_query", Index(6)), ("radio", "why_mode", Index(2))),
         None,
     ),
-    "18_Interventions": LinkView(
+    "Interventions": LinkView(
         (
             ("text_area", "text", "When Anna and Tom met, Tom gave a book to"),
             ("selectbox", "sweep_mode", Index(1)),
         ),
         ("iv_view", "Every head"),
     ),
-    "22_Course_Map": LinkView((("selectbox", "map_part", Index(2)),), None),
-    "19_Long_Documents": LinkView(
+    "Course_Map": LinkView((("selectbox", "map_part", Index(2)),), None),
+    "Long_Documents": LinkView(
         (("slider", "layer", 2), ("slider", "head", 3), ("slider", "queries", (3, 9))),
         ("view", "Detail"),
         start={
@@ -134,12 +134,12 @@ VIEWS = {
             "text": "A short document. It has three sentences. The last one ends here.",
         },
     ),
-    "20_Lectures": LinkView(
+    "Lectures": LinkView(
         (("selectbox", "lecture", Index(1)), ("selectbox", "tour_model", Index(1))),
         None,
     ),
-    "21_Lecture_Room": LinkView((("selectbox", "room_lecture", Index(1)),), None),
-    "24_Head_Atlas": LinkView(
+    "Lecture_Room": LinkView((("selectbox", "room_lecture", Index(1)),), None),
+    "Head_Atlas": LinkView(
         (("number_input", "layer", 1), ("number_input", "head", 2), ("selectbox", "context", Index(1))),
         ("atlas_view", "Head"),
         start={"model": "tiny-mlm", "atlas_corpus": "txviz examples", "atlas_window": 16},

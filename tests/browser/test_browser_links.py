@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl, urlencode, urlparse
 import pytest
 from link_views import VIEWS, changed_view
 
-from txviz.app.navigation import PAGE_FILES
+from txviz import page_map
 
 # (page, tab to open, slider label, arrow key moving it one step); pages whose view is cheap to draw
 CASES = [
@@ -71,11 +71,12 @@ def test_a_copied_link_opens_the_same_view(app_server, _browser, browser_page, s
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("script", PAGE_FILES, ids=lambda p: p.stem)
-def test_every_pages_link_opens_its_view_in_a_fresh_browser(app_server, _browser, script):
+@pytest.mark.parametrize("page", page_map.PAGES, ids=lambda p: p.name)
+def test_every_pages_link_opens_its_view_in_a_fresh_browser(app_server, _browser, page):
     from conftest import page_url, wait_for_app
 
-    app, _ = changed_view(script, VIEWS[script.stem])  # the view changed in a session of its own
+    script = page.path
+    app, _ = changed_view(script, VIEWS[page.name])  # the view changed in a session of its own
     link = dict(app.query_params)
     context = _browser.new_context(viewport={"width": 1400, "height": 1000})
     try:

@@ -9,12 +9,12 @@ from conftest import page_url, serve_app, wait_for_app
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
+from txviz import page_map
 from txviz.app.lessons import load_lessons
-from txviz.app.navigation import SECTIONS
 
 pytestmark = pytest.mark.browser
 
-PAGE_TITLES = [name.replace("_", " ") for names in SECTIONS.values() for name in names]  # sidebar order
+PAGE_TITLES = [page.title for page in page_map.PAGES]  # sidebar order
 
 
 def sidebar_labels(page) -> list[str]:

@@ -10,12 +10,11 @@ from urllib.parse import urlparse
 import pytest
 from conftest import page_url, serve_app, wait_for_app
 
-from txviz.app.navigation import PAGE_FILES, SECTIONS, url_name
+from txviz import page_map
 
 pytestmark = pytest.mark.browser
 
-BY_NAME = {url_name(script): script for script in PAGE_FILES}
-PAGES = [BY_NAME[names[0]] for names in SECTIONS.values() if names and names[0] in BY_NAME]  # one a section
+PAGES = [page_map.in_section(section)[0].path for section in page_map.SECTIONS]  # one a section
 # Streamlit's frontend, opened at /Page, first looks for its server at /Page/_stcore/... (404) and then at
 # the root: its own way of finding a base path under a proxy, on the app's server, not a missing file.
 BASE_PATH_PROBES = ("/_stcore/health", "/_stcore/host-config")

@@ -3,11 +3,13 @@
 from pathlib import Path
 
 import pytest
-from conftest import FIGURE, ROOT, page_url, screenshot, wait_for_app
+from conftest import FIGURE, page_url, screenshot, wait_for_app
 from label_boxes import DRAWN, label_problems
 from playwright.sync_api import expect
 
-PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*.py"))
+from txviz import page_map
+
+PAGES = [page.file for page in page_map.PAGES]
 
 pytestmark = pytest.mark.browser
 

@@ -8,6 +8,7 @@ import pytest
 from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
+from txviz import page_map
 from txviz.app import tour
 from txviz.lecture.files import load_lecture
 
@@ -15,12 +16,12 @@ LECTURE = """title: A short tour
 model: minilm
 steps:
   - title: By hand
-    page: 1_Self_Attention
+    page: Self_Attention
     settings: {view: "Several heads", n_heads: 4}
     points: [Heads split the dimensions.]
     question: {kind: choice, prompt: "How many heads?", options: ["1", "4"], answer: "4"}
   - title: A real head
-    page: 3_Positional_Encoding
+    page: Positional_Encoding
     settings: {view: Binary}
     points: [Bits flip at different rates.]
     question:
@@ -32,7 +33,7 @@ steps:
       word: it
       hide_special: true
   - title: Why attention
-    page: 14_Why_Attention
+    page: Why_Attention
     settings: {view: Cost}
     points: [Attention does every position at once.]
 """
@@ -49,7 +50,7 @@ def short_tour(tmp_path, monkeypatch):
 
 def follow(app: AppTest, lecture) -> AppTest:
     """Stay on the page the tour switched to (AppTest reruns the page it was last told to open)."""
-    return app.switch_page(f"pages/{lecture.steps[app.session_state['_tour']['step']].page}.py")
+    return app.switch_page(page_map.page(lecture.steps[app.session_state["_tour"]["step"]].page).file)
 
 
 def bar_text(app: AppTest) -> str:

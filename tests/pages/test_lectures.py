@@ -6,6 +6,7 @@ import pytest
 from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
+from txviz import page_map
 from txviz.lecture.files import shipped_lectures
 
 LECTURES = shipped_lectures()
@@ -15,7 +16,7 @@ STEPS = [(lecture, i) for lecture in LECTURES.values() for i in range(len(lectur
 @pytest.mark.parametrize(("lecture", "index"), STEPS, ids=[f"{lec.name}-{i + 1}" for lec, i in STEPS])
 def test_each_step_opens_its_page_with_its_settings(lecture, index):
     step = lecture.steps[index]
-    app = AppTest.from_file(str(ROOT / "pages" / f"{step.page}.py"), default_timeout=300)
+    app = AppTest.from_file(str(page_map.page(step.page).path), default_timeout=300)
     app.query_params.update(step.settings)
     app.run()
     assert_clean(app, (lecture.name, step.title))

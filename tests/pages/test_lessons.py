@@ -34,22 +34,23 @@ def test_picking_a_lesson_in_the_sidebar_runs(monkeypatch):
 
 
 def test_home_groups_a_card_per_page_as_the_sidebar_does():
-    from txviz.app import navigation, path
+    from txviz import page_map
+    from txviz.app import path
 
     app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     assert not app.exception
     subheaders = [s.value for s in app.subheader]
     assert subheaders[:2] == ["Start here", "Lessons"]
-    assert subheaders[2 : 2 + len(navigation.SECTIONS)] == list(navigation.SECTIONS)
+    assert subheaders[2 : 2 + len(page_map.SECTIONS)] == list(page_map.SECTIONS)
     labels = [link.proto.label for link in app.get("page_link")]
     steps = [f"{i}. {step.label}" for i, step in enumerate(path.STEPS, 1)]
     assert labels[: len(steps)] == steps  # the path first, in order
     assert labels[len(steps)].startswith("Course map:")  # then the course map, named with what it finds
     assert any("mixture of experts" in c.value and "il/elle" in c.value for c in app.caption)
     cards = labels[len(steps) + 1 :]
-    expected = [name.replace("_", " ") for names in navigation.SECTIONS.values() for name in names]
-    assert sorted(cards) == sorted(expected) and len(cards) == len(navigation.PAGE_FILES)  # in 3 columns
-    research = navigation.SECTIONS["Research tools"]
+    expected = [page.title for page in page_map.PAGES]
+    assert sorted(cards) == sorted(expected) and len(cards) == len(page_map.PAGES)  # in 3 columns
+    research = page_map.in_section("Research tools")
     assert len([m for m in app.markdown if "badge[:material/science: Research tool]" in m.value]) == len(
         research
     )

@@ -10,11 +10,11 @@ from urllib.parse import parse_qsl
 from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
-from txviz.app import navigation
+from txviz import page_map
 from txviz.coursemap.parts import PARTS
 
 PAGE = str(ROOT / "pages/22_Course_Map.py")
-SCRIPTS = {navigation.url_name(s): s for s in navigation.PAGE_FILES}
+SCRIPTS = {page.name: page.path for page in page_map.PAGES}
 
 
 def map_links() -> list[tuple[str, dict]]:

@@ -6,7 +6,8 @@ import json
 from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
-from txviz.app import navigation, path
+from txviz import page_map
+from txviz.app import path
 from txviz.app.lessons import load_lessons
 
 APP = str(ROOT / "app.py")
@@ -65,8 +66,7 @@ def show_back_and_next(url_name: str) -> None:
 
 def test_back_and_next_on_the_path_pages_only():
     on_path = [step.page for step in path.STEPS]
-    for script in navigation.PAGE_FILES:
-        name = navigation.url_name(script)
+    for name in page_map.BY_NAME:
         at = AppTest.from_function(show_back_and_next, args=(name,)).run()
         assert not at.exception, name
         labels = [label for label, _, _ in links(at)]

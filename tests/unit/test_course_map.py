@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from txviz.app import navigation
+from txviz import page_map
 from txviz.coursemap import figures, linearity
 from txviz.coursemap.parts import ADDITIONS, BURIED, PARTS, part
 from txviz.selfattention.toy import toy_heads, toy_input
@@ -31,7 +31,7 @@ def test_the_four_additions_in_the_slides_order_and_the_buried_items():
         assert item in buried
     assert part("il_elle").links[0].page == "Coreference"
     assert len(part("efficient").links) == 2 and len({link.page for link in part("efficient").links}) == 2
-    pages = {navigation.url_name(s) for s in navigation.PAGE_FILES}
+    pages = set(page_map.BY_NAME)
     for item in PARTS:
         for link in item.links:
             assert link.page in pages, link

@@ -893,7 +893,7 @@ def _():
     from txviz.lecture import figures
     from txviz.lecture.files import Lecture, Step
 
-    steps = tuple(Step(text, "2_Attention_Explorer", {}) for text in HOSTILE)
+    steps = tuple(Step(text, "Attention_Explorer", {}) for text in HOSTILE)
     return figures.outline_figure(Lecture("x", BOLD, LINK, "minilm", steps)), HOSTILE
 
 

@@ -8,12 +8,13 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from txviz.lecture.files import LectureError, load_lecture, page_keys, shipped_lectures, step_url
+from txviz import page_map
+from txviz.lecture.files import LectureError, load_lecture, shipped_lectures, step_url
 from txviz.lecture.questions import KINDS
 
 GOOD_STEP = """
   - title: One head
-    page: 2_Attention_Explorer
+    page: Attention_Explorer
     settings: {model: minilm, layer: 3, head: 1, view: One head}
     points: [Rows are queries.]
 """
@@ -41,37 +42,37 @@ def test_a_good_file_loads_with_its_settings_as_link_values(tmp_path):
     [
         ("  - title: Nowhere\n    page: 99_Nowhere\n", ["step 2", "Nowhere", "unknown page '99_Nowhere'"]),
         (
-            "  - title: Odd key\n    page: 2_Attention_Explorer\n    settings: {colour: red}\n",
+            "  - title: Odd key\n    page: Attention_Explorer\n    settings: {colour: red}\n",
             ["step 2", "Odd key", "colour"],
         ),
         (
-            "  - title: Q\n    page: 2_Attention_Explorer\n    question: {kind: choice, prompt: 'Why?', options: [a, b]}\n",
+            "  - title: Q\n    page: Attention_Explorer\n    question: {kind: choice, prompt: 'Why?', options: [a, b]}\n",
             ["step 2", "no answer rule", "answer"],
         ),
         (
-            "  - title: Q\n    page: 2_Attention_Explorer\n    question: {kind: attends_to, prompt: 'Where?', text: Hi there}\n",
+            "  - title: Q\n    page: Attention_Explorer\n    question: {kind: attends_to, prompt: 'Where?', text: Hi there}\n",
             ["step 2", "no answer rule", "layer", "head", "word"],
         ),
         (
-            "  - title: Q\n    page: 2_Attention_Explorer\n    question: {kind: number, prompt: 'P?', text: Hi, measure: probability}\n",
+            "  - title: Q\n    page: Attention_Explorer\n    question: {kind: number, prompt: 'P?', text: Hi, measure: probability}\n",
             ["step 2", "no answer rule", "low"],
         ),
         (
-            "  - title: Q\n    page: 2_Attention_Explorer\n    question: {kind: next_token, prompt: 'Next?', text: Hi, answer: 1}\n",
+            "  - title: Q\n    page: Attention_Explorer\n    question: {kind: next_token, prompt: 'Next?', text: Hi, answer: 1}\n",
             ["step 2", "live model"],
         ),
         (
-            "  - title: Q\n    page: 2_Attention_Explorer\n    question: {kind: guess, prompt: x}\n",
+            "  - title: Q\n    page: Attention_Explorer\n    question: {kind: guess, prompt: x}\n",
             ["step 2", "kind"],
         ),
         ("  - title: [unclosed\n", ["not valid YAML"]),
-        ("  - title: Typo\n    page: 2_Attention_Explorer\n    point: [x]\n", ["step 2", "no field point"]),
+        ("  - title: Typo\n    page: Attention_Explorer\n    point: [x]\n", ["step 2", "no field point"]),
         (
-            "  - title: Q\n    page: 2_Attention_Explorer\n    question: {kind: attends_to, prompt: 'W?', text: Hi, layr: 1, head: 0, layer: 0, word: hi}\n",
+            "  - title: Q\n    page: Attention_Explorer\n    question: {kind: attends_to, prompt: 'W?', text: Hi, layr: 1, head: 0, layer: 0, word: hi}\n",
             ["step 2", "no field layr"],
         ),
         (
-            "  - title: Q\n    page: 2_Attention_Explorer\n    question: {kind: choice, prompt: 'W?', options: [a], answer: a}\n",
+            "  - title: Q\n    page: Attention_Explorer\n    question: {kind: choice, prompt: 'W?', options: [a], answer: a}\n",
             ["step 2", "two options"],
         ),
     ],
@@ -93,16 +94,29 @@ def test_a_file_with_no_steps_or_no_title_is_refused(tmp_path):
 
 
 def test_pattern_keys_and_the_projector_key_are_known(tmp_path):
-    steps = "  - title: Pairs\n    page: 6_Coreference\n    settings: {'layer_x@minilm': 2, present: true}\n"
+    steps = "  - title: Pairs\n    page: Coreference\n    settings: {'layer_x@minilm': 2, present: true}\n"
     assert load_lecture(write(tmp_path, steps)).steps[0].settings["layer_x@minilm"] == "2"
 
 
-def test_the_known_keys_are_every_pages_share_tuple():
-    keys = page_keys()
-    assert {"model", "text", "layer", "head", "view"} <= set(keys["2_Attention_Explorer"])
-    assert "source_*" in keys["9_Encoder_Decoder"]
-    pages = {p.stem for p in (Path(__file__).resolve().parents[2] / "pages").glob("*.py")}
-    assert set(keys) == pages  # every page calls setup_page with a share tuple
+def test_an_unknown_or_mistyped_setting_fails_at_load_with_the_pages_real_settings(tmp_path):
+    typo = "  - title: Typo\n    page: Soft_vs_Hard\n    settings: {temprature: 2.0}\n"
+    with pytest.raises(LectureError) as error:
+        load_lecture(write(tmp_path, GOOD_STEP + typo))
+    said = str(error.value)
+    assert "step 2" in said and "Soft_vs_Hard keeps no setting temprature" in said
+    for setting in page_map.page("Soft_vs_Hard").settings:  # every real one listed, with its type
+        assert str(setting) in said, setting
+    wrong_type = "  - title: Typed\n    page: Soft_vs_Hard\n    settings: {temperature: hot}\n"
+    with pytest.raises(
+        LectureError, match="setting temperature is a float, not 'hot'; its settings are model"
+    ):
+        load_lecture(write(tmp_path, GOOD_STEP + wrong_type))
+
+
+def test_a_page_is_named_as_the_map_names_it(tmp_path):
+    old_spelling = "  - title: Stem\n    page: 2_Attention_Explorer\n"
+    with pytest.raises(LectureError, match="unknown page '2_Attention_Explorer'; pages are Course_Map"):
+        load_lecture(write(tmp_path, GOOD_STEP + old_spelling))
 
 
 def test_shipped_lectures_are_complete():

@@ -24,6 +24,7 @@ from urllib.parse import urlparse
 
 import websockets
 
+from txviz import page_map
 from txviz.app.streamlit_private import wire
 
 
@@ -194,9 +195,10 @@ class Session:
 
 
 def address_name(page_script: str) -> str:
-    """pages/2_Attention_Explorer.py -> Attention_Explorer, the name a browser's address has."""
-    stem = page_script.rsplit("/", 1)[-1].removesuffix(".py")
-    return stem.split("_", 1)[1] if "_" in stem else stem
+    """pages/2_Attention_Explorer.py -> Attention_Explorer, the name a browser's address has (the page
+    map's); a script outside the map (app.py) by its stem."""
+    page = page_map.BY_FILE.get(page_script)
+    return page.name if page else page_script.rsplit("/", 1)[-1].removesuffix(".py")
 
 
 def tls_for(host: str) -> ssl.SSLContext | bool:

@@ -3,7 +3,7 @@ which device and models are ready."""
 
 import streamlit as st
 
-from txviz import models
+from txviz import models, page_map
 from txviz.app import navigation, path, ui
 from txviz.app.lessons import load_lessons
 
@@ -54,9 +54,8 @@ FOUND_THERE = (
 
 def course_map() -> None:
     """Under the path: the course map, and the items found through it rather than in a page's first tab."""
-    (script,) = [s for s in navigation.PAGE_FILES if navigation.url_name(s) == COURSE_MAP]
     st.page_link(
-        navigation.feature_page(script),
+        navigation.page_of(COURSE_MAP),
         label="Course map: self-attention grown into the transformer, each part linked to its page and tab",
         icon=":material/map:",
     )
@@ -84,17 +83,19 @@ def lesson_cards() -> None:
 def page_cards() -> None:
     """A card for each page, grouped as the sidebar is; the research tools are marked."""
     with st.container(key="pages"):
-        for title, pairs in navigation.sections().items():
+        for title in page_map.SECTIONS:
             st.subheader(title)
             if title in SECTION_NOTES:
                 st.caption(SECTION_NOTES[title])
             columns = st.columns(3)
-            for i, (script, page) in enumerate(pairs):
+            for i, page in enumerate(page_map.in_section(title)):
                 with columns[i % 3].container(border=True):
-                    st.page_link(page, label=page.title, icon=":material/arrow_forward:")
+                    st.page_link(
+                        navigation.streamlit_page(page), label=page.title, icon=":material/arrow_forward:"
+                    )
                     if title == RESEARCH:
                         st.badge("Research tool", icon=":material/science:", color="violet")
-                    st.caption(navigation.summary(script))
+                    st.caption(page.summary)
 
 
 def device_and_models() -> None:

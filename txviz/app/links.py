@@ -1,6 +1,6 @@
 """Links to a view: a page's settings kept in the URL as JSON values, read back by its widgets.
 
-A page names its settings in ``ui.setup_page(share=...)``; each run copies those session-state values
+A page's settings are named in its record of the page map (txviz/page_map.py); each run copies those session-state values
 into ``st.query_params`` and offers the address in a sidebar "Copy link" control. Widgets take their
 first value from the link through ``link_value`` (``link_index`` for a list of options, ``link_tab``
 for keyed tabs), which fall back to the default on a missing, malformed or out-of-range value.
@@ -26,7 +26,7 @@ PRIVATE = ("room", "screen", "key", "seat", "resume")
 
 
 def shared_keys(patterns: Sequence[str]) -> list[str]:
-    """The session-state keys a share tuple names: plain keys, and fnmatch patterns ("layer_*@*") for
+    """The session-state keys a page's setting keys name: plain keys, and fnmatch patterns ("layer_*@*") for
     widgets keyed by what is chosen on the page (a model name), which setup_page cannot know yet."""
     keys = []
     for pattern in patterns:

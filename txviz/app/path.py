@@ -7,17 +7,23 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
+from txviz import page_map
 from txviz.app import navigation, projector
 
 
 @dataclass(frozen=True)
 class Step:
-    """One stop on the path: a page (its URL name), what to look at there, and the link's settings."""
+    """One stop on the path: a page (its name in the page map), what to look at there, and the link's settings."""
 
     page: str
     label: str
     what: str
     settings: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        refusal = page_map.page(self.page).refusal(self.settings)  # an unknown page raises UnknownPage
+        if refusal:
+            raise ValueError(f"the Start here step {self.label!r}: {refusal}")
 
     def query_params(self) -> dict[str, str]:
         """The settings as link parameters (JSON-encoded, as ui.link_value reads them)."""
@@ -40,8 +46,7 @@ STEPS = (
 
 def page(step: Step) -> st.Page:
     """The st.Page of a step, as the navigation registers it."""
-    (script,) = [s for s in navigation.PAGE_FILES if navigation.url_name(s) == step.page]
-    return navigation.feature_page(script)
+    return navigation.page_of(step.page)
 
 
 def position(url_name: str) -> int | None:

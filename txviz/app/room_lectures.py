@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from txviz import page_map
 from txviz.app import tour
-from txviz.lecture.files import Lecture, Step, page_keys
+from txviz.lecture.files import Lecture, Step
 from txviz.lecture.questions import Question
 
 
@@ -16,12 +15,12 @@ def lectures() -> dict[str, Lecture]:
 
 def shared(step: Step) -> dict:
     """What the room store keeps of a step: its page script, settings and title (never its talking points)."""
-    return {"page": f"pages/{step.page}.py", "settings": step.values(), "title": step.title}
+    return {"page": page_map.page(step.page).file, "settings": step.values(), "title": step.title}
 
 
 def page_settings(page: str) -> tuple[str, ...]:
     """The link keys (patterns too) the page at ``pages/NAME.py`` keeps."""
-    return page_keys().get(Path(page).stem, ())
+    return page_map.of_file(page).keys if page in page_map.BY_FILE else ()
 
 
 def question_ref(lecture: Lecture, index: int) -> dict | None:

@@ -7,9 +7,10 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from txviz import page_map
 from txviz.app import asking, caching, links, projector
 from txviz.core.errors import UserError
-from txviz.lecture.files import Lecture, Step, page_keys, shipped_lectures
+from txviz.lecture.files import Lecture, Step, shipped_lectures
 
 TOUR = "_tour"  # {"lecture": name, "step": index, "right": {index: bool}, "done": bool}
 GO = "_tour_go"  # the step to open at the next run (set by a button's callback)
@@ -74,10 +75,11 @@ def step_params(lecture: Lecture, index: int) -> dict[str, str]:
 def open_step(lecture: Lecture, index: int) -> None:
     """Switch to the step's page with exactly its settings (the page's other settings at their defaults)."""
     step = lecture.steps[index]
-    for key in links.shared_keys(page_keys()[step.page]):  # this session's values would win over the link
+    # this session's values would win over the link
+    for key in links.shared_keys(page_map.page(step.page).keys):
         st.session_state.pop(key, None)
     st.session_state[TOUR]["step"] = index
-    st.switch_page(f"pages/{step.page}.py", query_params=step_params(lecture, index))
+    st.switch_page(page_map.page(step.page).file, query_params=step_params(lecture, index))
 
 
 def lecture_bar(page: str, load: Callable[[str], object]) -> None:
@@ -114,7 +116,7 @@ def _step(lecture: Lecture, index: int, step: Step, page: str, load: Callable[[s
     st.markdown(f"**{step.title}**")  # the lecture file's own text
     for point in step.points:
         st.markdown(f"- {point}")
-    if page != step.page.split("_", 1)[1]:
+    if page != step.page:
         st.button("Back to this step's page", key="_tour_back", on_click=_go_to, args=(index,))
     if step.question is not None:
         _question(lecture, index, step, load)

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import streamlit as st
 
-from txviz import models
+from txviz import models, page_map
 from txviz.app import legacy_pages, links, navigation, path, projector, room, room_bars, sessions, tour
 from txviz.app.caching import cached, cached_data, clear_cached, heavy, shared_resource  # noqa: F401 (pages' names)
 from txviz.app.links import MAX_LINK_CHARS, link_index, link_set, link_tab, link_value  # noqa: F401 (pages' names)
@@ -25,13 +23,16 @@ OTHER_MODEL = "Other: a Hugging Face id or local folder..."
 MODELS_KEPT = 4  # loaded models held for every session; the least recently used one is dropped
 
 
-def setup_page(
-    title: str, intro: str = "", icon: str = navigation.FAVICON, share: tuple[str, ...] = ()
-) -> None:
+def setup_page(page: str, intro: str = "", icon: str = navigation.FAVICON) -> None:
     """Page config, title, intro, the sidebar's presentation, lesson and device controls, the link,
-    and Back/Next on the pages of the "Start here" path."""
-    page = _calling_page()
-    script = _calling_script()
+    and Back/Next on the pages of the "Start here" path.
+
+    ``page`` is the page's name in the page map (txviz/page_map.py), which gives its heading and the
+    settings its link keeps; any other text is the heading of a page outside the map (the home page,
+    a test's page), which keeps no settings."""
+    entry = page_map.BY_NAME.get(page)
+    title = entry.heading if entry else page
+    page, script, share = (entry.name, entry.file, entry.keys) if entry else ("", "", ())
     legacy_pages.take_over()  # before any widget: a fresh server's first run restarts here
     presenting_now = presentation_toggle()  # first: the page's config folds the sidebar away by it
     st.set_page_config(
@@ -69,18 +70,6 @@ def setup_page(
     device_picker()
     projector.keep_in_link()
     _write_link(share)
-
-
-def _calling_page() -> str:
-    """The URL name of the page script that called setup_page (Streamlit runs each as __main__)."""
-    script = Path(sys._getframe(2).f_globals.get("__file__", ""))
-    return navigation.url_name(script) if "_" in script.stem else script.stem
-
-
-def _calling_script() -> str:
-    """The page script that called setup_page as a room step names it ("pages/N_Title.py")."""
-    script = Path(sys._getframe(2).f_globals.get("__file__", ""))
-    return f"pages/{script.name}" if script.parent.name == "pages" else script.name
 
 
 def presentation_toggle() -> bool:

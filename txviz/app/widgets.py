@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
+from txviz import page_map
 from txviz.app import navigation, projector, ui
-from txviz.core import paths
 from txviz.figures import grids
 from txviz.heads import corpus
 from txviz.interventions import steering
@@ -179,10 +179,14 @@ def corpus_input(
     return texts
 
 
-def page_link_to(script: str, label: str, icon: str, **settings) -> None:
-    """A link that opens pages/``script`` with ``settings`` as its link values (JSON, as links.py reads them)."""
+def page_link_to(page: str, label: str, icon: str, **settings) -> None:
+    """A link that opens the page of that name with ``settings`` as its link values (JSON, as links.py
+    reads them); a setting the page does not keep is a mistake here, raised at once."""
+    refusal = page_map.page(page).refusal(settings)
+    if refusal:
+        raise ValueError(refusal)
     st.page_link(
-        navigation.feature_page(paths.PAGES / script),
+        navigation.page_of(page),
         label=label,
         icon=icon,
         query_params={k: json.dumps(v) for k, v in settings.items()},
@@ -192,19 +196,19 @@ def page_link_to(script: str, label: str, icon: str, **settings) -> None:
 def explorer_head_link(name: str, text: str, layer: int, head: int, label: str = "") -> None:
     """A link that opens the Attention Explorer on ``text`` at this layer and head."""
     label = label or f"Open layer {layer}, head {head} in the Attention Explorer"
-    page_link_to("2_Attention_Explorer.py", label, ":material/open_in_new:",
+    page_link_to("Attention_Explorer", label, ":material/open_in_new:",
                  model=name, text=text, layer=layer, head=head)  # fmt: skip
 
 
 def ablate_head_link(name: str, text: str, layer: int, head: int, on: str) -> None:
     """A link that opens Interventions with this head ablated on ``text`` (its metric reads next-token logits)."""
-    page_link_to("18_Interventions.py", f"Test this head: ablate layer {layer}, head {head} on {on}",
+    page_link_to("Interventions", f"Test this head: ablate layer {layer}, head {head} on {on}",
                  ":material/content_cut:", model=name, text=text, target="head", iv_layer=layer, iv_head=head,
                  metric="log_probability", answer="")  # fmt: skip
 
 
 def why_attend_link(name: str, text: str, layer: int, head: int, **picks: int | str) -> None:
     """A link that opens Why Attend on this head and text (``picks``: why_query, why_key, why_mode...)."""
-    page_link_to("23_Why_Attend.py", f"Why does layer {layer}, head {head} attend where it does? Split its scores",
+    page_link_to("Why_Attend", f"Why does layer {layer}, head {head} attend where it does? Split its scores",
                  ":material/join_inner:", model=name, why_text=text, why_layer=layer, why_head=head,
                  **picks)  # fmt: skip

@@ -7,10 +7,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from txviz import page_map
 from txviz.figures.axes import margin, ticks
 from txviz.figures.counts import count_axis
 from txviz.figures.text import plain
-from txviz.lecture.files import Lecture, url_name
+from txviz.lecture.files import Lecture
 from txviz.lecture.questions import Question, Truth
 
 TRUTH_COLOUR = "#2ca02c"
@@ -78,7 +79,7 @@ def tally_figure(counts: Mapping[str, int], truth_label: str | None = None) -> g
 def outline_figure(lecture: Lecture) -> go.Figure:
     """The lecture at a glance: each step's page along the lecture, its question's kind by marker."""
     kinds = [s.question.kind if s.question else "no question" for s in lecture.steps]
-    pages = [url_name(s.page).replace("_", " ") for s in lecture.steps]
+    pages = [page_map.page(s.page).title for s in lecture.steps]
     order = list(dict.fromkeys(pages))
     figure = go.Figure()
     for kind in dict.fromkeys(kinds):

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import ast
-import functools
 import json
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import yaml
 
+from txviz import page_map
 from txviz.core import paths
 from txviz.core.errors import UserError
 from txviz.lecture.questions import Question, question_from
 
 LECTURES = paths.LECTURES
-ALWAYS_KNOWN = ("present",)
 LECTURE_FIELDS = ("title", "source", "model", "steps")
 STEP_FIELDS = (
     "title",
@@ -35,7 +32,7 @@ class LectureError(UserError):
 
 @dataclass(frozen=True)
 class Step:
-    """One stop: open ``page`` (a page script's stem) with ``settings`` (link values, JSON-encoded)."""
+    """One stop: open ``page`` (its name in the page map) with ``settings`` (link values, JSON-encoded)."""
 
     title: str
     page: str
@@ -63,33 +60,10 @@ class Lecture:
         return [(i, s.question) for i, s in enumerate(self.steps) if s.question is not None]
 
 
-@functools.cache
-def page_keys() -> dict[str, tuple[str, ...]]:
-    """Each page's stem -> the link keys (fnmatch patterns too) its ``setup_page(share=...)`` names."""
-    found = {}
-    for script in sorted(paths.PAGES.glob("*.py")):
-        for node in ast.walk(ast.parse(script.read_text())):
-            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "setup_page":
-                share = next((k.value for k in node.keywords if k.arg == "share"), None)
-                names = share.elts if isinstance(share, ast.Tuple) else []
-                found[script.stem] = tuple(e.value for e in names if isinstance(e, ast.Constant))
-    return found
-
-
-def known_key(page: str, key: str) -> bool:
-    """A key the page restores from its link (a plain name or one of its patterns)."""
-    return key in ALWAYS_KNOWN or any(fnmatchcase(key, p) for p in page_keys().get(page, ()))
-
-
-def url_name(page: str) -> str:
-    """2_Attention_Explorer -> Attention_Explorer, the page's URL."""
-    return page.split("_", 1)[1]
-
-
 def step_url(step: Step) -> str:
     """The relative URL (path and query) that opens the step's page with its settings."""
     query = urlencode(step.settings)
-    return f"{url_name(step.page)}?{query}" if query else url_name(step.page)
+    return f"{step.page}?{query}" if query else step.page
 
 
 def _step(data: Any, where: str) -> Step:
@@ -102,18 +76,16 @@ def _step(data: Any, where: str) -> Step:
     if not isinstance(title, str) or not title.strip():
         raise LectureError(f"{where} has no title.")
     where = f"{where} ({title!r})"
-    pages = page_keys()
-    if page not in pages:
-        raise LectureError(f"{where} opens an unknown page {page!r}; pages are {', '.join(pages)}.")
+    if not isinstance(page, str) or page not in page_map.BY_NAME:
+        raise LectureError(
+            f"{where} opens an unknown page {page!r}; pages are {', '.join(page_map.BY_NAME)}."
+        )
     settings = data.get("settings") or {}
     if not isinstance(settings, dict):
         raise LectureError(f"{where}: settings must be a mapping of link keys to values.")
-    unknown = [str(k) for k in settings if not known_key(page, str(k))]
-    if unknown:
-        raise LectureError(
-            f"{where}: {page} keeps no setting {', '.join(unknown)} in its link; "
-            f"it keeps {', '.join(pages[page])}."
-        )
+    refusal = page_map.page(page).refusal(settings)
+    if refusal:
+        raise LectureError(f"{where}: {refusal}")
     try:
         encoded = {str(k): json.dumps(v, allow_nan=False) for k, v in settings.items()}
     except (TypeError, ValueError) as error:
