@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from txviz.coursemap.parts import ADDITIONS, BURIED, CORE, SUMMARY, Part
 from txviz.figures.axes import margin
+from txviz.figures.colors import TEXT
 from txviz.figures.text import plain
 
 ROWS = (  # (y, label, parts): the chain, what wraps it, what the pages bury (two rows of three)
@@ -18,6 +19,9 @@ ROWS = (  # (y, label, parts): the chain, what wraps it, what the pages bury (tw
     (0.25, "", BURIED[3:]),
 )
 HIGHLIGHT = "#d62728"
+LABEL_FONT = 14  # px: a row's heading
+NAME_FONT = 13  # px: a box's part
+WHERE_FONT = 12  # px: the pages and tabs in a box (was 10: too small to read)
 
 
 def where(part: Part) -> str:
@@ -45,7 +49,7 @@ def course_map_figure(highlight: str | None = None, width: float = 6.0) -> go.Fi
                 text=f"<b>{plain(label)}</b>",
                 showarrow=False,
                 xanchor="left",
-                font={"size": 13},
+                font={"size": LABEL_FONT, "color": TEXT},
             )
         xs = _positions(len(parts), width)
         for x, part in zip(xs, parts, strict=True):
@@ -53,14 +57,14 @@ def course_map_figure(highlight: str | None = None, width: float = 6.0) -> go.Fi
             figure.add_annotation(
                 x=x,
                 y=y,
-                text=f"<b>{plain(part.name)}</b><br><span style='font-size:10px'>{where(part)}</span>",
+                text=f"<b>{plain(part.name)}</b><br><span style='font-size:{WHERE_FONT}px'>{where(part)}</span>",
                 hovertext=plain(part.adds),
                 showarrow=False,
                 bordercolor=HIGHLIGHT if chosen else "grey",
                 borderwidth=3 if chosen else 1,
                 borderpad=5,
                 bgcolor="#fff5f5" if chosen else "white",
-                font={"size": 12},
+                font={"size": NAME_FONT, "color": TEXT},
             )
         if y == 3.0:  # the chain: each addition grows the one before
             for left, right in zip(xs, xs[1:], strict=False):

@@ -6,7 +6,7 @@ import base64
 import io
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageColor
 
 # Anchors of perceptually uniform, colour-blind-safe scales (matplotlib's viridis and cividis).
 SCALES = {
@@ -119,3 +119,30 @@ def scale(kind: str, presenting: bool = False, categories: int = len(PALETTE)) -
         colour = PALETTE[i % len(PALETTE)]
         steps += [[i / categories, colour], [(i + 1) / categories, colour]]
     return steps
+
+
+TEXT = "#222222"  # text on a white figure: 15.9:1 (WCAG asks 4.5:1 of body text)
+MIN_TEXT_CONTRAST = 4.5  # WCAG 2's AA level for text
+
+
+def luminance(color: str | tuple[int, int, int]) -> float:
+    """WCAG 2's relative luminance of a CSS colour ('#rrggbb', 'white', 'rgb(...)') or an (r, g, b)
+    of 0-255."""
+    rgb = ImageColor.getrgb(color)[:3] if isinstance(color, str) else color
+    linear = [c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast_ratio(a: str | tuple[int, int, int], b: str | tuple[int, int, int]) -> float:
+    """WCAG 2's contrast ratio of two colours, 1 (none) to 21 (black on white)."""
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def text_on(background: str | tuple[int, int, int]) -> str:
+    """Black or white, whichever reads better on the background."""
+    return (
+        "#000000"
+        if contrast_ratio("#000000", background) >= contrast_ratio("#ffffff", background)
+        else "#ffffff"
+    )

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from txviz.figures.axes import PAGE_WIDTH, margin, plot_length, ticks
-from txviz.figures.colors import scale
+from txviz.figures.axes import PAGE_WIDTH, label_width, margin, plot_length, ticks
+from txviz.figures.colors import TEXT, scale
 from txviz.figures.text import plain, plain_all
 from txviz.selfattention.toy import HeadResult, MultiHeadResult
 
+ROUTING_FONT = 13  # px: the routing figure's value and output names
 MAX_ANNOTATED_CELLS = 400  # past this, numbers in cells stop being readable
 
 
@@ -67,37 +69,54 @@ def weights_figure(
 
 
 def routing_figure(result: HeadResult, tokens: Sequence[str]) -> go.Figure:
-    """Each output fed by every value, the band's width its attention weight (a Sankey)."""
+    """Each output fed by every value, the band's width its attention weight (a Sankey). The names sit
+    outside the bands, dark on white: plotly's own node labels fall on the stacked grey bands."""
     n = len(tokens)
     values = [f"v from {t}" for t in plain_all(tokens)]
     outputs = [f"output {t}" for t in plain_all(tokens)]
-    sources, targets, widths = [], [], []
+    sources, targets, widths, names = [], [], [], []
     for query in range(n):
         for key in range(n):
             sources.append(key)
             targets.append(n + query)
             widths.append(float(result.weights[query, key]))
+            names.append([values[key], outputs[query]])
+    widest = max(label_width(html.unescape(t), ROUTING_FONT) for t in values + outputs) + 16
+    side = min(0.35, widest / PAGE_WIDTH)  # of the width, each side, for the names
     figure = go.Figure(
         go.Sankey(
             arrangement="fixed",
+            domain={"x": [side, 1 - side]},
             node={
-                "label": values + outputs,
+                "label": [""] * (2 * n),
+                "customdata": values + outputs,
+                "hovertemplate": "%{customdata}<extra></extra>",
                 "x": [0.01] * n + [0.99] * n,
                 "y": [(i + 0.5) / n for i in range(n)] * 2,
                 "pad": 12,
+                "color": "#3e4989",
             },
             link={
                 "source": sources,
                 "target": targets,
                 "value": widths,
-                "hovertemplate": "%{source.label} → %{target.label}: weight %{value:.3f}<extra></extra>",
+                "customdata": names,
+                "hovertemplate": "%{customdata[0]} → %{customdata[1]}: weight %{value:.3f}<extra></extra>",
             },
         )
     )
+    for i in range(n):
+        for text, x, anchor in ((values[i], side, "right"), (outputs[i], 1 - side, "left")):
+            figure.add_annotation(
+                text=text, x=x, xref="paper", xanchor=anchor, xshift=-6 if anchor == "right" else 6,
+                y=1 - (i + 0.5) / n, yref="paper", showarrow=False,
+                font={"size": ROUTING_FONT, "color": TEXT},
+            )  # fmt: skip
     figure.update_layout(
         title="Routing: each output is a weighted sum of every value",
         height=max(220, 70 * n),
         margin=margin(top=40),
+        paper_bgcolor="white",
     )
     return figure
 
