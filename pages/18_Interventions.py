@@ -50,11 +50,13 @@ def cached_patch(loaded, clean, corrupt, kind, answer, wrong):
     return patching.patch(loaded, clean, corrupt, metrics.make_metric(loaded, kind, answer, wrong))
 
 
-@ui.cached(max_entries=8, spinner="Generating with and without the steering vector...")
+@ui.cached(max_entries=8, progress="Generating with and without the steering vector...")
 @ui.heavy
-def cached_steer(loaded, positive, negative, layer, prompt, strength, max_new):
-    found = steering.direction(loaded, positive, negative, layer)
-    return found.norm, steering.steered_pair(loaded, prompt, found, strength, max_new)
+def cached_steer(loaded, positive, negative, layer, prompt, strength, max_new, progress):
+    found, pair = steering.steer(
+        loaded, positive, negative, layer, prompt, strength, max_new, progress=progress
+    )
+    return found.norm, pair
 
 
 @ui.cached(max_entries=32, spinner=False)

@@ -208,3 +208,25 @@ def test_steer_runs_only_on_its_button_and_its_default_visibly_steers(smollm2):
     at.slider(key="strength").set_value(2.0).run()  # new settings wait for the button again
     ok(at)
     assert not at.main.code
+
+
+def test_steer_tells_its_progress_and_the_time_left(smollm2, monkeypatch):
+    """The two generations run on the button under a progress bar that says how long is left."""
+    from txviz.app import ui
+    from txviz.interventions import steering
+
+    told = []
+    steer = steering.steer
+
+    def watched(*args, progress=None, **kwargs):
+        assert progress is not None, "Steer runs without a progress bar"
+        return steer(*args, progress=lambda f, text: told.append(text) or progress(f, text), **kwargs)
+
+    monkeypatch.setattr(steering, "steer", watched)
+    ui.clear_cached()
+    at = fresh({"iv_view": "Steer", "steer_new": 2})
+    ok(at)
+    assert not told  # nothing before the button
+    at.button(key="steer_go").click().run()
+    ok(at)
+    assert len(at.main.code) >= 2 and told and all(t.endswith(" left") for t in told)

@@ -312,3 +312,19 @@ def test_a_knockout_in_a_batched_row_cuts_that_row_only(tiny, metric):
     want = [_alone(tiny, ids, metric, job) for job in jobs]
     np.testing.assert_allclose(got, want, atol=1e-5)
     assert abs(got[1] - got[0]) > 1e-6
+
+
+def test_steer_tells_its_progress_with_the_time_left_and_matches_its_parts(tiny):
+    positive, negative = ["the cat sat", "the cat"], ["the dog sat on"]
+    told = []
+    found, (plain, steered) = steering.steer(
+        tiny, positive, negative, 0, "the cat", 50.0, 6, progress=lambda f, text: told.append((f, text))
+    )
+    alone = steering.direction(tiny, positive, negative, 0)
+    torch.testing.assert_close(found.vector, alone.vector)
+    assert (plain, steered) == steering.steered_pair(tiny, "the cat", alone, 50.0, 6)
+    fractions = [f for f, _ in told]
+    assert fractions == sorted(fractions) and fractions[0] == 0.0 and fractions[-1] <= 1.0
+    assert "estimating the time left" in told[0][1]
+    assert all(text.endswith(" left") and " of 15" in text for _, text in told[1:])
+    assert len(told) >= 1 + len(positive) + len(negative) + 1  # the passes, then at least one token

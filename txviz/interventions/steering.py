@@ -7,11 +7,12 @@ that layer at every position, through the same per-call interventions as ablatio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import torch
 
+from txviz.core.countdown import Countdown, Progress
 from txviz.core.edits import Steer
 from txviz.core.errors import UserError
 from txviz.generation.loop import GenerationRequest, generate
@@ -72,15 +73,25 @@ def check_sets(positive: Sequence[str], negative: Sequence[str]) -> None:
             raise UserError(f"The {side} set has {len(prompts)} prompts; use at most {MAX_PROMPTS}.")
 
 
-def direction(loaded: LoadedModel, positive: Sequence[str], negative: Sequence[str], layer: int) -> Direction:
-    """The steering direction of two prompt sets at ``layer``."""
+def direction(
+    loaded: LoadedModel,
+    positive: Sequence[str],
+    negative: Sequence[str],
+    layer: int,
+    on_prompt: Callable[[], None] | None = None,
+) -> Direction:
+    """The steering direction of two prompt sets at ``layer``; ``on_prompt()`` after each prompt's pass."""
     if not 0 <= layer < loaded.n_layers:
         raise UserError(f"{loaded.name} has layers 0 to {loaded.n_layers - 1}; there is no layer {layer}.")
     check_sets(positive, negative)
-    means = [
-        torch.stack([last_stream(loaded, t, layer) for t in prompts]).mean(0)
-        for prompts in (positive, negative)
-    ]
+
+    def stream(text: str) -> torch.Tensor:
+        found = last_stream(loaded, text, layer)
+        if on_prompt:
+            on_prompt()
+        return found
+
+    means = [torch.stack([stream(t) for t in prompts]).mean(0) for prompts in (positive, negative)]
     return Direction(layer, means[0] - means[1], len(positive), len(negative))
 
 
@@ -98,9 +109,15 @@ def first_difference(plain: Sequence[int], steered: Sequence[int]) -> int | None
 
 
 def continuation(
-    loaded: LoadedModel, prompt: str, max_new_tokens: int = 30, interventions: tuple = (), seed: int = 0
+    loaded: LoadedModel,
+    prompt: str,
+    max_new_tokens: int = 30,
+    interventions: tuple = (),
+    seed: int = 0,
+    on_step: Callable[[], None] | None = None,
 ) -> str:
-    """Greedy continuation of ``prompt`` under ``interventions`` (the shared generation loop)."""
+    """Greedy continuation of ``prompt`` under ``interventions`` (the shared generation loop);
+    ``on_step()`` after each new token."""
     request = GenerationRequest(
         prompt,
         max_new_tokens,
@@ -109,13 +126,41 @@ def continuation(
         top_candidates=1,
         interventions=interventions,
     )
-    steps = list(generate(loaded, request))
-    return steps[-1].text if steps else ""
+    text = ""
+    for step in generate(loaded, request):
+        text = step.text
+        if on_step:
+            on_step()
+    return text
 
 
 def steered_pair(
-    loaded: LoadedModel, prompt: str, found: Direction, strength: float, max_new_tokens: int = 30
+    loaded: LoadedModel,
+    prompt: str,
+    found: Direction,
+    strength: float,
+    max_new_tokens: int = 30,
+    on_step: Callable[[], None] | None = None,
 ) -> tuple[str, str]:
-    """(unsteered, steered) greedy continuations of the same prompt."""
-    plain = continuation(loaded, prompt, max_new_tokens)
-    return plain, continuation(loaded, prompt, max_new_tokens, (found.steer(strength),))
+    """(unsteered, steered) greedy continuations of the same prompt; ``on_step()`` after each new token."""
+    plain = continuation(loaded, prompt, max_new_tokens, on_step=on_step)
+    return plain, continuation(loaded, prompt, max_new_tokens, (found.steer(strength),), on_step=on_step)
+
+
+def steer(
+    loaded: LoadedModel,
+    positive: Sequence[str],
+    negative: Sequence[str],
+    layer: int,
+    prompt: str,
+    strength: float,
+    max_new_tokens: int = 30,
+    progress: Progress | None = None,
+) -> tuple[Direction, tuple[str, str]]:
+    """The direction and the (unsteered, steered) continuations, telling ``progress(fraction, text)`` each
+    prompt's pass and each new token, with the time left."""
+    clock = Countdown(
+        len(positive) + len(negative) + 2 * max_new_tokens, progress, "Steering: passes and tokens"
+    )
+    found = direction(loaded, positive, negative, layer, on_prompt=clock.step)
+    return found, steered_pair(loaded, prompt, found, strength, max_new_tokens, on_step=clock.step)
