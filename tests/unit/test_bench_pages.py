@@ -48,3 +48,11 @@ def test_the_last_line_names_the_slowest_page_of_each_and_reads_back():
     }
     with pytest.raises(ValueError):
         pages.parse_summary("slowest first figure: none measured")
+
+
+def test_the_pages_are_the_page_maps_and_an_unknown_one_is_refused(capsys):
+    from txviz import page_map
+
+    assert pages.declared_pages() == [p.name for p in page_map.PAGES]
+    assert pages.main(["--pages", "No_Such_Page"]) == 2
+    assert "No_Such_Page" in capsys.readouterr().err

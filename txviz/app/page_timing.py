@@ -1,7 +1,7 @@
 """Time to a page's first figure, headless: the child process `python -m txviz bench pages` starts.
 
-`python -m txviz.app.page_timing --list` prints the pages the app declares (navigation's sections,
-one URL name and script a line); `python -m txviz.app.page_timing NAME` opens that page twice with
+`python -m txviz.app.page_timing --list` prints the pages the app declares (the page map, in the
+sidebar's order, one name and script a line); `python -m txviz.app.page_timing NAME` opens that page twice with
 Streamlit's AppTest in this fresh process and prints one JSON line: cold (the first run, imports,
 model load and every cache empty, as on a fresh server) and warm (a second session, the model and the
 caches filled). A figure is first drawn when `projector.draw` (every chart goes through it) is first
@@ -18,8 +18,8 @@ import time
 
 from streamlit.testing.v1 import AppTest
 
-from txviz import logs
-from txviz.app import navigation, projector
+from txviz import logs, page_map
+from txviz.app import projector
 
 log = logging.getLogger(__name__)
 
@@ -27,12 +27,8 @@ TIMEOUT_S = 900  # one run of the slowest page on a busy machine, well past the 
 
 
 def declared() -> list[tuple[str, str]]:
-    """(URL name, script path) of every page in the app's navigation, in the sidebar's order."""
-    return [
-        (navigation.url_name(script), str(script))
-        for pairs in navigation.sections().values()
-        for script, _ in pairs
-    ]
+    """(name, script path) of every page of the page map, in the sidebar's order."""
+    return [(page.name, str(page.path)) for page in page_map.PAGES]
 
 
 def _open(script: str) -> dict:

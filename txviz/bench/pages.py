@@ -1,6 +1,6 @@
 """Pages: seconds to each page's first figure, from a fresh server (cold) and with the model loaded (warm).
 
-Every page the app declares (its navigation, not a list kept here) is opened headless with Streamlit's
+Every page the app declares (its page map, `txviz.page_map`, not a list kept here) is opened headless with Streamlit's
 AppTest in a fresh process of its own (`txviz.app.page_timing`): the first run there is cold (imports,
 model load, empty caches), a second session's run is warm. The goal is warm at most 3 s and cold at
 most 15 s per page at a load average under 1; the machine's load is printed beside each page, as a
@@ -19,6 +19,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+from txviz import page_map
 from txviz.core import paths
 
 log = logging.getLogger(__name__)
@@ -94,11 +95,8 @@ def _child(*args: str, timeout: float | None = None) -> subprocess.CompletedProc
 
 
 def declared_pages() -> list[str]:
-    """The URL names of the pages the app declares, in its sidebar's order."""
-    listing = _child("--list", timeout=300)
-    if listing.returncode:
-        raise RuntimeError(f"listing the pages failed: {listing.stderr[-2000:]}")
-    return [line.split("\t")[0] for line in listing.stdout.splitlines() if "\t" in line]
+    """The names of the pages the app declares (its page map), in its sidebar's order."""
+    return [page.name for page in page_map.PAGES]
 
 
 def main(argv: list[str] | None = None) -> int:
