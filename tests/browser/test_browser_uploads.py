@@ -19,9 +19,11 @@ import pytest
 from conftest import ROOT, page_url, screenshot, wait_for_app
 from PIL import Image
 
+from txviz import page_map
+
 pytestmark = pytest.mark.browser
 
-PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*.py"))
+PAGES = sorted(page.file for page in page_map.PAGES)
 WAIT_MS = 180_000
 UPLOADER = '[data-testid="stFileUploader"]'
 PROBLEM = '[data-testid="stAlertContentError"], [data-testid="stAlertContentWarning"]'

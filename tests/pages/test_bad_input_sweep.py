@@ -13,9 +13,10 @@ import pytest
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
+from txviz import page_map
 from txviz.app.ui import OTHER_MODEL
 
-PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*.py"))
+PAGES = sorted(page.file for page in page_map.PAGES)
 TIMEOUT_S = 600  # first model loads on a busy machine; later runs reuse Streamlit's caches
 HUGE = ("The quick brown fox jumps over the lazy dog. " * 2300)[:100_000]
 HOSTILE = {

@@ -18,6 +18,7 @@ import transformers as tf
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
+from txviz import page_map
 from txviz.app.ui import OTHER_MODEL
 from txviz.models.registry import ASSET_MODELS, minilm_folder, smollm2_folder
 
@@ -237,7 +238,7 @@ def _ancestors(parents: dict, node: ast.AST):
         yield node
 
 
-PICKERS = [p for page in sorted((ROOT / "pages").glob("*.py")) for p in pickers(page)]
+PICKERS = [p for page in sorted(page.path for page in page_map.PAGES) for p in pickers(page)]
 CASES = [(p, kind) for p in PICKERS for kind in ("encoder", "decoder") if kind in p.kinds]
 
 
