@@ -9,6 +9,8 @@ import logging
 
 import pytest
 import streamlit.runtime.scriptrunner as scriptrunner
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
 from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
 from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
 from tiny_apps import run_async, served
@@ -35,11 +37,16 @@ def test_full_runs_and_fragments_on_their_own_page_are_left_alone():
 
 @pytest.fixture
 def unwrapped(monkeypatch):
-    """ScriptRunner as Streamlit ships it (put back after the test), and the adapter's verdict made afresh."""
+    """ScriptRunner and the message queue as Streamlit ships them (put back after the test), and the
+    adapter's verdict made afresh."""
     original = ScriptRunner._run_script
     while hasattr(original, "__wrapped__"):
         original = original.__wrapped__
     monkeypatch.setattr(ScriptRunner, "_run_script", original)
+    clear = ForwardMsgQueue.clear
+    while hasattr(clear, "__wrapped__"):
+        clear = clear.__wrapped__
+    monkeypatch.setattr(ForwardMsgQueue, "clear", clear)
     monkeypatch.delenv(streamlit_private.SWITCH, raising=False)
     monkeypatch.setattr(streamlit_private, "_STATE", {})
     return original
@@ -53,8 +60,82 @@ def test_install_wraps_streamlits_run_once(unwrapped):
 
 def test_with_the_adapter_off_nothing_is_wrapped(unwrapped, monkeypatch):
     monkeypatch.setenv(streamlit_private.SWITCH, "off")
+    clear = ForwardMsgQueue.clear
     assert not fragment_pages.install()
-    assert ScriptRunner._run_script is unwrapped
+    assert ScriptRunner._run_script is unwrapped and ForwardMsgQueue.clear is clear
+
+
+BAR = "bar0"  # the follower's bar: a fragment, second on the page
+
+
+def _message(kind: str, path=(), fragment: str = "", fragments=()) -> ForwardMsg:
+    message = ForwardMsg()
+    if kind == "new_session":
+        message.new_session.page_script_hash = "page"
+        message.metadata.run.fragment_ids.extend(fragments)
+    elif kind == "script_finished":
+        message.script_finished = ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY
+    else:
+        message.delta.new_element.markdown.body = kind
+        message.delta.fragment_id = fragment
+        message.metadata.delta_path.extend(path)
+    return message
+
+
+def _full_run_then_bar_rerun() -> list[ForwardMsg]:
+    """What a busy server sends after a follower's page switch: the new page's run, not yet flushed when a
+    push reruns the bar (Streamlit clears the queue as that rerun starts), then the bar's rerun."""
+    queue = ForwardMsgQueue()
+    for message in (_message("new_session"), _message("title", [0, 0]), _message("bar", [0, 1], BAR),
+                    _message("figure", [0, 2]), _message("script_finished")):  # fmt: skip
+        queue.enqueue(message)
+    queue.clear(retain_lifecycle_msgs=True, fragment_ids_this_run=[BAR])
+    for message in (_message("new_session", fragments=[BAR]), _message("bar again", [0, 1], BAR)):
+        queue.enqueue(message)
+    return queue.flush()
+
+
+def _placed(messages: list[ForwardMsg]) -> list[str]:
+    """The page a browser builds from ``messages`` (the main area's elements), checking each delta's place
+    as Streamlit's frontend does: an index past the block's end stops the browser."""
+    main: list[str] = []
+    for message in messages:
+        if message.WhichOneof("type") != "delta":
+            continue
+        index = message.metadata.delta_path[1]
+        if index > len(main):
+            raise IndexError(f"Bad delta path index {index} (should be between [0, {len(main)}])")
+        body = message.delta.new_element.markdown.body
+        main[index:index + 1] = [body]  # fmt: skip
+    return main
+
+
+def test_holds_full_run_sees_a_full_runs_delta_only():
+    assert fragment_pages.holds_full_run([_message("new_session"), _message("title", [0, 0])])
+    assert not fragment_pages.holds_full_run([_message("new_session"), _message("bar", [0, 1], BAR)])
+    assert not fragment_pages.holds_full_run([_message("script_finished")])
+
+
+def test_a_bar_rerun_keeps_the_unsent_page_before_it(unwrapped):
+    assert fragment_pages.install()
+    assert _placed(_full_run_then_bar_rerun()) == ["title", "bar again", "figure"]
+
+
+def test_without_the_guard_the_browser_meets_a_gap(unwrapped):
+    """What the queue guard is for: the bar's place is dropped and the page's next element lands after a
+    gap. If a Streamlit upgrade fixes this, this test fails and the guard can go."""
+    with pytest.raises(IndexError, match="Bad delta path index 2"):
+        _placed(_full_run_then_bar_rerun())
+
+
+def test_a_bar_rerun_after_a_bar_rerun_still_drops_the_old_bar(unwrapped):
+    """Only a full run's messages are kept: a fragment's own earlier deltas go, as Streamlit drops them."""
+    assert fragment_pages.install()
+    queue = ForwardMsgQueue()
+    for message in (_message("new_session", fragments=[BAR]), _message("bar", [0, 1], BAR)):
+        queue.enqueue(message)
+    queue.clear(retain_lifecycle_msgs=True, fragment_ids_this_run=[BAR])
+    assert [m.WhichOneof("type") for m in queue.flush()] == ["new_session"]
 
 
 def test_a_guard_that_fails_runs_the_request_as_asked_warns_once_and_unwraps(unwrapped, monkeypatch, caplog):

@@ -1,4 +1,7 @@
-"""A fragment rerun asked for on a page the session has since left runs on the page it is on.
+"""Two guards for fragment reruns on a busy server, where a browser would otherwise stop (its frontend
+cannot place a delta: "Bad delta path index", and it drops its connection for good).
+
+A fragment rerun asked for on a page the session has since left runs on the page it is on:
 
 A browser's ``run_every`` timer (and a room's push) asks for a fragment with the page it knew then. If
 the session switched pages meanwhile - a lecturer's "Next step" while the server is busy with thirty
@@ -8,9 +11,16 @@ that no longer exists ("Bad delta path index"), and the frontend drops its conne
 `bench lecture`). A fragment cannot change the page, so its run takes the page the session's last run
 was on; a fragment that page does not have is skipped by Streamlit as usual.
 
-The rule is here; seeing each run's request needs Streamlit's ScriptRunner, wrapped by
-``txviz.app.streamlit_private`` (the one module that touches Streamlit's internals). Where that is off or
-lacking, nothing is wrapped and Streamlit runs every request as asked.
+A fragment run that starts before the full run ahead of it reached the browser keeps that run's deltas.
+Streamlit clears the fragment's queued deltas when its rerun starts (it redraws them), but those a full
+run wrote a moment before are still queued on a busy server (the queue is sent every 5 ms, when the event
+loop gets to it): dropped, the browser gets the full run's next element at a place after a gap and stops
+(seen in `bench lecture`: a follower's page switch, then at once a push's rerun of its bar). Kept, the
+fragment's redraw replaces them at the same places.
+
+The rules are here; seeing each run's request and the queue's clearing needs Streamlit's internals,
+wrapped by ``txviz.app.streamlit_private`` (the one module that touches them). Where that is off or
+lacking, nothing is wrapped and Streamlit runs as it does.
 """
 
 from __future__ import annotations
@@ -31,6 +41,13 @@ def on_current_page(rerun_data, current_page: str, current_query: str):
     )
 
 
+def holds_full_run(queued) -> bool:
+    """Whether messages queued for the browser hold part of a full run (a delta outside every fragment:
+    a fragment run writes none), which a fragment run starting now must not cut."""
+    return any(m.WhichOneof("type") == "delta" and not m.delta.fragment_id for m in queued)
+
+
 def install() -> bool:
-    """Guard every script run of this process once; False where the adapter is off or lacking."""
-    return streamlit_private.wrap_script_runs(on_current_page)
+    """Guard every script run and queue of this process once; False where the adapter is off or lacking."""
+    runs = streamlit_private.wrap_script_runs(on_current_page)
+    return streamlit_private.wrap_fragment_clears(holds_full_run) and runs

@@ -10,6 +10,8 @@ for at the code):
   (``ThreadState.fragment_id``). Fallback: followers learn of a step by their ``st.fragment`` poll.
 - the fragment guard (``txviz.app.fragment_pages``): wrap ``ScriptRunner._run_script`` so a fragment
   rerun asked for with a page the session has left runs on the page it is on. Fallback: no wrapping.
+- the queue guard (``txviz.app.fragment_pages``): wrap ``ForwardMsgQueue.clear`` so a fragment run that
+  starts before the full run ahead of it reached the browser keeps that run's messages. Fallback: none.
 - the wire protocol (``streamlit.proto``) that headless sessions (``txviz.app.headless``) speak over the
   app's websocket, for the room's warm-up. Fallback: no warm-up; the step's first visitor computes it.
 
@@ -56,8 +58,13 @@ NEEDED: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
     ("streamlit.runtime.scriptrunner_utils.script_requests", "RerunData",
      ("fragment_id_queue", "page_script_hash", "page_name", "query_string")),
     ("streamlit.proto.ForwardMsg_pb2", "ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY", None),
+    ("streamlit.runtime.forward_msg_queue", "ForwardMsgQueue.clear",
+     ("retain_lifecycle_msgs", "fragment_ids_this_run")),
 )  # fmt: skip
-SET_IN_INIT = (("streamlit.runtime.app_session", "AppSession", "_client_state"),)  # instance attributes
+SET_IN_INIT = (  # instance attributes
+    ("streamlit.runtime.app_session", "AppSession", "_client_state"),
+    ("streamlit.runtime.forward_msg_queue", "ForwardMsgQueue", "_queue"),
+)
 # Proto messages: the fields txviz reads or writes (dotted through sub-messages) and the one-ofs it asks.
 PROTO_FIELDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("streamlit.proto.ClientState_pb2", "ClientState",
@@ -316,6 +323,39 @@ def wrap_script_runs(rule: Callable[[object, str, str], object]) -> bool:
     return True
 
 
+def wrap_fragment_clears(keep_every_delta: Callable[[list], bool]) -> bool:
+    """Once per process, let ``keep_every_delta(queued messages)`` decide that a fragment run starting now
+    drops none of the deltas still queued for the browser. False (nothing wrapped) when disabled."""
+    if not enabled():
+        return False
+    # A fragment run drops its fragment's queued deltas (streamlit/streamlit#9381), also those a full run
+    # just wrote and has not sent: the browser then gets the full run's next element at a place after a
+    # gap ("Bad delta path index 2 (should be between [0, 1])") and stops. Seen on busy servers, where
+    # the 5 ms flush lags; no upstream issue names it yet.
+    try:
+        from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
+    except Exception:
+        give_up("importing ForwardMsgQueue")
+        return False
+    with _LOCK:
+        clear = ForwardMsgQueue.clear
+        if getattr(clear, _WRAPPED, False):
+            return True
+
+        @functools.wraps(clear)
+        def clear_keeping_unsent_runs(self, retain_lifecycle_msgs=False, fragment_ids_this_run=None):
+            try:
+                if fragment_ids_this_run and retain_lifecycle_msgs and keep_every_delta(self._queue):
+                    fragment_ids_this_run = []  # a fragment run still, keeping every delta
+            except Exception:  # never fail a run for the guard
+                give_up("the queue guard")
+            return clear(self, retain_lifecycle_msgs, fragment_ids_this_run)
+
+        setattr(clear_keeping_unsent_runs, _WRAPPED, True)
+        ForwardMsgQueue.clear = clear_keeping_unsent_runs
+    return True
+
+
 def _unwrap_script_runs() -> None:
     try:
         from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
@@ -325,6 +365,12 @@ def _unwrap_script_runs() -> None:
     run = ScriptRunner._run_script
     if getattr(run, _WRAPPED, False):
         ScriptRunner._run_script = run.__wrapped__
+    with contextlib.suppress(ImportError):  # nothing was wrapped where it cannot be imported
+        from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
+
+        clear = ForwardMsgQueue.clear
+        if getattr(clear, _WRAPPED, False):
+            ForwardMsgQueue.clear = clear.__wrapped__
 
 
 # --- the wire protocol, for headless sessions --------------------------------------------------------

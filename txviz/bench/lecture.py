@@ -39,6 +39,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 from txviz import page_map
+from txviz.bench import ws_trace
 from txviz.bench._lecture_class import IDLE_S, cpu_seconds, floor, followers_of, forwards, settled, visit
 from txviz.bench.load import CHROMIUM, CHROMIUM_FLAGS, IDLE, free_port, launch, server_env, stop_server
 from txviz.lecture.files import shipped_lectures
@@ -51,6 +52,7 @@ PROJECTOR_BAR = ".st-key-room_projector_bar"
 CHART = '[data-testid="stPlotlyChart"]'
 TIMEOUT_MS = 120_000
 ANSWERS_MS = 60_000  # every follower has answered: the tally shows them all by then, or never
+_TRACES: dict = {}  # a window's page -> the last messages of its websocket
 _SAID: set[str] = set()  # the lecturer's browser's error messages already printed
 _LOST: dict = {}  # a window's page -> an Event set when its websocket closed (its screen is frozen)
 _LAST_ERROR: dict = {}  # a window's page -> the last error its frontend printed
@@ -113,12 +115,17 @@ async def _new_page(browser, base: str, replica: str | None):
 async def _watched(page, who: str):
     """A page whose frontend failures and lost websocket are said on stderr, as ``who``."""
     lost = _LOST[page] = asyncio.Event()
+    trace = _TRACES[page] = ws_trace.Trace(who)
 
     def closed(_) -> None:
         phase(f"{who}: websocket closed")
         lost.set()
 
-    page.on("websocket", lambda socket: socket.on("close", closed))
+    def opened(socket) -> None:
+        socket.on("close", closed)
+        trace.attach(socket)
+
+    page.on("websocket", opened)
     page.on("console", lambda message: _console(page, who, message))
     return page
 
@@ -131,6 +138,8 @@ def _console(page, who: str, message) -> None:
         if text not in _SAID:
             _SAID.add(text)
             phase(f"{who}: {text.splitlines()[0]}")
+            if page in _TRACES:
+                print(_TRACES[page].text(), file=sys.stderr, flush=True)
 
 
 async def _unless_frozen(page, waiting):
@@ -141,6 +150,7 @@ async def _unless_frozen(page, waiting):
         lost.cancel()
         return task.result()
     task.cancel()
+    print(_TRACES[page].text(), file=sys.stderr, flush=True)  # what the frontend was told before it failed
     raise Frozen(_LAST_ERROR.get(page) or "its websocket closed")
 
 
