@@ -41,3 +41,27 @@ def test_the_inspector_explains_the_chosen_step_on_demand(smollm2):
     at.multiselect(key="gen_explain_methods").set_value([]).run()
     assert_clean(at)
     assert any("at least one" in i.value for i in at.info)
+
+
+def test_explaining_a_step_tells_its_progress_and_the_time_left(smollm2, monkeypatch):
+    """The attribution runs under a progress bar in forward passes, with the time left, not a spinner."""
+    from txviz.app import explain_view, ui
+
+    told = []
+    explain = explain_view.explain_attribution
+
+    def watched(*args, progress=None, **kwargs):
+        assert progress is not None, "the attribution runs without a progress bar"
+        return explain(*args, progress=lambda f, text: told.append((f, text)) or progress(f, text), **kwargs)
+
+    monkeypatch.setattr(explain_view, "explain_attribution", watched)
+    ui.clear_cached()
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.run()
+    at.text_area(key="gen_prompt").input("The capital of France is")
+    at.number_input(key="gen_max").set_value(2)
+    at.button(key="gen_go").click().run()
+    assert not told  # nothing before the switch
+    at.toggle(key="gen_explain").set_value(True).run()
+    assert_clean(at)
+    assert told and told[-1][0] == 1.0 and all(text.endswith(" left") for _, text in told)

@@ -19,3 +19,12 @@ def test_a_countdown_tells_each_step():
     assert told[0][1] == "Generating: 0 of 4; estimating the time left"
     assert told[-1][1].startswith("Generating: 4 of 4; about ")
     Countdown(3, None, "quiet").step()  # no progress to tell: nothing fails
+
+
+def test_a_part_that_costs_several_steps_advances_by_them():
+    told = []
+    clock = Countdown(10, lambda f, text: told.append(f), "Attributing")
+    clock.advance(1)
+    clock.advance(9)
+    clock.advance(1)  # past the estimate: held at the end
+    assert told == [0.0, 0.1, 1.0, 1.0]

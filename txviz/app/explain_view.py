@@ -23,12 +23,12 @@ from txviz.explain.step import (
 DEFAULT_METHODS = ("gradient", "ig")  # feature ablation costs a forward per token read: chosen on demand
 
 
-@ui.cached(max_entries=32, spinner="Attributing the choice to every earlier token...")
+@ui.cached(max_entries=32, progress="Attributing the choice to every earlier token...")
 @ui.heavy
 def _attribution(
-    loaded, context: tuple[int, ...], chosen: int, alternative: int | None, methods: tuple[str, ...]
+    loaded, context: tuple[int, ...], chosen: int, alternative: int | None, methods: tuple[str, ...], progress
 ):
-    return explain_attribution(loaded, context, chosen, alternative, methods)
+    return explain_attribution(loaded, context, chosen, alternative, methods, progress=progress)
 
 
 @ui.cached(max_entries=32, spinner="Reading the stream after every layer...")

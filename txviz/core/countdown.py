@@ -33,5 +33,9 @@ class Countdown:
 
     def step(self, *_: object) -> None:
         """One step done (any arguments, so it can stand for a callback of its own shape)."""
-        self.done += 1
+        self.advance(1)
+
+    def advance(self, steps: int) -> None:
+        """``steps`` steps done at once (a part of the work that costs several)."""
+        self.done += steps
         self._tell()

@@ -10,6 +10,7 @@ import numpy as np
 
 from txviz.block.lens import check_lens, logit_lens
 from txviz.block.recording import run_ids
+from txviz.core.countdown import Countdown, Progress
 from txviz.core.tokens import readable_tokens
 from txviz.explain.attribution import ExplainError, Target, attribute_step
 from txviz.explain.methods import IG_STEPS, METHODS
@@ -51,16 +52,28 @@ def explain_attribution(
     alternative: int | None = None,
     methods: Sequence[str] = tuple(METHODS),
     steps: int = IG_STEPS,
+    progress: Progress | None = None,
 ) -> StepAttribution:
-    """Every asked method's attribution of log p(chosen) (or of the logit difference to ``alternative``)."""
+    """Every asked method's attribution of log p(chosen) (or of the logit difference to ``alternative``);
+    ``progress(fraction, text)`` hears of each method done, with the time left, in forward passes."""
     target = Target(int(chosen), None if alternative is None else int(alternative))
     tokens = readable_tokens(loaded.tokenizer, list(context))[0]
-    scores = {m: attribute_step(loaded, context, target, m, steps) for m in methods}
+    passes = {m: method_passes(m, len(context), steps) for m in methods}
+    clock = Countdown(sum(passes.values()), progress, "Attributing: forward and backward passes")
+    scores = {}
+    for m in methods:
+        scores[m] = attribute_step(loaded, context, target, m, steps)
+        clock.advance(passes[m])
 
     def word(token_id: int) -> str:
         return readable_tokens(loaded.tokenizer, [token_id])[0][0]
 
     return StepAttribution(tuple(tokens), scores, target.describe(word))
+
+
+def method_passes(method: str, n_tokens: int, steps: int = IG_STEPS) -> int:
+    """About how many passes a method costs at a step reading ``n_tokens``: the progress bar's units."""
+    return {"gradient": 1, "ig": steps + 1, "ablation": n_tokens + 1}.get(method, 1)
 
 
 @dataclass(frozen=True, eq=False)
