@@ -141,6 +141,7 @@ async def _class(base: str, url: str) -> None:
             await s.wait_for(lambda text: "closed this room" in text, timeout=120)
         for s in sessions:
             assert s.exceptions == []
+            assert s.places.stopped is None  # a browser would have placed every element
     finally:
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
 

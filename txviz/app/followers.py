@@ -5,7 +5,8 @@ then switches it to the lecturer's step), as a student's browser does. It writes
 whenever a follower's room bar says something new (``{"i", "bar", "t"}``, t on time.monotonic, which is
 the whole machine's clock on Linux), and obeys lines on stdin: ``answer`` (follower i picks option
 i mod n of the step's choice question and locks it in, again while its screen does not say the room has the answer, then
-says ``{"i", "answered", "counted", "tries", "t"}``) and ``quit``. Followers N cycle through the
+says ``{"i", "answered", "counted", "tries", "t"}``) and ``quit``; once, ``{"i", "stopped"}`` when a
+browser would have stopped on what the follower was sent (an element it could not place). Followers N cycle through the
 COOKIEs (a replica's sticky cookie, ``NAME=VALUE``), if given. `... visit BASE PAGE_SCRIPT QUERY` opens
 one page once (a fresh visitor) and exits; `... idle BASE PAGE N` keeps N sessions on a page until a line
 comes on stdin.
@@ -36,10 +37,13 @@ class Follower:
     """One student: a headless session and the last thing its room bar said."""
 
     def __init__(self, i: int, base: str, code: str, cookie: str):
-        self.i, self.bar = i, ""
+        self.i, self.bar, self.stopped = i, "", False
         self.session = Session(base, "Lecture_Room", f"room={code}", cookie, on_text=self._text)
 
     def _text(self, body: str) -> None:
+        if self.session.places.stopped and not self.stopped:
+            self.stopped = True
+            say(i=self.i, stopped=self.session.places.stopped, t=time.monotonic())
         if body != self.bar and any(mark in body for mark in BAR_MARKS):
             self.bar = body
             say(i=self.i, bar=body, t=time.monotonic())

@@ -25,6 +25,7 @@ from urllib.parse import urlparse
 import websockets
 
 from txviz import page_map
+from txviz.app.placement import Places
 from txviz.app.streamlit_private import wire
 
 
@@ -49,6 +50,7 @@ class Session:
         self.runs_done = 0  # full runs finished
         self.exceptions: list[str] = []  # the message of every exception a run showed
         self.html: list[str] = []  # every st.html body (a script that asks the browser to keep a cookie)
+        self.places = Places()  # where a browser would put each element; .stopped: where it would stop
         self._socket = None
         self._tasks: list[asyncio.Task] = []
         self._timers: dict[str, asyncio.Task] = {}
@@ -137,9 +139,11 @@ class Session:
     def _take(self, msg) -> None:
         kind = msg.WhichOneof("type")
         if kind == "new_session":
+            self.places.new_session(msg.new_session.page_script_hash, bool(msg.metadata.run.fragment_ids))
             self.page_hash = msg.new_session.page_script_hash or self.page_hash
             self._registered = set()
         elif kind == "navigation":  # the page st.navigation ran: what a browser names in its next request
+            self.places.navigation(msg.navigation.page_script_hash)
             self.page_hash = msg.navigation.page_script_hash or self.page_hash
         elif kind == "page_info_changed":
             self.query = msg.page_info_changed.query_string  # a page switch or st.query_params
@@ -148,8 +152,11 @@ class Session:
         elif kind == "stop_auto_rerun":
             for fragment_id in msg.stop_auto_rerun.fragment_ids:
                 self._stop(fragment_id)
-        elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-            self._element(msg.delta.new_element, msg.delta.fragment_id)
+        elif kind == "delta":
+            if msg.delta.WhichOneof("type") in ("new_element", "add_block"):
+                self.places.delta(msg.metadata.delta_path)
+            if msg.delta.WhichOneof("type") == "new_element":
+                self._element(msg.delta.new_element, msg.delta.fragment_id)
         elif kind == "script_finished":
             if msg.script_finished == wire().ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY:
                 self.runs_done += 1

@@ -78,13 +78,13 @@ PROTO_FIELDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
       "delta.fragment_id", "delta.new_element.markdown.body", "delta.new_element.radio.id",
       "delta.new_element.radio.label", "delta.new_element.radio.options", "delta.new_element.button.id",
       "delta.new_element.button.label", "delta.new_element.exception.message", "delta.new_element.alert.body",
-      "delta.new_element.html.body")),
+      "delta.new_element.html.body", "metadata.delta_path", "metadata.run.fragment_ids")),
 )  # fmt: skip
 PROTO_ONEOFS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("streamlit.proto.ForwardMsg_pb2", "ForwardMsg", "type",
      ("new_session", "navigation", "page_info_changed", "auto_rerun", "stop_auto_rerun", "delta",
       "script_finished")),
-    ("streamlit.proto.Delta_pb2", "Delta", "type", ("new_element",)),
+    ("streamlit.proto.Delta_pb2", "Delta", "type", ("new_element", "add_block")),
     ("streamlit.proto.Element_pb2", "Element", "type",
      ("markdown", "alert", "html", "radio", "button", "exception")),
     ("streamlit.proto.WidgetStates_pb2", "WidgetState", "value", ("trigger_value", "string_value")),

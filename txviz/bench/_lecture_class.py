@@ -42,6 +42,7 @@ class Class:
         self.process, self.bars, self.answered, self.joined = process, {}, 0, asyncio.Event()
         self.unconfirmed: list[int] = []  # followers whose screen never said the room had their answer
         self.clicked_again: list[int] = []  # followers who locked in again: the first click was not counted
+        self.stopped: dict[int, str] = {}  # followers a browser would have stopped on: why
         self.reader = asyncio.ensure_future(self._read())
 
     async def _read(self) -> None:
@@ -55,6 +56,8 @@ class Class:
                     self.unconfirmed.append(event["i"])
                 elif event.get("tries", 1) > 1:
                     self.clicked_again.append(event["i"])
+            elif "stopped" in event:
+                self.stopped[event["i"]] = event["stopped"]
             elif "joined" in event:
                 self.joined.set()
 

@@ -90,6 +90,7 @@ class Room:
     steps: list[Step] = field(default_factory=list)
     probe: tuple[int, int] | None = None  # (step, forwards) of a fresh visitor of the step warmed ahead
     frozen: list[str] = field(default_factory=list)  # the projector window's freezes (then reloaded)
+    stopped: dict[int, str] = field(default_factory=dict)  # followers a browser would have stopped on
 
 
 def start_counting_server(port: int, count_file: Path, log_path: Path) -> subprocess.Popen:
@@ -270,6 +271,7 @@ async def room(
             measured.probe = (2 + nexts, forwards(count_file) - counted)
     finally:
         if crowd:
+            measured.stopped = dict(crowd.stopped)
             await crowd.stop()
     await lecturer.context.close()
     return measured
@@ -352,6 +354,8 @@ def report(name: str, followers: int, measured: Room, counted: bool, alone: Room
         slowest.append(max(step.times))
     for frozen in measured.frozen:
         print(f"the projector window froze at {frozen} (reloaded)")
+    print(f"followers whose browser would have stopped = {len(measured.stopped)} of {followers}"
+          + (f" (first: {next(iter(measured.stopped.values()))})" if measured.stopped else ""))  # fmt: skip
     if measured.probe:
         print(f"a fresh visitor of step {measured.probe[0]}, warmed ahead: {measured.probe[1]} forwards")
     return slowest
