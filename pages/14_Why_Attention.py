@@ -3,11 +3,11 @@
 import pandas as pd
 import streamlit as st
 
-from txviz.app import teaching, ui
+from txviz.app import hierarchy_view, teaching, ui
 from txviz.why import convolution, cost, forgetting, paths, table
 from txviz.why import figures as figs
 
-VIEWS = ["Path length", "Cost", "Table 15.1", "Attention = convolution"]
+VIEWS = ["Path length", "Cost", "Table 15.1", "Attention = convolution", "Nested phrases"]
 CURVE_NS = (1, 2, 4, 8, 12, 16, 24, 32)
 N_SIZES = (16, 32, 64, 128, 256, 512, 1024)
 D_SIZES = (16, 32, 64, 128, 256, 512)
@@ -81,7 +81,7 @@ if notice := paths.kernel_notice(n, k):
 if n == 1:
     st.info("With n = 1 there is one input and one output: every stack connects them in one layer.")
 
-path_tab, cost_tab, table_tab, conv_tab = st.tabs(
+path_tab, cost_tab, table_tab, conv_tab, nested_tab = st.tabs(
     VIEWS, key="view", on_change="rerun", default=ui.link_tab("view", VIEWS)
 )
 
@@ -254,3 +254,7 @@ if conv_tab.open:
             "and nothing else. A learned layer need not find this solution; the construction shows "
             "attention with relative positions can express any convolution, at k² heads for one kernel."
         )
+
+if nested_tab.open:
+    with nested_tab:
+        hierarchy_view.show()

@@ -154,6 +154,7 @@ PAGES: tuple[Page, ...] = (
         "pages/14_Why_Attention.py",
         _settings(
             S("n", 8), S("k", 3), "view", Setting("depth", int), S("forget_n", 32), "metric",
+            S("hier_model", "minilm"), Setting("hier_example", str),
         ),
     ),
     Page(

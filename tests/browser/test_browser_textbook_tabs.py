@@ -25,6 +25,7 @@ TABS = [
     ("pages/3_Positional_Encoding.py", "Add = concatenate"),
     ("pages/1_Self_Attention.py", "As one matrix (Fig. 12.2)"),
     ("pages/14_Why_Attention.py", "Attention = convolution"),
+    ("pages/14_Why_Attention.py", "Nested phrases"),
     ("pages/11_Transformer_Block.py", "Conformer"),
     ("pages/10_Vision_Transformer.py", "ViT-Base as the books draw it"),
 ]

@@ -96,3 +96,16 @@ def test_convolution_tab_matches_conv2d_until_the_heads_soften():
     at.select_slider(key="conv_alpha").set_value(0.3).run()
     assert_clean(at)
     assert float(at.metric[0].value) > 1e-3 and float(at.metric[2].value) < 0.9
+
+
+def test_nested_phrases_tab_draws_and_follows_the_sentence():
+    from txviz.why import hierarchy
+
+    at = run_page(view="Nested phrases")
+    assert_clean(at)
+    (table,) = at.dataframe
+    assert list(table.value["phrase"]) == list(hierarchy.EXAMPLES[0].levels)
+    assert any("flat-distance" in c.value.lower() for c in at.caption)
+    at.selectbox(key="hier_example").set_value(hierarchy.EXAMPLES[2].text).run()
+    assert_clean(at)
+    assert list(at.dataframe[0].value["phrase"]) == list(hierarchy.EXAMPLES[2].levels)

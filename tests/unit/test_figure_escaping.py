@@ -88,6 +88,7 @@ NO_TEXT = {  # builders that take no token or user text at all (numbers and fixe
     "selfattention.figures.families_figure",  # the fixed families of efficient transformers
     "why.figures.forgetting_lines",  # two fixed series names
     "why.figures.convolution_figure",  # pixels, a kernel and fixed titles
+    "why.figures.hierarchy_lines",  # the shipped sentences' fixed phrases and numbers
     "block.figures.conformer_diagram",  # the block's fixed module names
     "block.figures.conformer_reads",  # three fixed part names
     "longdoc.figures.summaries_figure",  # the four summary names and numbers only

@@ -181,3 +181,38 @@ def convolution_figure(result: AttentionConvolution, presenting: bool = False) -
         figure.update_yaxes(autorange="reversed", scaleanchor=f"x{col if col > 1 else ''}", row=1, col=col)
     figure.update_layout(height=300, margin={"l": 10, "r": 10, "t": 40, "b": 10})
     return figure
+
+
+LEVEL_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
+
+
+def hierarchy_lines(result) -> go.Figure:
+    """Per nested phrase: how much more its tokens attend inside it than the flat-distance baseline,
+    layer by layer (mean over heads); dotted, the same span shifted one token across the phrase's edge."""
+    figure = go.Figure()
+    layers = list(range(result.layer_excess.shape[1]))
+    for i, level in enumerate(result.levels):
+        color = LEVEL_COLORS[i % len(LEVEL_COLORS)]
+        figure.add_trace(
+            go.Scatter(
+                x=layers, y=result.layer_excess[i], name=level, mode="lines+markers", line={"color": color}
+            )
+        )
+        figure.add_trace(
+            go.Scatter(
+                x=layers,
+                y=result.layer_control[i],
+                name=f"{level}, shifted one token",
+                mode="lines",
+                line={"color": color, "dash": "dot"},
+            )
+        )
+    figure.add_hline(y=0, line={"color": "#888", "width": 1})
+    figure.update_layout(
+        title="Weight inside the phrase beyond the flat-distance baseline (mean over heads)",
+        xaxis={"title": "layer", "tickmode": "array", "tickvals": layers},
+        yaxis={"title": "phrase weight − distance baseline"},
+        height=420,
+        legend={"orientation": "v"},
+    )
+    return figure
