@@ -210,6 +210,7 @@ if model_tab.open:
             )
             st.caption(f"Source: {book.SOURCE}")
             st.caption(book.BOOK_READING)
+            st.caption(book.CONVNEXT)
         st.markdown(curves.reading(shipped_curves))
         st.caption(
             f"Both models read the same 24 px images and are trained with the same recipe on the first N training "

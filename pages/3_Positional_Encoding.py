@@ -46,6 +46,8 @@ tabs = st.tabs(VIEWS, key="view", on_change="rerun", default=ui.link_tab("view",
 if sinusoid_tab.open:
     with sinusoid_tab:
         st.latex(r"p_{i,2j} = \sin\frac{i}{C^{2j/d}}, \qquad p_{i,2j+1} = \cos\frac{i}{C^{2j/d}}")
+        st.latex(pe.BOOK_D4_ROW)
+        st.caption(pe.book_rows_note(d, base))
         st.caption(pe.LAYOUT_NOTE)
         ui.show_figure(figs.encoding_heatmap(encoding, f"P for n = {n}, d = {d}, C = {base:,}"), key="P")
         teaching.notice(

@@ -73,6 +73,43 @@ def sinusoidal_encoding(n: int, d: int, base: float = 10000.0) -> np.ndarray:
     return encoding
 
 
+# probml's eq. 15.58 written out for d = 4 (the book's example row): column pairs j = 0 and 1.
+BOOK_D4_ROW = (
+    r"d = 4:\quad p_i = \left[\,\sin\frac{i}{C^{0/4}},\ \cos\frac{i}{C^{0/4}},\ "
+    r"\sin\frac{i}{C^{2/4}},\ \cos\frac{i}{C^{2/4}}\,\right]"
+)
+
+
+def slowest_turn(length: float, d: int, base: float = 10000.0) -> float:
+    """Radians the slowest sine-cosine pair turns over ``length`` positions: length / C^(2(d//2 - 1)/d),
+    which is C^(2/d) at length = C for even d (an odd d's last column is a lone sine, left out)."""
+    return float(length * frequencies(d, base)[: max(d // 2, 1)].min())
+
+
+def book_rows_note(d: int, base: float = 10000.0) -> str:
+    """The book's d = 4 row at i = 1 in numbers, and what its bound T <= C means for this d and C."""
+    row = sinusoidal_encoding(2, 4, base)[1]
+    text = (
+        f"At i = 1 and C = {base:,.0f} the d = 4 row is [{', '.join(f'{v:.4f}' for v in row)}]: the first pair "
+        "turns one radian per position, the second 1/√C. The book says the table can be computed for any "
+        "input length up to T ≤ C: the wavelengths run from 2π positions to 2π·C^((d−2)/d) (even d), so C "
+        "sets the slowest"
+    )
+    if d < 2:
+        return text + "; with d = 1 there is one sine column and no pair."
+    turn = slowest_turn(base, d, base)
+    reach = (
+        "less than π, so its cosine falls steadily from position 0 to C: every position up to C sits on "
+        "one slope of the slowest wave"
+        if turn < np.pi
+        else "more than π: with d this small even the slowest pair turns past half a circle before C"
+    )
+    return (
+        text
+        + f", and over T = C positions the slowest pair turns by {turn:.2f} radians for d = {d}, {reach}."
+    )
+
+
 def binary_encoding(n: int = 8, d: int = 3) -> np.ndarray:
     """Bit j of position i in column j (column 0 flips fastest, like the sinusoid's); (n, d) int."""
     if int(n) != n or n < 1:

@@ -121,3 +121,11 @@ BOOK_READING = (
     "BiT. The row above is the paper's own reading (about matches at 21k); both put the crossing at "
     "millions of images."
 )
+# The other side of the data-hunger story, in one line beside the transfer table.
+CONVNEXT = (
+    "ConvNeXt (Liu et al. 2022, *A ConvNet for the 2020s*) argues the gap was design, not the convolution: "
+    "it modernised a ResNet step by step with the transformers' choices (a 4 x 4 patchify stem, 7 x 7 "
+    "depthwise convolutions, inverted bottlenecks, LayerNorm, GELU, and a ViT-style recipe of AdamW, long "
+    "schedules and heavy augmentation) and matched Swin Transformers' ImageNet accuracy at similar FLOPs, "
+    "with and without ImageNet-22k pre-training."
+)
