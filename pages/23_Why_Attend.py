@@ -39,6 +39,13 @@ layer, head = widgets.layer_head_picker(
     loaded.n_layers, loaded.n_heads, ("why_layer", "why_head"), columns=(a, b)
 )
 labels = [f"{n}: {t}" for n, t in enumerate(tokens)]
+with ui.user_errors():
+    # one recorded forward: what the decomposition reads, and the weights the clickable map shows
+    settings = replace(decompose.SETTINGS, record=decompose.SETTINGS.record | {"weights"})
+    recorded = run(loaded.model, settings, input_ids=ids)
+    weights = recorded["weights", layer, head][0].numpy()
+# it opens on an edge worth explaining: between words, not into [CLS], [SEP] or a sink
+opening = figures.default_edge(weights, tokens, set(loaded.tokenizer.all_special_tokens))
 
 
 def token_picker(label: str, key: str, default: int, where=st) -> int:
@@ -58,8 +65,8 @@ def pick_edge() -> None:
 
 
 c, d, e = st.columns(3)
-query = token_picker("Query token", "why_query", len(tokens) - 1, c)
-key = token_picker("Key token", "why_key", 0, d)
+query = token_picker("Query token", "why_query", opening[0], c)
+key = token_picker("Key token", "why_key", opening[1], d)
 mode_label = e.radio("Explain", list(MODES), key="why_mode",
                      index=list(MODES).index(ui.link_value("why_mode", "this key", MODES)))  # fmt: skip
 mode = MODES[mode_label]
@@ -69,10 +76,6 @@ if mode == "contrast":
 expand = st.toggle("One part per head (off: one per attention layer)", True, key="why_expand")
 
 with ui.user_errors():
-    # one recorded forward: what the decomposition reads, and the weights the clickable map shows
-    settings = replace(decompose.SETTINGS, record=decompose.SETTINGS.record | {"weights"})
-    recorded = run(loaded.model, settings, input_ids=ids)
-    weights = recorded["weights", layer, head][0].numpy()
     projector.draw(figures.edge_grid(weights, tokens, (query, key)), "why_edges", on_select=pick_edge,
                    selection_mode=figures.EDGE)  # fmt: skip
     found = decompose.decompose(

@@ -55,3 +55,12 @@ def test_bfloat16_in_the_sidebar_decomposes_in_float32():
     assert_clean(at)
     assert any("loads the model in float32" in m.value for m in at.info)
     assert len(at.get("vega_lite_chart")) == 2  # the decomposition is drawn, not refused
+
+
+def test_it_opens_on_an_edge_between_two_words(app):
+    """Not [SEP] -> [CLS]: the default sentence opens on its pronoun and a word it attends to."""
+    query, key = (app.selectbox(key=k).value for k in ("why_query", "why_key"))
+    tokens = app.selectbox(key="why_query").options
+    chosen = (tokens[query].split(": ", 1)[1], tokens[key].split(": ", 1)[1])
+    assert chosen[0] == "it", chosen
+    assert chosen[1] not in ("[CLS]", "[SEP]", ".", "it"), chosen

@@ -181,6 +181,43 @@ def test_a_clicked_cell_is_the_picked_edge():
     assert picked_edge({}) is None and picked_edge(None) is None
 
 
+def test_the_page_opens_on_an_edge_between_words_not_a_sink():
+    """Why Attend's opening edge: the pronoun's strongest word, not [SEP] -> [CLS], punctuation, the
+    first position or itself, even where those carry more weight."""
+    from txviz.whyattend.figures import default_edge
+
+    tokens = ["[CLS]", "the", "animal", "didn", "'", "t", "cross", "it", "was", "tired", ".", "[SEP]"]
+    n = len(tokens)
+    weights = np.full((n, n), 0.01)
+    weights[:, 0] = weights[:, -1] = weights[:, 10] = 0.3  # the sinks and the full stop
+    weights[7, 7], weights[7, 2], weights[7, 9] = 0.25, 0.2, 0.1
+    query, key = default_edge(weights, tokens, {"[CLS]", "[SEP]"})
+    assert (tokens[query], tokens[key]) == ("it", "animal")
+    # a decoder's text without a pronoun: its last word, and never the first position (its sink)
+    tokens = ["The", "Ġcat", "Ġsat", "Ġon", "Ġthe", "Ġmat", "."]
+    weights = np.tril(np.full((7, 7), 0.05))
+    weights[:, 0], weights[5, 2] = 0.6, 0.2
+    assert default_edge(weights, tokens, set()) == (5, 2)
+    assert default_edge(np.ones((2, 2)) / 2, ["[CLS]", "[SEP]"], {"[CLS]", "[SEP]"}) == (1, 0)
+
+
+def test_the_parts_matrix_shows_whole_names_one_per_row():
+    """Vega cuts axis labels past 180 px and hides a label that overlaps its neighbour."""
+    from txviz.whyattend import figures
+    from txviz.whyattend.decompose import Decomposition
+    from txviz.whyattend.stream import Part
+
+    parts = (Part("token"), Part("position"), Part("segment"), Part("bias"))
+    pairs = np.arange(16, dtype=np.float32).reshape(4, 4)
+    found = Decomposition(
+        3, 1, 7, 2, "edge", None, parts, parts, pairs, float(pairs.sum()), 0.0, None, None, None
+    )
+    spec = figures.pairs_heatmap(found).to_dict()
+    for channel in ("x", "y"):
+        assert spec["encoding"][channel]["axis"]["labelLimit"] == 0, channel
+    assert spec["height"]["step"] >= 1.25 * 11 + 4  # Vega's 11 px labels, each with its own row
+
+
 def test_a_model_placed_by_discovery_is_refused_with_the_reason(monkeypatch):
     from txviz.core import model_map
 

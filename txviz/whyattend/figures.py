@@ -6,8 +6,10 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from txviz.explorer.views import PRONOUNS
 from txviz.whyattend.decompose import Decomposition
 
+PART_ROW = 20  # px a row of the parts matrix: Vega hid every other 11 px label at 14
 MAX_PARTS = 40  # a matrix of every head of a 30-layer model is unreadable: the largest rows and columns
 
 
@@ -32,12 +34,15 @@ def pairs_heatmap(d: Decomposition, keep: int = MAX_PARTS) -> alt.Chart:
         alt.Chart(table)
         .mark_rect()
         .encode(
-            x=alt.X("key part:N", sort=names_k, title="built the key"),
-            y=alt.Y("query part:N", sort=names_q, title="built the query"),
+            # whole names (Vega cuts labels past 180 px by default), one per row with room to spare
+            x=alt.X("key part:N", sort=names_k, title="built the key", axis=alt.Axis(labelLimit=0)),
+            y=alt.Y("query part:N", sort=names_q, title="built the query", axis=alt.Axis(labelLimit=0)),
             color=alt.Color("adds:Q", scale=scale),
             tooltip=["query part", "key part", alt.Tooltip("adds:Q", format="+.4f")],
         )
-        .properties(title=f"{d.mode} score {d.score:+.3f} as query part x key part", height=alt.Step(14))
+        .properties(
+            title=f"{d.mode} score {d.score:+.3f} as query part x key part", height=alt.Step(PART_ROW)
+        )
     )
 
 
@@ -71,6 +76,22 @@ def edge_grid(weights: np.ndarray, tokens: list[str], pick: tuple[int, int]) -> 
     return alt.layer(cells, outline.encode(x="key:O", y="query:O")).properties(
         title="the head's attention: click a cell to explain it", height=alt.Step(step)
     )
+
+
+def default_edge(weights: np.ndarray, tokens: list[str], special: set[str]) -> tuple[int, int]:
+    """The (query, key) the page opens on: an edge worth explaining, not one into a sink. The query is
+    the text's first pronoun, else its last word; the key the word it attends to most, leaving out
+    special tokens ([CLS], [SEP]), punctuation, the first position (a decoder's sink) and itself.
+    Falls back to the last and first tokens where no such edge exists."""
+    words = [i for i, t in enumerate(tokens) if t not in special and any(c.isalnum() for c in t)]
+    if not words:
+        return len(tokens) - 1, 0
+    pronouns = [i for i in words if tokens[i].lstrip("Ġ▁#").lower() in PRONOUNS]
+    query = pronouns[0] if pronouns else words[-1]
+    keys = [k for k in words if k not in (0, query) and weights[query, k] > 0]
+    if not keys:
+        return query, 0 if query else min(1, len(tokens) - 1)
+    return query, max(keys, key=lambda k: weights[query, k])
 
 
 def picked_edge(selection) -> tuple[int, int] | None:
