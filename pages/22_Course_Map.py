@@ -4,7 +4,7 @@ import streamlit as st
 
 from txviz.app import path, teaching, ui
 from txviz.coursemap import figures, linearity
-from txviz.coursemap.parts import ADDITIONS, BURIED, CORE, PARTS, SUMMARY, Part, part
+from txviz.coursemap.parts import ADDED, ADDITIONS, BURIED, CORE, PARTS, SUMMARY, Part, part
 
 ui.setup_page(
     "Course_Map",
@@ -57,5 +57,10 @@ st.caption(
 )
 columns = st.columns(2)
 for i, item in enumerate(BURIED):
+    with columns[i % 2]:
+        links(item)
+st.subheader("Demos added since, each link with its settings")
+columns = st.columns(2)
+for i, item in enumerate(ADDED):
     with columns[i % 2]:
         links(item)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from txviz.coursemap.parts import ADDITIONS, BURIED, CORE, SUMMARY, Part
+from txviz.coursemap.parts import ADDED, ADDITIONS, BURIED, CORE, SUMMARY, Part
 from txviz.figures.axes import margin
 from txviz.figures.colors import TEXT
 from txviz.figures.text import plain
@@ -17,6 +17,8 @@ ROWS = (  # (y, label, parts): the chain, what wraps it, what the pages bury (tw
     (2.0, "The transformer summary", SUMMARY),
     (1.0, "Found here: items the pages keep in later tabs", BURIED[:3]),
     (0.25, "", BURIED[3:]),
+    (-0.65, "Demos added since the map was first drawn", ADDED[:3]),
+    (-1.4, "", ADDED[3:]),
 )
 HIGHLIGHT = "#d62728"
 LABEL_FONT = 14  # px: a row's heading
@@ -79,8 +81,8 @@ def course_map_figure(highlight: str | None = None, width: float = 6.0) -> go.Fi
     figure.update_layout(
         title="From self-attention to the transformer: each box names the page and tab that shows it",
         xaxis={"visible": False, "range": [-0.1, width + 0.1]},
-        yaxis={"visible": False, "range": [-0.1, 3.55]},
-        height=700,
+        yaxis={"visible": False, "range": [-1.75, 3.55]},
+        height=950,
         plot_bgcolor="white",
         margin=margin(top=50),
         showlegend=False,

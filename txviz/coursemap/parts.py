@@ -150,8 +150,15 @@ BURIED = (  # items the pages keep in later tabs or at their end: the map is whe
     Part(
         "using_the_encoder",
         "Using the encoder",
-        "a sentence vector from [CLS] and a label per token, from a frozen encoder",
-        (tab("Masking_Patterns", "view", "Using the encoder", "sentence and token tasks on the encoder"),),
+        "a sentence vector from [CLS] and a label per token, from the encoder frozen or fine-tuned",
+        (
+            tab(
+                "Masking_Patterns",
+                "view",
+                "Using the encoder",
+                "sentence and token tasks on the encoder, frozen and fine-tuned",
+            ),
+        ),
     ),
     Part(
         "moe",
@@ -173,7 +180,72 @@ BURIED = (  # items the pages keep in later tabs or at their end: the map is whe
     ),
 )
 
-PARTS = (CORE, *ADDITIONS, *SUMMARY, *BURIED)
+ADDED = (  # demos added after the map was first drawn, each with the settings its link opens
+    Part(
+        "decoding",
+        "Decoding: the mask, and all at once",
+        "a decoder trained without its mask reads the answer and fails to generate; a NAT writes every "
+        "position at once after predicting the length",
+        (
+            tab(
+                "Masking_Patterns", "view", "Why a decoder needs its mask", "the same decoder, masked and not"
+            ),
+            tab("Encoder_Decoder", "view", "NAT trained for it", "a non-autoregressive reader beside the AT"),
+        ),
+    ),
+    Part(
+        "beyond_rnn",
+        "What attention adds to an RNN",
+        "nested phrases an RNN reads as a flat chain, and attention with relative positions that can be "
+        "any convolution (Cordonnier et al. 2020)",
+        (
+            tab(
+                "Why_Attention", "view", "Nested phrases", "car, blue car, into the blue car: layer by layer"
+            ),
+            tab("Why_Attention", "view", "Attention = convolution", "k² heads that are a k x k kernel"),
+        ),
+    ),
+    Part(
+        "original_transformer",
+        "The 2017 Transformer in numbers",
+        "6 + 6 layers, d_model 512, 8 heads of 64, d_ff 2048: the parameter count from the shapes",
+        (
+            tab(
+                "Transformer_Block",
+                "block_view",
+                "Transformer base (2017)",
+                "the original's shapes and count",
+            ),
+        ),
+    ),
+    Part(
+        "speech",
+        "Speech: the Conformer",
+        "a convolution module inside the block, and truncated attention over long frame sequences",
+        (
+            tab(
+                "Transformer_Block",
+                "block_view",
+                "Conformer",
+                "the convolution module and truncated attention",
+            ),
+        ),
+    ),
+    Part(
+        "floater",
+        "Positions by an ODE: FLOATER",
+        "inductive, data-driven and parameter-efficient positions from a learned flow",
+        (tab("Positional_Encoding", "view", "FLOATER", "the comparison table and the position matrices"),),
+    ),
+    Part(
+        "relatedness",
+        "Entailment retargeted",
+        "the same decomposable attention trained for a 0 to 5 relatedness score (STS-B's task)",
+        (Link("Entailment", "relatedness, 0 to 5, at the end of the page"),),
+    ),
+)
+
+PARTS = (CORE, *ADDITIONS, *SUMMARY, *BURIED, *ADDED)
 
 
 def part(key: str) -> Part:
