@@ -55,3 +55,42 @@ def test_self_attention_routing_names_are_readable():
     assert shown == {f"v from {t}" for t in tokens} | {f"output {t}" for t in tokens}
     for note in notes:
         _readable(note, layout_and_data["layout"].get("paper_bgcolor", "#ffffff"))
+
+
+def test_vision_patch_numbers_contrast_with_their_own_patch():
+    """Light patches get dark numbers and dark patches light ones (one yellow was unreadable on light)."""
+    from txviz.vision import figures
+    from txviz.vision.patches import PatchGrid
+
+    grid = PatchGrid(8, 12, 4, 4)  # 2 x 3 patches
+    image = np.zeros((8, 12, 3), dtype=np.uint8)
+    image[:, :4] = 255  # white column
+    image[:, 4:8] = (250, 240, 120)  # pale yellow column
+    image[:4, 8:] = (128, 128, 128)  # mid grey, then black
+    figure = figures.patch_grid_figure(image, grid).to_dict()
+    numbers = next(t for t in figure["data"] if t.get("mode") == "text")
+    colours = numbers["textfont"]["color"]
+    assert isinstance(colours, (list, tuple)) and len(colours) == grid.n_patches
+    tiles = figures.patch_tiles(image, grid).reshape(grid.n_patches, -1, 3).mean(1)
+    for patch, (colour, mean) in enumerate(zip(colours, tiles, strict=True)):
+        ratio = contrast_ratio(colour, tuple(int(round(c)) for c in mean))
+        assert ratio >= MIN_TEXT_CONTRAST, (patch, colour, mean)
+
+
+def test_vision_probability_bars_each_show_their_percentage_readably():
+    """Short bars put their label beside the bar (plotly dropped or shrank it inside); every label is
+    dark on white or white on the bar's colour."""
+    from txviz.vision import figures
+
+    probabilities = np.array([0.02, 0.9, 0.05, 0.03])
+    layout_and_data = figures.probability_bars_figure(list("abcd"), probabilities).to_dict()
+    bar = layout_and_data["data"][0]
+    assert list(bar["text"]) == ["90.0%", "5.0%", "3.0%", "2.0%"]
+    positions = bar["textposition"]
+    assert isinstance(positions, (list, tuple)), "one position for bars of every length"
+    assert positions[0] == "inside" and set(positions[1:]) == {"outside"}
+    assert contrast_ratio(bar["insidetextfont"]["color"], bar["marker"]["color"]) >= MIN_TEXT_CONTRAST
+    assert contrast_ratio(bar["outsidetextfont"]["color"], "#ffffff") >= MIN_TEXT_CONTRAST
+    assert bar["textfont"]["size"] >= TICK_FONT
+    assert bar.get("cliponaxis") is False and bar.get("constraintext") == "none"
+    assert layout_and_data["layout"].get("uniformtext", {}).get("mode") in (None, False, "show")

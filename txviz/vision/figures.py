@@ -12,14 +12,16 @@ import plotly.colors as px_colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from txviz.figures.axes import margin, ticks
-from txviz.figures.colors import PALETTE, scale
+from txviz.figures.axes import TICK_FONT, margin, ticks
+from txviz.figures.colors import PALETTE, TEXT, scale, text_on
 from txviz.figures.text import plain, plain_all
 from txviz.vision.curves import Curves
 from txviz.vision.patches import PatchGrid, threshold_mask
 
 MAX_SEQUENCE_PATCHES = 1024  # a longer strip is shown up to here, with a note in the title
 SEQUENCE_PER_LINE = 50  # tokens per line of the sequence strip before it wraps
+BAR_COLOUR = "#3e4989"  # white text on it: 9.3:1
+INSIDE_LABEL = 0.2  # a probability bar this long or longer holds its label
 HEAD_COLOURS = px_colors.qualitative.Dark24  # one colour per head, the same in both panels
 
 
@@ -69,7 +71,8 @@ def patch_grid_figure(image: np.ndarray, grid: PatchGrid, label_patches: bool = 
                 y=centres[:, 0],
                 mode="text",
                 text=[str(k) for k in range(grid.n_patches)],
-                textfont=dict(color="yellow", size=10 if grid.n_patches <= 100 else 7),
+                # black or white by each patch's own colour: one colour was unreadable on light patches
+                textfont=dict(color=patch_text_colours(image, grid), size=10 if grid.n_patches <= 100 else 7),
                 hoverinfo="skip",
                 name="patch index",
             )
@@ -198,6 +201,13 @@ def attention_overlay_figure(
     return _image_layout(fig, title)
 
 
+def patch_text_colours(image: np.ndarray, grid: PatchGrid) -> list[str]:
+    """For each patch, black or white, whichever contrasts more with the patch's mean colour (WCAG)."""
+    tiles = patch_tiles(image[..., :3] if image.ndim == 3 else np.repeat(image[..., None], 3, -1), grid)
+    means = tiles.reshape(grid.n_patches, -1, tiles.shape[-1]).mean(1)
+    return [text_on(tuple(int(round(c)) for c in mean[:3])) for mean in means]
+
+
 def probability_bars_figure(labels: list[str], probabilities: np.ndarray, top_k: int = 10) -> go.Figure:
     """Horizontal bars of the top_k class probabilities, most likely on top."""
     order = np.argsort(probabilities)[::-1][:top_k]
@@ -207,6 +217,15 @@ def probability_bars_figure(labels: list[str], probabilities: np.ndarray, top_k:
             y=list(range(len(order))),
             orientation="h",
             text=[f"{probabilities[i]:.1%}" for i in order],
+            # a short bar's label goes beside it (inside it plotly shrank or dropped it), dark on white
+            textposition=["inside" if probabilities[i] >= INSIDE_LABEL else "outside" for i in order],
+            insidetextanchor="end",
+            constraintext="none",  # the label keeps its size inside a thin bar
+            insidetextfont={"color": "#ffffff"},
+            outsidetextfont={"color": TEXT},
+            textfont={"size": TICK_FONT},
+            cliponaxis=False,
+            marker={"color": BAR_COLOUR},
             hovertemplate="%{customdata}: %{x:.4f}<extra></extra>",
             customdata=[plain(labels[i]) for i in order],
             name="probability",
