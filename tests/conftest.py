@@ -149,9 +149,11 @@ def browser_page(_browser):
     assert not dialogs, f"a script ran in the page and opened a dialog: {dialogs}"
 
 
-def page_url(base: str, script: str) -> str:
-    """URL of a page script: pages/2_Attention_Explorer.py -> /Attention_Explorer."""
-    return f"{base}/{Path(script).stem.split('_', 1)[1]}"
+def page_url(base: str, page: str) -> str:
+    """URL of a page, by its name in the page map or its script: pages/2_Attention_Explorer.py -> /Attention_Explorer."""
+    from txviz import page_map
+
+    return f"{base}/{page if page in page_map.BY_NAME else page_map.of_file(page).name}"
 
 
 FIGURE = '[data-testid="stPlotlyChart"], [data-testid="stVegaLiteChart"], [data-testid="stImage"]'

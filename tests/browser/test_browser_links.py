@@ -81,7 +81,7 @@ def test_every_pages_link_opens_its_view_in_a_fresh_browser(app_server, _browser
     context = _browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         fresh = context.new_page()
-        fresh.goto(page_url(app_server, script.name) + "?" + urlencode(link))
+        fresh.goto(page_url(app_server, page.name) + "?" + urlencode(link))
         wait_for_app(fresh)
         assert fresh.locator('[data-testid="stException"]').count() == 0
         tab = VIEWS[script.stem].tab

@@ -4,6 +4,7 @@ import pytest
 from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
+from txviz import page_map
 from txviz.app.lessons import load_lessons
 
 LESSONS = load_lessons()
@@ -13,13 +14,13 @@ def test_there_are_lessons_for_the_key_ideas():
     titles = {lesson.title for lesson in LESSONS}
     assert {"Why positions matter", "Causal masking", "Soft vs hard attention", "Coreference flips"} <= titles
     for lesson in LESSONS:
-        assert (ROOT / lesson.page).exists(), lesson.page
+        assert page_map.page(lesson.page).path.exists(), lesson.page
         assert len(lesson.talking_points) >= 3
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[lesson.name for lesson in LESSONS])
 def test_lesson_opens_its_page_with_its_settings(lesson):
-    app = AppTest.from_file(str(ROOT / lesson.page), default_timeout=240)
+    app = AppTest.from_file(str(page_map.page(lesson.page).path), default_timeout=240)
     app.query_params.update(lesson.query_params())
     app.run()
     assert_clean(app)

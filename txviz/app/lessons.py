@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from txviz import page_map
 from txviz.core import paths
 
 LESSONS = paths.LESSONS
@@ -13,7 +14,8 @@ LESSONS = paths.LESSONS
 
 @dataclass(frozen=True)
 class Lesson:
-    """One preset: open ``page`` with ``settings`` and show ``talking_points`` beside it."""
+    """One preset: open ``page`` (its name in the page map) with ``settings`` and show ``talking_points``
+    beside it."""
 
     name: str
     title: str
@@ -27,10 +29,14 @@ class Lesson:
 
 
 def load_lessons(folder: Path = LESSONS) -> list[Lesson]:
-    """Every lesson file, in file-name order."""
+    """Every lesson file, in file-name order; a page or setting the page map does not know is refused
+    (ValueError naming the file and the page's settings)."""
     lessons = []
     for path in sorted(folder.glob("*.json")):
         data = json.loads(path.read_text())
+        refusal = page_map.page(data["page"]).refusal(data.get("settings", {}))  # UnknownPage lists the names
+        if refusal:
+            raise ValueError(f"{path.name}: {refusal}")
         lessons.append(
             Lesson(
                 path.stem,

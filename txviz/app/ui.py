@@ -111,7 +111,9 @@ def lesson_picker() -> None:
         for key in opening.settings:  # widget state from this session would win over the link
             st.session_state.pop(key, None)
         st.session_state["_lesson_shown"] = opening.title
-        st.switch_page(opening.page, query_params=opening.query_params() | projector.link_params())
+        st.switch_page(
+            page_map.page(opening.page).file, query_params=opening.query_params() | projector.link_params()
+        )
     shown = lessons.get(st.session_state.get("_lesson_shown") or "")
     if shown:
         with st.sidebar.expander(f"Lesson: {shown.title}", expanded=True):
