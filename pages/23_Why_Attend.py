@@ -46,6 +46,10 @@ with ui.user_errors():
     weights = recorded["weights", layer, head][0].numpy()
 # it opens on an edge worth explaining: between words, not into [CLS], [SEP] or a sink
 opening = figures.default_edge(weights, tokens, set(loaded.tokenizer.all_special_tokens))
+if st.session_state.get("why_opened_on") != (name, tokens):  # a new text or model: its own opening edge
+    for picked in ("why_query", "why_key", "why_other"):
+        st.session_state.pop(picked, None)
+    st.session_state["why_opened_on"] = (name, tokens)
 
 
 def token_picker(label: str, key: str, default: int, where=st) -> int:
