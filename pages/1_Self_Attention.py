@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
+from txviz import page_map
 from txviz.app import navigation, teaching, ui, widgets
-from txviz.core import paths
 from txviz.core.tracing import trace_text
 from txviz.selfattention import additive, blockmap, efficient, linear, prince, twoheads
 from txviz.selfattention import equivariance as eq
@@ -525,7 +525,7 @@ if linear_tab.open:
 
         st.subheader("Where each family of efficient transformers is shown (probml fig. 15.29)")
         titles = {
-            family_page: navigation.url_name(paths.PAGES / family_page).replace("_", " ")
+            family_page: page_map.page(family_page).title
             for family in efficient.FAMILIES
             for family_page, _ in family.shown
         }
@@ -536,7 +536,7 @@ if linear_tab.open:
                 st.markdown(family.note)
             for family_page, what in family.shown:
                 st.page_link(
-                    navigation.feature_page(paths.PAGES / family_page),
+                    navigation.page_of(family_page),
                     label=f"{titles[family_page]}: {what}",
                     icon=":material/open_in_new:",
                 )

@@ -94,7 +94,7 @@ def test_performer_linear_form_equals_its_matrix_form():
 
 
 def test_families_point_at_pages_that_exist():
-    from txviz.core import paths
+    from txviz import page_map
 
     assert [f.name for f in ef.FAMILIES] == [
         "Fixed patterns",
@@ -105,7 +105,7 @@ def test_families_point_at_pages_that_exist():
     ]
     for family in ef.FAMILIES:
         for page, _ in family.shown:
-            assert (paths.PAGES / page).exists(), page
+            assert page_map.page(page).path.exists(), page
 
 
 def test_one_features_relative_variance_is_lemma_2s():

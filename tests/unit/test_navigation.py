@@ -62,7 +62,6 @@ def test_the_sidebar_titles_and_urls_are_those_the_file_names_gave():
     for page in page_map.PAGES:
         assert page.file == f"pages/{page.path.stem.split('_', 1)[0]}_{page.name}.py", page.file
         assert page.title == page.name.replace("_", " "), page.title
-        assert navigation.url_name(page.path) == page.name
 
 
 def test_an_unknown_page_names_the_pages_there_are():

@@ -16,16 +16,6 @@ FAVICON = "🔍"  # run as a script: its last line draws the page
 PAGE_FILES = [page.path for page in page_map.PAGES]  # in the sidebar's order
 
 
-def url_name(script: Path) -> str:
-    """pages/2_Attention_Explorer.py -> Attention_Explorer: the name the page map gives that script."""
-    return page_map.of_file(script).name
-
-
-def summary(script: Path) -> str:
-    """The page's one line, for its card on the home page."""
-    return page_map.of_file(script).summary
-
-
 def streamlit_page(page: page_map.Page) -> st.Page:
     """The st.Page of a page of the map: its script, sidebar title, icon and URL name."""
     return st.Page(page.path, title=page.title, icon=page.icon, url_path=page.name)
@@ -34,11 +24,6 @@ def streamlit_page(page: page_map.Page) -> st.Page:
 def page_of(name: str) -> st.Page:
     """The st.Page of the page of that name, as st.page_link and st.switch_page take it."""
     return streamlit_page(page_map.page(name))
-
-
-def feature_page(script: Path) -> st.Page:
-    """The st.Page of a script in pages/."""
-    return streamlit_page(page_map.of_file(script))
 
 
 def sections() -> dict[str, list[tuple[Path, st.Page]]]:

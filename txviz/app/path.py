@@ -49,9 +49,9 @@ def page(step: Step) -> st.Page:
     return navigation.page_of(step.page)
 
 
-def position(url_name: str) -> int | None:
+def position(name: str) -> int | None:
     """Where the page sits on the path, or None when it is not on it."""
-    return next((i for i, step in enumerate(STEPS) if step.page == url_name), None)
+    return next((i for i, step in enumerate(STEPS) if step.page == name), None)
 
 
 def step_link(step: Step, label: str, icon: str | None = None, where=st) -> None:
@@ -59,9 +59,9 @@ def step_link(step: Step, label: str, icon: str | None = None, where=st) -> None
     where.page_link(page(step), label=label, icon=icon, query_params=step.query_params())
 
 
-def back_and_next(url_name: str) -> None:
+def back_and_next(name: str) -> None:
     """On a page of the path: where it is on the path, and links to the step before and after."""
-    i = position(url_name)
+    i = position(name)
     if i is None:
         return
     back, middle, forward = st.columns([2, 3, 2], vertical_alignment="center")

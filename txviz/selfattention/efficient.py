@@ -188,7 +188,7 @@ class Family:
     name: str
     idea: str
     members: str
-    shown: tuple[tuple[str, str], ...]  # (page file, what to open there)
+    shown: tuple[tuple[str, str], ...]  # (page name in txviz/page_map.py, what to open there)
     note: str = ""  # what the links do not show, said plainly
 
 
@@ -197,7 +197,7 @@ FAMILIES = (
         "Fixed patterns",
         "each query reads a fixed set of keys: a window, strides, blocks",
         "Sparse Transformer, Longformer (window), BigBird, Image Transformer",
-        (("5_Masking_Patterns.py", "Gallery, On a real model and Real cost tabs"),),
+        (("Masking_Patterns", "Gallery, On a real model and Real cost tabs"),),
     ),
     Family(
         "Learnable patterns",
@@ -206,7 +206,7 @@ FAMILIES = (
         "Reformer (LSH), Routing Transformer (k-means), Sinkhorn",
         (
             (
-                "7_Soft_vs_Hard.py",
+                "Soft_vs_Hard",
                 "not this family: top-k and sparsemax sparsify the weights after all n² scores",
             ),
         ),
@@ -219,21 +219,21 @@ FAMILIES = (
         "Low rank and kernels",
         "never build the n x n matrix: project keys, or factor exp(q.k) into features",
         "Linformer, Performer, Linear Transformer",
-        (("1_Self_Attention.py", "Linear attention tab: elu + 1, Linformer and Performer on MiniLM"),),
+        (("Self_Attention", "Linear attention tab: elu + 1, Linformer and Performer on MiniLM"),),
     ),
     Family(
         "Memory",
         "a few global tokens or memory slots that every query reads and that read everything",
         "Set Transformer (inducing points), Longformer and BigBird (global tokens), ETC",
-        (("5_Masking_Patterns.py", "Gallery: global tokens and BigBird's patterns"),),
+        (("Masking_Patterns", "Gallery: global tokens and BigBird's patterns"),),
     ),
     Family(
         "Recurrence",
         "carry a state from segment to segment instead of attending to all of the past",
         "Transformer-XL, Compressive Transformer",
         (
-            ("1_Self_Attention.py", "Linear attention tab: causal linear attention run as an RNN"),
-            ("14_Why_Attention.py", "an RNN's path length and how fast it forgets"),
+            ("Self_Attention", "Linear attention tab: causal linear attention run as an RNN"),
+            ("Why_Attention", "an RNN's path length and how fast it forgets"),
         ),
     ),
 )
