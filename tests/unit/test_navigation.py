@@ -78,3 +78,12 @@ def test_settings_and_their_types():
     assert explorer.refusal({"threshold": 0}) == ""  # a whole number for a float, as link_value takes it
     assert "hide_special is a bool" in explorer.refusal({"hide_special": 1})
     assert page_map.page("Coreference").refusal({"layer_x@minilm": 2}) == ""  # a pattern
+
+
+def test_the_common_setting_is_projector_mode_and_no_page_keeps_a_room_secret():
+    from txviz.app import links, projector
+
+    assert [s.key for s in page_map.COMMON] == [projector.PARAM]
+    for page in page_map.PAGES:
+        kept = [key for key in links.PRIVATE if page.setting(key) is not None]
+        assert not kept, (page.name, kept)
