@@ -252,7 +252,8 @@ PAGES: tuple[Page, ...] = (
     ),
     Page(
         "Head_Detectors", "Head Detectors", "Head Detectors", ":material/biotech:", "Research tools",
-        "Head detectors: score every head for previous-token, sink, induction and more; attention against",
+        "Head detectors: score every head for previous-token, sink, induction and more; attention against "
+        "attribution; two models side by side.",
         "pages/16_Head_Detectors.py",
         _settings(
             "model", S("detector", "previous_token"), "pick_layer", "pick_head", "model_b", "heads_view",
