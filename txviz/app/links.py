@@ -51,8 +51,24 @@ def _write(key: str) -> bool:
     return True
 
 
+def foreign_keys(keys: Sequence[str], patterns: Sequence[str]) -> list[str]:
+    """Of an address's ``keys``, the settings of another page that this page (its ``patterns``) does not
+    keep: the browser's Back from a lesson or a linked page leaves that page's query in this address."""
+    from txviz import page_map  # the map imports no app module; here to keep links.py light to import
+
+    def ours(key: str) -> bool:
+        return any(fnmatchcase(key, pattern) for pattern in patterns) or any(
+            setting.matches(key) for setting in page_map.COMMON
+        )
+
+    return [key for key in keys if not ours(key) and any(page.setting(key) for page in page_map.PAGES)]
+
+
 def write_link(patterns: Sequence[str]) -> None:
-    """Keep the page's settings in the URL so the address bar is a link back to this view."""
+    """Keep the page's settings in the URL so the address bar is a link back to this view; another page's
+    settings that the browser carried into this address leave it."""
+    for key in foreign_keys(list(st.query_params), patterns):
+        st.query_params.pop(key, None)
     # A widget not drawn this run is not in the session: its last value stays in the URL.
     too_long = [key for key in shared_keys(patterns) if key in st.session_state and not _write(key)]
     if too_long:
