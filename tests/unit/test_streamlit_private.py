@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from txviz.app import fragment_pages, push, streamlit_private, warmup
 
 PACKAGE = Path(__file__).resolve().parents[2] / "txviz"
-PUBLIC = {"streamlit", "streamlit.components.v1"}  # what any module of txviz may import of streamlit
+PUBLIC = {"streamlit", "streamlit.components.v1", "streamlit.testing.v1"}  # Streamlit's documented APIs
 
 
 @pytest.fixture(autouse=True)
