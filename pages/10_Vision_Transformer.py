@@ -84,7 +84,7 @@ if model_tab.open:
             result = trace_image(loaded, image)
         grid = result.grid
 
-        left, right = st.columns(2)
+        left, right = ui.figure_columns(2)
         with left:
             ui.show_figure(figures.patch_grid_figure(result.image, grid), key="grid")
         with right:

@@ -59,7 +59,7 @@ def show_step(steps: list[drawing.PixelStep], index: int, slots=None, keys: str 
     step = steps[index]
     row, col = divmod(step.index, data.SIDE)
     title = f"Pixel {step.index} (row {row}, column {col}): grey level {step.level}"
-    left, right = (slots or st.columns(2))[:2]
+    left, right = (slots or ui.figure_columns(2))[:2]
     with left:
         ui.show_figure(figures.canvas_figure(step.pixels, step.index, title), key=f"{keys}_canvas")
     with right:

@@ -113,7 +113,7 @@ if st.button("Resample hard attention's locations", key="cap_resample"):
 sample = st.session_state["cap_sample"]
 
 written = write(models, np.asarray(pixels), sample)
-left, right = st.columns([1, 2])
+left, right = ui.figure_columns([1, 2])
 with left:
     ui.show_figure(figures.canvas_figure(pixels, "The canvas and its 8 x 8 patches"), key="canvas")
     teaching.notice(

@@ -98,7 +98,7 @@ def detectors_view(result: runs.HeadScores) -> None:
         + ("corpus texts." if detector.on == "text" else "repeated random sequences.")
     )
     layers, heads = result.shape
-    left, right = st.columns([3, 2])
+    left, right = ui.figure_columns([3, 2])
     with right:
         layer, head = widgets.layer_head_picker(
             layers, heads, PICKED, widget="number", columns=(st.container(), st.container())

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from txviz import page_map
-from txviz.app import navigation, teaching, ui, widgets
+from txviz.app import navigation, projector, teaching, ui, widgets
 from txviz.core.tracing import trace_text
 from txviz.selfattention import additive, blockmap, efficient, linear, prince, twoheads
 from txviz.selfattention import equivariance as eq
@@ -18,6 +18,8 @@ ui.setup_page(
     "Queries, keys and values from the inputs; scores, scaling, softmax and a weighted sum of "
     "values; then several heads mixed by Ω_c; then the same arithmetic on a real model.",
 )
+# In projector mode the Q, K and V row stays under the inputs X it is computed from: in view at 1280 x 720.
+projector.close_stage()
 
 VIEWS = [
     "One head, by hand",

@@ -21,12 +21,16 @@ chosen = st.selectbox(
     format_func=lambda key: part(key).name,
     key="map_part",
 )
-ui.show_figure(figures.course_map_figure(chosen), key="course_map")
+# In projector mode the chain and the summary come first, in view at 1280 x 720; the other rows follow.
+ui.show_figure(figures.course_map_figure(chosen, rows=slice(0, 2) if ui.presenting() else slice(None)),
+               key="course_map")  # fmt: skip
 teaching.notice(  # attention's weights are a softmax of X: only the values lack a nonlinearity
     "self-attention alone is a weighted average that ignores order, has one way of looking and no "
     "nonlinearity on the values (its weights are a softmax of the inputs, so it is not linear in X); each "
     "addition fixes one of these, and the decoder's mask keeps it from reading the future."
 )
+if ui.presenting():
+    ui.show_figure(figures.course_map_figure(chosen, rows=slice(2, None)), key="course_map_rest")
 
 
 def links(item: Part) -> None:

@@ -180,7 +180,7 @@ def map_view() -> None:
     metric = by_name[metric_picker("Colour the grid by", "metric", "previous_token")]
     st.caption(f"{metric.label}: {metric.description}."
                + (f" In this bidirectional model: {metric.encoder_note}." if metric.encoder_note and not atlas.causal else ""))  # fmt: skip
-    grid, scatter = st.columns(2)
+    grid, scatter = ui.figure_columns(2)  # in projector mode the map and its scatter come first
     with grid:
         chart = grids.head_grid(atlas.scores[metric.name], f"{atlas.model}: {metric.label} (click a head)",
                                 "score", (layer, head), ui.presenting())  # fmt: skip

@@ -4,7 +4,7 @@ import json
 
 import streamlit as st
 
-from txviz.app import teaching, ui
+from txviz.app import projector, teaching, ui
 from txviz.core.tokens import readable_token
 from txviz.tokenization import bpe, subwords
 from txviz.tokenization import figures as figs
@@ -51,6 +51,7 @@ def step_moved() -> None:
 
 def show_step(trace: bpe.BpeTrace) -> None:
     """Slider, the step's merge, the counts table and the figures at that step."""
+    projector.open_stage()  # a fragment's rerun draws its first figure here again, above its slider
     n = trace.n_steps
     if st.session_state.pop("_bpe_step_moved", False) and st.query_params.get("bpe_step") != json.dumps(
         st.session_state.get("bpe_step")
@@ -120,6 +121,7 @@ def show_step(trace: bpe.BpeTrace) -> None:
 
 if train_tab.open:
     with train_tab:
+        projector.open_stage()  # in projector mode the merge steps come first, the corpus and Play under them
         corpus = ui.text_input("Corpus", bpe.SAILOR_RHYME, key="bpe_corpus", height=140)
         target = st.number_input(
             "Target vocabulary size (characters + merges; 0 = merge until every word is one token)",
@@ -154,7 +156,9 @@ if train_tab.open:
             key="bpe_play",
             disabled=trace.n_steps == 0,
         )
-        st.fragment(show_step, run_every=PLAY_SECONDS if st.session_state.get("bpe_playing") else None)(trace)
+        playing = PLAY_SECONDS if st.session_state.get("bpe_playing") else None
+        with projector.on_stage():
+            st.fragment(show_step, run_every=playing)(trace)
 
 if real_tab.open:
     with real_tab:

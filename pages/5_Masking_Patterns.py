@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from txviz.app import teaching, ui, widgets
+from txviz.app import projector, teaching, ui, widgets
 from txviz.bench import masks as bench
 from txviz.masks import figures as figs
 from txviz.masks import merging, peeking
@@ -19,6 +19,8 @@ ui.setup_page(
     "A mask says which keys each query may see. Sparse patterns compute fewer pairs: look at them, "
     "apply them to a real model, and time a block-sparse kernel against dense attention.",
 )
+# In projector mode the mask stays beside its controls, in view at 1280 x 720.
+projector.close_stage()
 VIEWS = [
     "Gallery",
     "On a real model",

@@ -237,7 +237,7 @@ st.subheader("Every head at once")
 picked = (f"layer_{key}", f"head_{key}")
 layer, head = widgets.layer_head_picker(loaded.n_layers, loaded.n_heads, picked, cv.best_head)
 for i, (column, grid) in enumerate(
-    zip(st.columns(3), figs.head_grids(traced.attention, (layer, head), ui.presenting()), strict=True)
+    zip(ui.figure_columns(3), figs.head_grids(traced.attention, (layer, head), ui.presenting()), strict=True)
 ):
     with column:
         widgets.head_grid(grid, f"coref_grid_{i}", picked)

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from txviz.app import explain_view, sessions, teaching, ui, widgets
+from txviz.app import explain_view, projector, sessions, teaching, ui, widgets
 from txviz.generation import figures
 from txviz.generation.batching import Waiting
 from txviz.generation.loop import (
@@ -140,13 +140,14 @@ if run and not run["done"] and not start:  # a click (Stop or another widget) en
     run["done"], run["stopped"] = True, True
 
 beside = steer or bool(run and run.get("steered"))  # the steered text beside the unsteered one
-if beside:
-    plain_col, steered_col = st.columns(2)
-    plain_col.caption("Unsteered")
-    text_slot, steered_slot = plain_col.empty(), steered_col.empty()
-else:
-    text_slot = st.empty()
-stats_slot, live_slot = st.empty(), st.empty()
+with projector.on_stage():  # in projector mode the text and the live figures come first, the controls under
+    if beside:
+        plain_col, steered_col = st.columns(2)
+        plain_col.caption("Unsteered")
+        text_slot, steered_slot = plain_col.empty(), steered_col.empty()
+    else:
+        text_slot = st.empty()
+    stats_slot, live_slot = st.empty(), st.empty()
 
 
 def show_text(prompt, steps) -> None:

@@ -1,9 +1,12 @@
-"""Projector (presentation) mode: whether it is on, the link parameter that carries it, and every figure's
-fonts scaled by one factor."""
+"""Projector (presentation) mode: whether it is on, the link parameter that carries it, every figure's
+fonts scaled by one factor, and the stage: the slot under the title where the page's first figure is drawn,
+above the controls, so the room sees it at 1280 x 720."""
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import plotly.graph_objects as go
@@ -14,6 +17,7 @@ from txviz.figures.axes import PROJECTOR_SCALE
 KEY = "presentation"  # the sidebar toggle's key
 ON = "_presentation_on"  # the session's choice, a plain session value: it outlives page switches
 PARAM = "present"  # the link parameter that opens a page in projector mode: present=true
+STAGE = "_projector_stage"  # this run's stage: {"slot": a container, "filled": whether a figure took it}
 FONT_SCALE = PROJECTOR_SCALE  # every figure font: Streamlit's 12 px tick labels become 20 px
 PRESENTATION_CSS = """<style>
 html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
@@ -76,6 +80,52 @@ def keep_in_link() -> None:
 def link_params() -> dict[str, str]:
     """The parameter a link inside the app adds so the next page opens in the same mode."""
     return {PARAM: "true"} if presenting() else {}
+
+
+def open_stage() -> None:
+    """In projector mode, an empty slot here that the page's next figure fills, with its export menu and
+    its teaching notice: whatever the page draws after this call (its controls) sits below that figure.
+
+    ``setup_page`` opens one under the title on every run; a page may open it again lower down (under
+    its tabs) or inside a fragment, whose reruns cannot write to a slot of the whole page's run."""
+    if presenting():
+        st.session_state[STAGE] = {"slot": st.container(), "filled": False}
+    else:
+        st.session_state.pop(STAGE, None)
+
+
+def close_stage() -> None:
+    """No stage on this run: a page whose first figure already sits beside its controls, in view at
+    1280 x 720, keeps its own layout."""
+    st.session_state.pop(STAGE, None)
+
+
+@contextmanager
+def on_stage(take: bool = True) -> Iterator[None]:
+    """Draw the block in the stage when it is open and still empty (the page's first figure, or a row of
+    figures drawn as one); elsewhere, or with ``take=False``, where the page is drawing."""
+    stage = st.session_state.get(STAGE)
+    if not (take and stage and not stage["filled"]):
+        if stage and stage["filled"] and not stage.get("drawing"):
+            stage["noticed"] = True  # another figure came after it: the next notice is that figure's
+        yield
+        return
+    stage["filled"] = stage["drawing"] = True
+    try:
+        with stage["slot"]:
+            yield
+    finally:
+        stage["drawing"] = False
+
+
+def staged_slot() -> Any:
+    """The stage's slot when a figure fills it and none was drawn since (the notice under that figure
+    goes there), else None."""
+    stage = st.session_state.get(STAGE)
+    if stage and stage["filled"] and not stage.get("noticed"):
+        stage["noticed"] = True
+        return stage["slot"]
+    return None
 
 
 def scaled(figure: Any, factor: float = FONT_SCALE) -> Any:

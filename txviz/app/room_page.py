@@ -72,8 +72,9 @@ def start_or_join() -> None:
         problem = st.session_state.pop(JOIN_PROBLEM, None)
         if problem:
             st.error(problem)  # an unknown code, a full room: the store's message, plain text
-    st.subheader("At reveal, the projector shows the class's answers beside the model's (an example)")
-    projector.draw(figures.tally_figure(EXAMPLE_TALLY, "keys"), key="room_example")
+    with projector.on_stage():  # in projector mode the example comes first, above the two forms
+        st.subheader("At reveal, the projector shows the class's answers beside the model's (an example)")
+        projector.draw(figures.tally_figure(EXAMPLE_TALLY, "keys"), key="room_example")
 
 
 def _join() -> None:

@@ -7,6 +7,8 @@ import re
 
 import streamlit as st
 
+from txviz.app import projector
+
 # One definition per term: what the word means on these pages, in a sentence or two.
 GLOSSARY = {
     "head": "An attention head: one set of query, key and value projections inside a layer. Each head "
@@ -42,5 +44,7 @@ def help_for(*terms: str) -> str | None:
 
 def notice(text: str, where=st) -> None:
     """The one line under a page's first figure saying what to look for; the glossary's terms it
-    mentions are defined on hover."""
+    mentions are defined on hover. In projector mode it follows the first figure onto the stage."""
+    if where is st:
+        where = projector.staged_slot() or st
     where.caption(f"**What to notice:** {text}", help=help_for(*terms_in(text)))

@@ -67,6 +67,7 @@ def setup_page(page: str, intro: str = "", icon: str = navigation.FAVICON) -> No
     if not (room.code() or tour.active()):  # one sequence drives the screen: a room's or a tour's bar
         path.back_and_next(page)
     tour.lecture_bar(page, load_model)
+    projector.open_stage()  # in projector mode the first figure is drawn here, above the page's controls
     device_picker()
     projector.keep_in_link()
     _write_link(share)
@@ -319,9 +320,22 @@ def text_input(label: str, default: str, key: str = "text", height: int = 120) -
     return text
 
 
-def show_figure(figure, key: str | None = None, trace=None, on_select=None) -> None:
+def show_figure(figure, key: str | None = None, trace=None, on_select=None, stage: bool = True) -> None:
     """A plotly or altair figure at the page's width, with its export menu; ``on_select`` (a callback)
-    lets the reader drag a box on a plotly figure, its selection in st.session_state[key]."""
+    lets the reader drag a box on a plotly figure, its selection in st.session_state[key]. In projector
+    mode the page's first figure goes on the stage (projector.open_stage) unless ``stage`` is False."""
+    with projector.on_stage(stage):
+        _show_figure(figure, key, trace, on_select)
+
+
+def figure_columns(spec, **options):
+    """``st.columns`` for the row that holds the page's first figure: in projector mode the row goes on
+    the stage whole (the figure with what sits beside it), above the controls drawn before it."""
+    with projector.on_stage():
+        return st.columns(spec, **options)
+
+
+def _show_figure(figure, key: str | None, trace, on_select) -> None:
     st.session_state["_figure_count"] = count = st.session_state.get("_figure_count", 0) + 1
     key = key or f"figure-{count}"
     # Colours were chosen by the builder (presenting=...); in projector mode a copy's fonts grow here.

@@ -125,18 +125,21 @@ def pick_from_grid(chart_key: str, keys: tuple[str, str]) -> None:
 
 def head_grid(chart, key: str, keys: tuple[str, str] = ("layer", "head")) -> None:
     """A clickable [layer, head] grid (grids.head_grid): a click picks that head in the picker of ``keys``."""
-    projector.draw(chart, key, on_select=lambda: pick_from_grid(key, keys), selection_mode=grids.PICK)
-    ui.export_menu(chart, key)
+    with projector.on_stage():
+        projector.draw(chart, key, on_select=lambda: pick_from_grid(key, keys), selection_mode=grids.PICK)
+        ui.export_menu(chart, key)
 
 
 def side_by_side(
     figures: Sequence[Any], keys: Sequence[str] | None = None, widths: Sequence[int] | None = None
 ) -> None:
-    """Figures in columns of the page, one each (equal widths unless given)."""
-    columns = st.columns(list(widths) if widths else len(figures))
-    for i, (column, figure) in enumerate(zip(columns, figures, strict=True)):
-        with column:
-            ui.show_figure(figure, key=keys[i] if keys else None)
+    """Figures in columns of the page, one each (equal widths unless given); in projector mode the row
+    goes on the stage whole when it holds the page's first figure."""
+    with projector.on_stage():
+        columns = st.columns(list(widths) if widths else len(figures))
+        for i, (column, figure) in enumerate(zip(columns, figures, strict=True)):
+            with column:
+                ui.show_figure(figure, key=keys[i] if keys else None)
 
 
 def with_progress(label: str, work: Callable[[Progress], T]) -> T:

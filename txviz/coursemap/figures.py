@@ -40,10 +40,15 @@ def _positions(count: int, width: float) -> Sequence[float]:
     return [width * (i + 0.5) / count for i in range(count)]
 
 
-def course_map_figure(highlight: str | None = None, width: float = 6.0) -> go.Figure:
-    """Boxes per row, arrows along the chain and down to the summary; the part ``highlight`` in red."""
+def course_map_figure(
+    highlight: str | None = None, width: float = 6.0, rows: slice = slice(None)
+) -> go.Figure:
+    """Boxes per row, arrows along the chain and down to the summary; the part ``highlight`` in red.
+    ``rows`` draws some of the rows alone (a projector shows the chain and the summary first), as tall
+    as they need."""
     figure = go.Figure()
-    for y, label, parts in ROWS:
+    drawn = ROWS[rows]
+    for y, label, parts in drawn:
         if label:
             figure.add_annotation(
                 x=0,
@@ -74,15 +79,19 @@ def course_map_figure(highlight: str | None = None, width: float = 6.0) -> go.Fi
                     x=right - 0.5, y=y, ax=left + 0.5, ay=y, xref="x", yref="y", axref="x", ayref="y",
                     text="", showarrow=True, arrowhead=2, arrowcolor="grey",
                 )  # fmt: skip
-    figure.add_annotation(
-        x=width / 2, y=2.3, ax=width / 2, ay=2.7, xref="x", yref="y", axref="x", ayref="y",
-        text="", showarrow=True, arrowhead=2, arrowcolor="grey",
-    )  # fmt: skip
+    if {3.0, 2.0} <= {y for y, _, _ in drawn}:  # down from the multi-head box to the summary
+        figure.add_annotation(
+            x=width / 2, y=2.3, ax=width / 2, ay=2.7, xref="x", yref="y", axref="x", ayref="y",
+            text="", showarrow=True, arrowhead=2, arrowcolor="grey",
+        )  # fmt: skip
+    top, bottom = drawn[0][0] + 0.55, drawn[-1][0] - 0.35  # the whole map: 3.55 to -1.75, 950 px
     figure.update_layout(
-        title="From self-attention to the transformer: each box names the page and tab that shows it",
+        title="From self-attention to the transformer: each box names the page and tab that shows it"
+        if drawn[0] == ROWS[0]
+        else None,
         xaxis={"visible": False, "range": [-0.1, width + 0.1]},
-        yaxis={"visible": False, "range": [-1.75, 3.55]},
-        height=950,
+        yaxis={"visible": False, "range": [bottom, top]},
+        height=round(950 * (top - bottom) / 5.3),
         plot_bgcolor="white",
         margin=margin(top=50),
         showlegend=False,
