@@ -251,9 +251,13 @@ if sweep_tab.open:
                 diverging=True,
             )
             widgets.head_grid(grid, "sweep_heads", ("iv_layer", "iv_head"))
-            ui.show_figure(
-                figs.layer_bars(swept.mlp, "Change when each MLP is ablated alone", "change"), key="sweep_mlp"
-            )
+            if swept.notice:  # a model placed by discovery: its heads are swept, its MLPs cannot be placed
+                st.info(swept.notice)
+            else:
+                ui.show_figure(
+                    figs.layer_bars(swept.mlp, "Change when each MLP is ablated alone", "change"),
+                    key="sweep_mlp",
+                )
             script_download(
                 export.sweep_script(name, device, text, swept.metric, answer, wrong, mode, reference), "sweep"
             )
@@ -330,7 +334,10 @@ if patch_tab.open:
                     diverging=True,
                 )
                 widgets.head_grid(grid, "patch_heads_est", picks)
-            ui.show_figure(figs.layer_bars(result.mlp, "MLPs, exact"), key="patch_mlp")
+            if result.notice:  # a model placed by discovery: its MLPs cannot be placed
+                st.info(result.notice)
+            else:
+                ui.show_figure(figs.layer_bars(result.mlp, "MLPs, exact"), key="patch_mlp")
             st.caption(
                 "The estimate is a forward of each prompt and one backward: gradient x (clean - corrupted) at every point "
                 "(Nanda 2023). Where the rank correlation is low, trust the exact grid."

@@ -138,6 +138,22 @@ class Layout:
             )
         return f"{stack}.{layer}.{point}"
 
+    def unplaced(self, point: str, stack: str | None = None) -> str:
+        """Why ``point`` ('ffn', 'attn', 'head', ...) cannot be placed in this model ("" when it can).
+
+        A feature asks only for the points it needs: a head edit needs its attention module, not
+        what the FFN adds, so a model placed by discovery runs it and refuses only the rest.
+        """
+        stack = stack or self.last_stack
+        try:
+            if point in ("head", "heads"):
+                self.attention_name(stack, 0)
+            else:
+                self.point_name(point, stack, 0)
+        except UnknownLayoutError as error:
+            return str(error)
+        return ""
+
     @property
     def last_stack(self) -> str:
         """The stack that makes the output (the decoder of an encoder-decoder)."""

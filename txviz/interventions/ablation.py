@@ -22,7 +22,7 @@ from txviz.core.edits import Ablate, Knockout, Patch
 from txviz.core.errors import UserError
 from txviz.core.running import Run
 from txviz.interventions.metrics import Metric
-from txviz.interventions.runs import chunks, forward, prompt_ids, repeated, tokens_of
+from txviz.interventions.runs import chunks, forward, prompt_ids, repeated, tokens_of, unplaced
 from txviz.models import LoadedModel
 
 Mode = Literal["zero", "mean", "resample"]
@@ -62,14 +62,24 @@ def check_components(loaded: LoadedModel, components: Sequence[Component]) -> No
             )
 
 
-def reference_run(loaded: LoadedModel, mode: Mode, reference: str) -> Run | None:
-    """What every head and MLP computed on the reference text (None for zero ablation)."""
+def reference_run(
+    loaded: LoadedModel, mode: Mode, reference: str, components: Sequence[Component] | None = None
+) -> Run | None:
+    """What the heads and MLPs computed on the reference text (None for zero ablation).
+
+    Only the kinds among ``components`` are recorded (both when None): a head needs its output
+    before the output projection, an MLP what the FFN adds, which a model placed by discovery lacks.
+    """
     if mode not in MODES:
         raise UserError(f"Unknown ablation {mode!r}; choose from {', '.join(MODES)}.")
     if mode == "zero":
         return None
+    kinds = {c.kind for c in components} if components is not None else {"head", "mlp"}
     ids = prompt_ids(loaded, reference, "reference text")
-    return forward(loaded, repeated(ids, 1), record=frozenset({"heads"}), stages=frozenset({"ffn"}))
+    record = frozenset({"heads"} if "head" in kinds else ())
+    return forward(
+        loaded, repeated(ids, 1), record=record, stages=frozenset({"ffn"} if "mlp" in kinds else ())
+    )
 
 
 def replacement(
@@ -150,7 +160,7 @@ def edits_for(
     check_components(loaded, components)
     if not components and not edges:
         raise UserError("Choose a head, an MLP or an attention edge to ablate.")
-    ref = reference_run(loaded, mode, reference) if components else None
+    ref = reference_run(loaded, mode, reference, components) if components else None
     edits = [intervention(c, replacement(c, mode, ref, n_tokens)) for c in components]
     return edits + [edge.knockout(n_tokens) for edge in edges]
 
@@ -199,8 +209,9 @@ class SweepResult:
     mode: Mode
     base: float  # the metric with nothing ablated
     heads: np.ndarray  # (L, H) float32: ablated - base
-    mlp: np.ndarray  # (L,) float32
+    mlp: np.ndarray  # (L,) float32; NaN where the MLPs were not ablated
     seconds: float
+    notice: str = ""  # why the MLPs were not ablated, when they were asked for and cannot be placed
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {
@@ -245,11 +256,18 @@ def sweep(
     mlps: bool = True,
     progress: Callable[[float], object] | None = None,
 ) -> SweepResult:
-    """Every head (and MLP) ablated alone: the metric's change for each, batched one per row."""
+    """Every head (and MLP) ablated alone: the metric's change for each, batched one per row.
+
+    A model whose FFN output txviz cannot place (one placed by discovery) has its heads swept and
+    its MLPs left out, NaN, with the reason in ``notice``.
+    """
     start = time.perf_counter()
     ids = prompt_ids(loaded, text)
+    missing = unplaced(loaded, "ffn") if mlps else ""
+    notice = f"The MLPs are left out: {missing}" if missing else ""
+    mlps = mlps and not notice
     components = every_component(loaded, mlps)
-    ref = reference_run(loaded, mode, reference)
+    ref = reference_run(loaded, mode, reference, components)
     jobs = [[intervention(c, replacement(c, mode, ref, len(ids)))] for c in components]
     base = float(metric(forward(loaded, repeated(ids, 1)).logits[:, -1])[0])
     values = batched_metrics(loaded, ids, metric, jobs, batch_size, progress) - base
@@ -262,4 +280,5 @@ def sweep(
         heads=values[:n_heads].reshape(loaded.n_layers, loaded.n_heads).astype(np.float32),
         mlp=(values[n_heads:] if mlps else np.full(loaded.n_layers, np.nan)).astype(np.float32),
         seconds=time.perf_counter() - start,
+        notice=notice,
     )

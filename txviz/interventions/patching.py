@@ -25,7 +25,7 @@ from txviz.core.edits import Patch, Steer
 from txviz.core.errors import UserError
 from txviz.interventions.ablation import batched_metrics
 from txviz.interventions.metrics import Metric, recovered
-from txviz.interventions.runs import forward, prompt_ids, tokens_of
+from txviz.interventions.runs import forward, prompt_ids, tokens_of, unplaced
 from txviz.models import LoadedModel
 
 PATCH_BATCH = 32  # rows per forward: one residual layer of a 32-token prompt
@@ -66,16 +66,20 @@ class Activations:
     stream_grad: np.ndarray  # (L + 1, T, D)
     head_grad: np.ndarray  # (L, H, T, D_head)
     mlp_grad: np.ndarray  # (L, T, D)
+    mlp_missing: str = ""  # why the MLPs are NaN: txviz cannot place what this model's FFN adds
 
 
 def _stacked(tensors: list[torch.Tensor]) -> np.ndarray:
     return torch.stack(tensors).detach().float().cpu().numpy()
 
 
-def _recorded(result, n_layers: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(streams (L + 1, B, T, D), heads (L, B, H, T, D_head), MLPs (L, B, T, D)) of a run, every row."""
+def _recorded(result, n_layers: int, mlps: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(streams (L + 1, B, T, D), heads (L, B, H, T, D_head), MLPs (L, B, T, D)) of a run, every row;
+    the MLPs NaN when they were not recorded."""
     streams = _stacked([result.stage_output(*stream_point(r)) for r in range(n_layers + 1)])
     heads = _stacked([result.head_output(la) for la in range(n_layers)])
+    if not mlps:
+        return streams, heads, np.full((n_layers, *streams.shape[1:]), np.nan, np.float32)
     mlp = _stacked([result.stage_output("ffn", la) for la in range(n_layers)])
     return streams, heads, mlp
 
@@ -88,6 +92,9 @@ def activations(loaded: LoadedModel, clean: list[int], corrupt: list[int], metri
     seventh less than a one-row pass plus a one-row pass with its backward (SmolLM2, 32 tokens,
     1 thread: 283 ms against 329 ms). One zero vector per layer covers all its heads: per-head
     vectors cost 29 ms of a 326 ms pass.
+
+    Only the points this model places are asked for: where txviz cannot place what the FFN adds
+    (a model placed by discovery) the MLPs are NaN and ``mlp_missing`` says why.
     """
     n_layers, n_heads, n = loaded.n_layers, loaded.n_heads, len(clean)
     width = loaded.config.hidden_size
@@ -95,15 +102,18 @@ def activations(loaded: LoadedModel, clean: list[int], corrupt: list[int], metri
     zeros = lambda *shape: torch.zeros(*shape, device=loaded.device, requires_grad=True)  # noqa: E731
     stream_vectors = [zeros(n, width) for _ in range(n_layers + 1)]
     head_vectors = [zeros(n, n_heads, head_width) for _ in range(n_layers)]
-    mlp_vectors = [zeros(n, width) for _ in range(n_layers)]
+    missing = unplaced(loaded, "ffn")
+    mlp_vectors = [] if missing else [zeros(n, width) for _ in range(n_layers)]
     steers = [Steer(*stream_point(r), vector=v) for r, v in enumerate(stream_vectors)]
     steers += [Steer("ffn", la, vector=v) for la, v in enumerate(mlp_vectors)]
     steers += [Steer("heads", la, vector=v) for la, v in enumerate(head_vectors)]
-    record, stages = frozenset({"heads"}), frozenset({"embed", "resid", "ffn"})
+    record, stages = frozenset({"heads"}), frozenset({"embed", "resid"} | (set() if missing else {"ffn"}))
     both = forward(loaded, torch.tensor([clean, corrupt]), steers, record=record, stages=stages, grad=True)
     values = metric(both.logits[:, -1])
-    grads = torch.autograd.grad(values[1], stream_vectors + mlp_vectors + head_vectors)
-    streams, heads, mlp = _recorded(both, n_layers)  # row 0 clean, row 1 corrupted
+    grads = list(torch.autograd.grad(values[1], stream_vectors + mlp_vectors + head_vectors))
+    if missing:  # NaN gradients stand in for the MLPs' own
+        grads[n_layers + 1 : n_layers + 1] = [torch.full((n, width), float("nan"))] * n_layers
+    streams, heads, mlp = _recorded(both, n_layers, not missing)  # row 0 clean, row 1 corrupted
     return Activations(
         clean_value=float(values[0].detach()),
         corrupt_value=float(values[1].detach()),
@@ -113,6 +123,7 @@ def activations(loaded: LoadedModel, clean: list[int], corrupt: list[int], metri
         stream_grad=_stacked(grads[: n_layers + 1]),
         head_grad=_stacked(grads[2 * n_layers + 1 :]).transpose(0, 2, 1, 3),  # (L, H, T, D_head)
         mlp_grad=_stacked(grads[n_layers + 1 : 2 * n_layers + 1]),
+        mlp_missing=missing,
     )
 
 
@@ -155,9 +166,10 @@ class PatchResult:
     corrupt_value: float
     residual: np.ndarray  # (L + 1, T) exact
     heads: np.ndarray  # (L, H) exact
-    mlp: np.ndarray  # (L,) exact
+    mlp: np.ndarray  # (L,) exact; NaN where txviz cannot place what the FFN adds
     estimate: Attribution
     seconds: float
+    notice: str = ""  # why the MLPs were not patched
 
     @property
     def residual_rho(self) -> float:
@@ -194,7 +206,11 @@ def patch_jobs(acts: Activations, n_layers: int, n_heads: int, n_tokens: int) ->
         for la in range(n_layers)
         for h in range(n_heads)
     ]
-    mlp = [[Patch("ffn", la, value=torch.from_numpy(clean_mlp[la]))] for la in range(n_layers)]
+    mlp = (
+        []
+        if acts.mlp_missing
+        else [[Patch("ffn", la, value=torch.from_numpy(clean_mlp[la]))] for la in range(n_layers)]
+    )
     return {"residual": residual, "heads": heads, "mlp": mlp}
 
 
@@ -216,6 +232,8 @@ def patch(
     every = jobs["residual"] + jobs["heads"] + jobs["mlp"]
     values = batched_metrics(loaded, corrupt_ids, metric, every, batch_size, progress)
     fractions = recovered(values, acts.clean_value, acts.corrupt_value).astype(np.float32)
+    if acts.mlp_missing:
+        fractions = np.concatenate([fractions, np.full(n_layers, np.nan, np.float32)])
     n_res, n_head = (n_layers + 1) * n, n_layers * n_heads
     return PatchResult(
         tokens=tokens_of(loaded, corrupt_ids),
@@ -227,4 +245,5 @@ def patch(
         mlp=fractions[n_res + n_head :],
         estimate=estimate,
         seconds=time.perf_counter() - start,
+        notice=f"The MLPs are not patched: {acts.mlp_missing}" if acts.mlp_missing else "",
     )

@@ -8,6 +8,7 @@ import torch
 
 from txviz.core.capture import CaptureSettings
 from txviz.core.errors import UserError
+from txviz.core.layouts import cached_layout
 from txviz.core.running import Run, run
 from txviz.core.tokens import readable_tokens
 from txviz.core.tracing import Encoded, encode
@@ -97,6 +98,12 @@ def likeliest_next_tokens(loaded: LoadedModel, text: str, k: int = 2) -> list[st
     """The model's ``k`` likeliest next tokens after ``text``, likeliest first, as text (answers to score)."""
     logits = forward(loaded, repeated(prompt_ids(loaded, text), 1)).logits[0, -1]
     return [loaded.tokenizer.decode([int(i)]) for i in logits.topk(k).indices]
+
+
+def unplaced(loaded: LoadedModel, point: str) -> str:
+    """Why this model's ``point`` ("ffn", "head", ...) cannot be placed, "" when it can: a feature asks
+    only for the points it needs, so a model placed by discovery runs the rest."""
+    return cached_layout(loaded.model).unplaced(point)
 
 
 def repeated(ids: Sequence[int], rows: int) -> torch.Tensor:
