@@ -44,6 +44,8 @@ class Follower:
         if self.session.places.stopped and not self.stopped:
             self.stopped = True
             say(i=self.i, stopped=self.session.places.stopped, t=time.monotonic())
+            print(f"follower {self.i} would have stopped a browser; its last messages:", *self.session.places.recent,
+                  sep="\n  ", file=sys.stderr, flush=True)  # fmt: skip
         if body != self.bar and any(mark in body for mark in BAR_MARKS):
             self.bar = body
             say(i=self.i, bar=body, t=time.monotonic())

@@ -154,7 +154,7 @@ class Session:
                 self._stop(fragment_id)
         elif kind == "delta":
             if msg.delta.WhichOneof("type") in ("new_element", "add_block"):
-                self.places.delta(msg.metadata.delta_path)
+                self.places.delta(msg.metadata.delta_path, msg.delta.fragment_id)
             if msg.delta.WhichOneof("type") == "new_element":
                 self._element(msg.delta.new_element, msg.delta.fragment_id)
         elif kind == "script_finished":
