@@ -303,11 +303,8 @@ def wrap_script_runs(rule: Callable[[object, str, str], object]) -> bool:
     except Exception:
         give_up("importing ScriptRunner")
         return False
-    with _LOCK:
-        run = ScriptRunner._run_script
-        if getattr(run, _WRAPPED, False):
-            return True
 
+    def wrapping(run):
         @functools.wraps(run)
         def run_through_rule(self, rerun_data):
             try:
@@ -318,9 +315,20 @@ def wrap_script_runs(rule: Callable[[object, str, str], object]) -> bool:
                 give_up("the fragment guard")
             return run(self, rerun_data)
 
-        setattr(run_through_rule, _WRAPPED, True)
-        ScriptRunner._run_script = run_through_rule
+        return run_through_rule
+
+    _wrap_once(ScriptRunner, "_run_script", wrapping)
     return True
+
+
+def _wrap_once(owner: type, name: str, wrapping: Callable) -> None:
+    """Replace ``owner.name`` by ``wrapping(it)``, once per process (a second call finds it wrapped)."""
+    with _LOCK:
+        found = getattr(owner, name)
+        if not getattr(found, _WRAPPED, False):
+            wrapped = wrapping(found)
+            setattr(wrapped, _WRAPPED, True)
+            setattr(owner, name, wrapped)
 
 
 def wrap_fragment_clears(keep_every_delta: Callable[[list], bool]) -> bool:
@@ -337,11 +345,8 @@ def wrap_fragment_clears(keep_every_delta: Callable[[list], bool]) -> bool:
     except Exception:
         give_up("importing ForwardMsgQueue")
         return False
-    with _LOCK:
-        clear = ForwardMsgQueue.clear
-        if getattr(clear, _WRAPPED, False):
-            return True
 
+    def wrapping(clear):
         @functools.wraps(clear)
         def clear_keeping_unsent_runs(self, retain_lifecycle_msgs=False, fragment_ids_this_run=None):
             try:
@@ -351,8 +356,9 @@ def wrap_fragment_clears(keep_every_delta: Callable[[list], bool]) -> bool:
                 give_up("the queue guard")
             return clear(self, retain_lifecycle_msgs, fragment_ids_this_run)
 
-        setattr(clear_keeping_unsent_runs, _WRAPPED, True)
-        ForwardMsgQueue.clear = clear_keeping_unsent_runs
+        return clear_keeping_unsent_runs
+
+    _wrap_once(ForwardMsgQueue, "clear", wrapping)
     return True
 
 
