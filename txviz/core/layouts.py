@@ -67,6 +67,7 @@ class Layout:
     record: Record | None = None  # None: placed by discovery
     attention: str | None = None  # discovered: the path in each block of the module that calls attention
     missing: str = ""  # discovered: why head points are absent, when they are
+    attention_layers: tuple[int, ...] | None = None  # discovered: the blocks that call it (None: every one)
 
     def stack(self, name: str) -> Stack:
         for stack in self.stacks:
@@ -108,6 +109,12 @@ class Layout:
         if self.record is not None:
             part = (self.record.cross if cross else self.record.attention).module
         elif self.attention is not None:
+            if self.attention_layers is not None and layer not in self.attention_layers:
+                raise UnknownLayoutError(
+                    f"Block {layer} of this {self.model_type} model does not call the attention function (it "
+                    "mixes tokens another way), so it has no heads to change; blocks "
+                    f"{', '.join(map(str, self.attention_layers))} have heads."
+                )
             part = self.attention
         else:
             raise UnknownLayoutError(
@@ -147,7 +154,7 @@ class Layout:
         stack = stack or self.last_stack
         try:
             if point in ("head", "heads"):
-                self.attention_name(stack, 0)
+                self.attention_name(stack, (self.attention_layers or (0,))[0])
             else:
                 self.point_name(point, stack, 0)
         except UnknownLayoutError as error:
@@ -277,8 +284,8 @@ def _generic(model: torch.nn.Module, model_type: str, stack: str = "decoder") ->
             break
     head = names.get(id(_output_head(model)))
     stacks = (Stack(stack, path, n_layers, False),)
-    attention, missing = discover_attention(model, path, n_layers)
-    return Layout(GENERIC, "unknown", base, stacks, final, head, model_type, None, attention, missing)
+    attention, missing, layers = discover_attention(model, path, n_layers)
+    return Layout(GENERIC, "unknown", base, stacks, final, head, model_type, None, attention, missing, layers)
 
 
 _probed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> attention modules called
@@ -302,8 +309,14 @@ def set_probe(probe: Callable[[torch.nn.Module], tuple[list[str] | None, str]]) 
     _probe = probe
 
 
-def discover_attention(model: torch.nn.Module, path: str, n_layers: int) -> tuple[str | None, str]:
-    """(path in each block of the module that calls the attention function, "") or (None, why not).
+def discover_attention(
+    model: torch.nn.Module, path: str, n_layers: int
+) -> tuple[str | None, str, tuple[int, ...] | None]:
+    """(path in each block of the module that calls the attention function, "", the blocks that call
+    it: None when every one does) or (None, why not, None).
+
+    A hybrid model (attention in some blocks, another token mixer in the rest) has its heads placed
+    in the blocks that call the attention function; a head of another block is refused by name.
 
     The load's probe forward ran under the capture ContextVar, where the attention function names
     every module that calls it, in call order; a model built elsewhere gets one short probe here.
@@ -311,25 +324,27 @@ def discover_attention(model: torch.nn.Module, path: str, n_layers: int) -> tupl
     called = _probed.get(model)
     if called is None:
         if _probe is None:
-            return None, "no probe forward is installed (import txviz.core.running first)."
+            return None, "no probe forward is installed (import txviz.core.running first).", None
         called, why = _probe(model)
         if called is None:
-            return None, why
+            return None, why, None
     parts = {}
     for name in called:
         layer, _, part = name.removeprefix(f"{path}.").partition(".")
         if not name.startswith(f"{path}.") or not layer.isdigit() or not part:
-            return None, f"the module {name} calls the attention function outside the blocks in {path}."
+            return None, f"the module {name} calls the attention function outside the blocks in {path}.", None
         parts.setdefault(int(layer), set()).add(part)
-    if sorted(parts) != list(range(n_layers)):
-        return None, f"only {len(parts)} of its {n_layers} blocks called the attention function in a probe."
+    if not parts or not set(parts) <= set(range(n_layers)):
+        return None, f"{len(parts)} of its {n_layers} blocks called the attention function in a probe.", None
     kinds = set.union(*parts.values())
     if len(kinds) != 1:
         return (
             None,
             f"each block calls the attention function from {len(kinds)} modules ({', '.join(sorted(kinds))}).",
+            None,
         )
-    return kinds.pop(), ""
+    layers = None if len(parts) == n_layers else tuple(sorted(parts))
+    return kinds.pop(), "", layers
 
 
 _layouts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
