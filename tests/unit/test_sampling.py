@@ -11,6 +11,7 @@ from txviz.generation.sampling import (
     SamplingSettings,
     apply_temperature,
     choose,
+    choose_greedy,
     greedy_token,
     make_generator,
     top_k_filter,
@@ -205,3 +206,34 @@ def test_describe():
     assert SamplingSettings(temperature=0.8, top_k=40, top_p=0.95).describe() == (
         "temperature 0.8, top-k 40, top-p 0.95"
     )
+
+
+def _old_greedy(logits: torch.Tensor) -> tuple[int, torch.Tensor, torch.Tensor]:
+    """choose's greedy branch as it was: softmax of the row, argmax, a one-hot built at once."""
+    logits = logits.detach().float().cpu().reshape(-1)
+    token = int(logits.argmax(dim=-1))
+    one_hot = torch.zeros_like(logits)
+    one_hot[token] = 1.0
+    return token, torch.softmax(logits, dim=-1), one_hot
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_greedy_rows_chosen_together_equal_each_alone_on_random_logits(threads):
+    generator = torch.Generator().manual_seed(0)
+    logits = torch.randn(8, 49152, generator=generator) * 3
+    logits[3, :2] = 50.0  # a tie: the lowest index wins, as alone
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        together = choose_greedy(logits)
+        for row, choice in zip(logits, together, strict=True):
+            token, probs, one_hot = _old_greedy(row)
+            alone = choose(row, SamplingSettings())
+            for new in (choice, alone):
+                assert new.token_id == token
+                assert torch.equal(new.before, probs)
+                assert [name for name, _ in new.stages] == ["model", "greedy"]
+                assert torch.equal(new.after, one_hot) and new.after.dtype == one_hot.dtype
+    finally:
+        torch.set_num_threads(before)
+    assert together[3].token_id == 0

@@ -39,17 +39,31 @@ class Candidates:
         return tuple(zip(self.tokens, self.probs[stage].tolist(), strict=True))
 
 
+@dataclass(frozen=True)
+class OneHot:
+    """A distribution with all its mass on one token, read without building a vocabulary-sized vector."""
+
+    index: int
+
+    def tensor(self, like: torch.Tensor) -> torch.Tensor:
+        """The vector itself, shaped and typed like ``like`` (V,)."""
+        one_hot = torch.zeros_like(like)
+        one_hot[self.index] = 1.0
+        return one_hot
+
+
 def top_candidates(
     tokenizer,
-    stages: torch.Tensor | Sequence[tuple[str, torch.Tensor]],
+    stages: torch.Tensor | Sequence[tuple[str, torch.Tensor | OneHot]],
     k: int,
     chosen: int | None = None,
     add_chosen: bool = True,
 ) -> Candidates:
     """The k likeliest tokens of the first distribution (V,), and their probability at every stage.
 
-    ``stages`` is one probability vector or (name, vector) pairs, the model's own first. The chosen
-    token is added last when it is not among the k and ``add_chosen`` is set.
+    ``stages`` is one probability vector or (name, vector) pairs, the model's own first; a later
+    stage may be a OneHot (greedy's). The chosen token is added last when it is not among the k and
+    ``add_chosen`` is set.
     """
     if isinstance(stages, torch.Tensor):
         stages = (("model", stages),)
@@ -57,12 +71,17 @@ def top_candidates(
     top = first.topk(min(k, first.numel())).indices.tolist()
     if add_chosen and chosen is not None and chosen not in top:
         top.append(chosen)
-    index = torch.tensor(top)
-    probs = torch.stack([p.detach().float().cpu().reshape(-1)[index] for _, p in stages])  # (stage, k)
+    index = np.array(top, dtype=np.int64)
+    probs = np.empty((len(stages), len(top)), dtype=np.float32)  # (stage, k): a few reads per stage
+    for row, (_, p) in enumerate(stages):
+        if isinstance(p, OneHot):
+            probs[row] = index == p.index
+        else:
+            probs[row] = p.detach().float().cpu().reshape(-1).numpy()[index]
     return Candidates(
         ids=tuple(int(i) for i in top),
         tokens=tuple(readable_tokens(tokenizer, top)[0]),
-        probs=probs.numpy().astype(np.float32),
+        probs=probs,
         stages=tuple(name for name, _ in stages),
         chosen=chosen,
     )

@@ -230,7 +230,7 @@ def make_step(
         token_id=token_id,
         token=readable_token(tokenizer, tokenizer.convert_ids_to_tokens(token_id)),
         text=tokenizer.decode(generated, skip_special_tokens=False),
-        candidates=top_candidates(tokenizer, choice.stages, request.top_candidates, token_id),
+        candidates=top_candidates(tokenizer, choice.shown, request.top_candidates, token_id),
         attention=attention,
         kv_tokens=kv[0],
         kv_bytes=kv[1],

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
+from txviz.core.candidates import OneHot
 from txviz.core.errors import UserError
 
 MAX_TEMPERATURE = 5.0  # past this every distribution looks uniform; nothing left to teach
@@ -50,12 +52,25 @@ class Choice:
     """One sampling step: the token chosen and each stage of the distribution that led to it."""
 
     token_id: int
-    stages: tuple[tuple[str, torch.Tensor], ...]  # (name, probabilities (V,) float32), in order
+    computed: tuple[tuple[str, torch.Tensor], ...]  # (name, probabilities (V,) float32), in order
+    greedy: bool = False  # a last "greedy" stage, one-hot on the token, follows: built only when read
+
+    @cached_property
+    def stages(self) -> tuple[tuple[str, torch.Tensor], ...]:
+        """Every stage as a (V,) vector, greedy's one-hot included."""
+        if not self.greedy:
+            return self.computed
+        return (*self.computed, ("greedy", OneHot(self.token_id).tensor(self.computed[-1][1])))
+
+    @property
+    def shown(self) -> tuple[tuple[str, torch.Tensor | OneHot], ...]:
+        """The stages as the candidates read them: greedy's one-hot as a OneHot, never a vector."""
+        return (*self.computed, ("greedy", OneHot(self.token_id))) if self.greedy else self.computed
 
     @property
     def before(self) -> torch.Tensor:
         """Model's own distribution: softmax of the raw logits."""
-        return self.stages[0][1]
+        return self.computed[0][1]
 
     @property
     def after(self) -> torch.Tensor:
@@ -111,6 +126,14 @@ def make_generator(seed: int | None) -> torch.Generator:
     return generator
 
 
+def choose_greedy(logits: torch.Tensor) -> list[Choice]:
+    """choose(row, greedy settings) for every row of logits (B, V) at once: one softmax, one argmax."""
+    logits = logits.detach().float().cpu()
+    probs = torch.softmax(logits, dim=-1)
+    tokens = logits.argmax(dim=-1).tolist()
+    return [Choice(token, (("model", probs[b]),), greedy=True) for b, token in enumerate(tokens)]
+
+
 def choose(
     logits: torch.Tensor,
     settings: SamplingSettings,
@@ -120,11 +143,7 @@ def choose(
     logits = logits.detach().float().cpu().reshape(-1)  # (V,)
     stages: list[tuple[str, torch.Tensor]] = [("model", torch.softmax(logits, dim=-1))]
     if settings.greedy:
-        token = greedy_token(logits)
-        one_hot = torch.zeros_like(logits)
-        one_hot[token] = 1.0
-        stages.append(("greedy", one_hot))
-        return Choice(token, tuple(stages))
+        return Choice(greedy_token(logits), tuple(stages), greedy=True)
     shaped = logits
     if settings.temperature != 1.0:
         shaped = apply_temperature(shaped, settings.temperature)
