@@ -9,7 +9,7 @@ import pytest
 import torch
 from test_generation import tiny  # noqa: F401 - the shared tiny Llama fixture
 
-from txviz.generation.batching import GenerationEngine, Waiting
+from txviz.generation.batching import GenerationEngine, Waiting, _first_keys, _Rows
 from txviz.generation.loop import GenerationError, GenerationRequest, generate
 from txviz.generation.sampling import SamplingSettings
 
@@ -148,3 +148,25 @@ def test_a_left_padded_prefill_holds_each_prompts_own_keys_and_values(tiny):  # 
             assert torch.isfinite(mine.keys).all() and torch.isfinite(mine.values).all()
             torch.testing.assert_close(real, own.keys[0], atol=1e-5, rtol=1e-4)
             torch.testing.assert_close(mine.values[b][:, valid[b]], own.values[0], atol=1e-5, rtol=1e-4)
+
+
+def test_attention_rows_sliced_equal_rows_masked_on_random_weights():
+    """_Rows reads a left-padded row by slicing and converts in torch: the same float16 as the mask did."""
+    generator = torch.Generator().manual_seed(0)
+    stacked = torch.rand(4, 3, 5, 40, generator=generator)
+    stacked[..., :10] *= 1e-5  # float16's subnormals
+    stacked[..., 10:20] = torch.rand(4, 3, 5, 10, generator=generator) * 2**-14
+    # Halfway between two float16s: each rounds to the even one.
+    stacked[0, 0, 0, -4:] = torch.tensor([0.5 + 2**-12, 0.5 + 3 * 2**-12, 1 - 2**-12, 1e-8])
+    valid = torch.ones(4, 40, dtype=torch.bool)
+    valid[1, :7] = False
+    valid[2, :39] = False
+    valid[3, [2, 5]] = False  # not left-padding: read through the mask
+    first = _first_keys(valid)
+    assert first == [0, 7, 39, None]
+    for b in range(4):
+        old = stacked[b][:, :, valid[b]].numpy().astype(np.float16)
+        new = _Rows(stacked, b, valid[b], first[b]).array()
+        assert new.dtype == old.dtype and new.shape == old.shape and new.flags.c_contiguous
+        np.testing.assert_array_equal(new, old)
+        assert np.array_equal(np.signbit(new), np.signbit(old))

@@ -40,7 +40,7 @@ from txviz.generation.loop import (
     prepare,
     stop_ids,
 )
-from txviz.generation.sampling import Choice, choose, make_generator
+from txviz.generation.sampling import Choice, choose, choose_greedy, make_generator
 from txviz.models import LoadedModel
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,7 @@ POLL_S = 0.25  # how often a waiting consumer hears its place in the queue
 # An idle engine waits this long for company before its first prefill: a class pressing "Generate"
 # together then shares one prefill and starts on the same step instead of in a staggered line.
 GATHER_S = 0.02
+_TORCH_ROW_DTYPE = torch.from_numpy(np.empty(0, dtype=ROW_DTYPE)).dtype
 
 
 @dataclass(frozen=True)
@@ -296,21 +297,29 @@ class GenerationEngine:
         self._valid = valid
         self.steps_run += 1
         stacked = _stacked_rows(output) if record else None
+        first_keys = _first_keys(valid) if record else None
         kv_per_token = _kv_bytes_per_token(self._cache)
+        # Greedy rows are chosen together: one softmax and one argmax over their (G, V) logits.
+        greedy = [b for b, s in enumerate(rows) if s.request.sampling.greedy]
+        chosen = dict(zip(greedy, choose_greedy(output.logits[greedy, -1]), strict=True)) if greedy else {}
         for b, sequence in enumerate(rows):
-            attention = _Rows(stacked, b, valid[b]) if sequence.request.record_attention else None
-            self._emit(sequence, output.logits[b, -1], attention, kv_per_token)
+            attention = None
+            if sequence.request.record_attention:
+                attention = _Rows(stacked, b, valid[b], None if first_keys is None else first_keys[b])
+            choice = chosen.get(b)
+            if choice is None:
+                choice = choose(output.logits[b, -1], sequence.request.sampling, sequence.generator)
+            self._emit(sequence, choice, attention, kv_per_token)
 
     def _emit(
         self,
         sequence: _Sequence,
-        logits: torch.Tensor,
+        choice: Choice,
         attention: _Rows | None,
         kv_per_token: tuple[int, ...],
     ) -> None:
-        """Sample one row's token with its own settings and hand the raw step to its session."""
+        """Hand one row's chosen token, chosen with its own settings, to its session as a raw step."""
         request = sequence.request
-        choice = choose(logits, request.sampling, sequence.generator)
         sequence.length += 1
         sequence.generated.append(choice.token_id)
         finished = choice.token_id in sequence.stops
@@ -336,9 +345,13 @@ class _Rows:
     stacked: torch.Tensor  # (B, L, H, K) for the whole batch
     row: int
     valid: torch.Tensor  # (K,) bool: this row's real keys
+    first: int | None = None  # the first real key when every key from it on is real (the usual case)
 
     def array(self) -> np.ndarray:
-        return self.stacked[self.row][:, :, self.valid].numpy().astype(ROW_DTYPE)
+        if self.first is None:
+            return self.stacked[self.row][:, :, self.valid].numpy().astype(ROW_DTYPE)
+        # A slice, not a mask: one copy, converted by torch (rounds to nearest even, as numpy does).
+        return self.stacked[self.row, :, :, self.first :].to(_TORCH_ROW_DTYPE).numpy()
 
 
 @dataclass(frozen=True)
@@ -440,6 +453,17 @@ def _kv_bytes_per_token(cache) -> tuple[int, ...]:
 def _row_kv(per_token: tuple[int, ...], length: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(tokens, bytes) one row holds per layer: its own tokens, not the batch's padding."""
     return (length,) * len(per_token), tuple(length * size for size in per_token)
+
+
+def _first_keys(valid: torch.Tensor) -> list[int | None]:
+    """Per row of valid (B, K), its first real key when the real keys run from there to the end.
+
+    Rows are left-padded, so that is every row; None sends a row back to reading through its mask."""
+    count = valid.sum(dim=1)
+    first = valid.shape[1] - count
+    arange = torch.arange(valid.shape[1])
+    suffix = (valid == (arange.unsqueeze(0) >= first.unsqueeze(1))).all(dim=1)
+    return [int(f) if ok else None for f, ok in zip(first.tolist(), suffix.tolist(), strict=True)]
 
 
 def _stacked_rows(recorder: Run) -> torch.Tensor:
