@@ -307,3 +307,48 @@ def test_a_hybrid_has_its_heads_placed_in_the_blocks_that_call_attention():
     other = next(i for i in range(len(blocks)) if i not in by_class)
     with pytest.raises(InterventionError, match=f"Block {other} of this nemotron_h model does not call"):
         run(ours, CaptureSettings(interventions=[Ablate("head", other, head=0)]), input_ids=IDS)
+
+
+def test_a_hybrids_sweep_ablates_the_heads_of_its_attention_blocks(tmp_path):
+    """Nemotron-H: the sweep's heads in the attention block equal the hand edit; the other blocks' heads
+    and every MLP are NaN, and the notice says which blocks have heads."""
+    from txviz import models
+    from txviz.families import zoo
+    from txviz.interventions import ablation, metrics
+
+    model = _tiny("nemotron_h")
+    model.save_pretrained(tmp_path)
+    zoo.tokenizer().save_pretrained(tmp_path)
+    loaded = models.load(str(tmp_path), "cpu")
+    text = "the cat sat on the mat and the"
+    metric = metrics.make_metric(loaded, "logit", "dog")
+    swept = ablation.sweep(loaded, text, metric, batch_size=4)
+    blocks = model.model.layers
+    with_heads = [i for i, b in enumerate(blocks) if type(b.mixer).__name__.endswith("Attention")]
+    assert f"Only blocks {', '.join(map(str, with_heads))} call the attention function" in swept.notice
+    assert np.isnan(swept.mlp).all()
+    ids = torch.tensor([loaded.tokenizer(text)["input_ids"]])
+    with torch.no_grad():
+        base = float(metric(model(input_ids=ids).logits[:, -1])[0])
+    for layer in range(len(blocks)):
+        if layer not in with_heads:
+            assert np.isnan(swept.heads[layer]).all()
+            continue
+        projection, n_heads = _output_projection(model, layer)
+        hand = []
+        for head in range(n_heads):
+
+            def zero(module, args, head=head, n_heads=n_heads):
+                x = args[0].clone()
+                width = x.shape[-1] // n_heads
+                x[..., head * width : (head + 1) * width] = 0
+                return (x, *args[1:])
+
+            handle = projection.register_forward_pre_hook(zero)
+            try:
+                with torch.no_grad():
+                    hand.append(float(metric(model(input_ids=ids).logits[:, -1])[0]) - base)
+            finally:
+                handle.remove()
+        np.testing.assert_allclose(swept.heads[layer], hand, atol=1e-4)
+        assert np.ptp(hand) > 1e-3, "the heads' ablations are alike: the comparison proves nothing"

@@ -22,7 +22,7 @@ from txviz.core.edits import Ablate, Knockout, Patch
 from txviz.core.errors import UserError
 from txviz.core.running import Run
 from txviz.interventions.metrics import Metric
-from txviz.interventions.runs import chunks, forward, prompt_ids, repeated, tokens_of, unplaced
+from txviz.interventions.runs import chunks, forward, head_layers, prompt_ids, repeated, tokens_of, unplaced
 from txviz.models import LoadedModel
 
 Mode = Literal["zero", "mean", "resample"]
@@ -259,26 +259,39 @@ def sweep(
     """Every head (and MLP) ablated alone: the metric's change for each, batched one per row.
 
     A model whose FFN output txviz cannot place (one placed by discovery) has its heads swept and
-    its MLPs left out, NaN, with the reason in ``notice``.
+    its MLPs left out, NaN, with the reason in ``notice``; so are the heads of a hybrid's blocks that
+    mix tokens without attention.
     """
     start = time.perf_counter()
     ids = prompt_ids(loaded, text)
     missing = unplaced(loaded, "ffn") if mlps else ""
     notice = f"The MLPs are left out: {missing}" if missing else ""
     mlps = mlps and not notice
-    components = every_component(loaded, mlps)
+    with_heads = head_layers(loaded)
+    if len(with_heads) < loaded.n_layers:
+        blocks = ", ".join(map(str, with_heads))
+        notice = (
+            f"Only blocks {blocks} call the attention function: the others have no heads. {notice}".strip()
+        )
+    components = [c for c in every_component(loaded, mlps) if c.kind == "mlp" or c.layer in with_heads]
     ref = reference_run(loaded, mode, reference, components)
     jobs = [[intervention(c, replacement(c, mode, ref, len(ids)))] for c in components]
     base = float(metric(forward(loaded, repeated(ids, 1)).logits[:, -1])[0])
     values = batched_metrics(loaded, ids, metric, jobs, batch_size, progress) - base
-    n_heads = loaded.n_layers * loaded.n_heads
+    heads = np.full((loaded.n_layers, loaded.n_heads), np.nan, np.float32)
+    mlp = np.full(loaded.n_layers, np.nan, np.float32)
+    for c, value in zip(components, values, strict=True):
+        if c.kind == "head":
+            heads[c.layer, c.head] = value
+        else:
+            mlp[c.layer] = value
     return SweepResult(
         tokens=tokens_of(loaded, ids),
         metric=metric,
         mode=mode,
         base=base,
-        heads=values[:n_heads].reshape(loaded.n_layers, loaded.n_heads).astype(np.float32),
-        mlp=(values[n_heads:] if mlps else np.full(loaded.n_layers, np.nan)).astype(np.float32),
+        heads=heads,
+        mlp=mlp,
         seconds=time.perf_counter() - start,
         notice=notice,
     )

@@ -106,6 +106,12 @@ def unplaced(loaded: LoadedModel, point: str) -> str:
     return cached_layout(loaded.model).unplaced(point)
 
 
+def head_layers(loaded: LoadedModel) -> tuple[int, ...]:
+    """The blocks with heads: every one, or those of a hybrid that call the attention function."""
+    layers = cached_layout(loaded.model).attention_layers
+    return tuple(range(loaded.n_layers)) if layers is None else layers
+
+
 def repeated(ids: Sequence[int], rows: int) -> torch.Tensor:
     """The same prompt in ``rows`` batch rows: one intervention per row."""
     return torch.tensor([list(ids)], dtype=torch.long).repeat(rows, 1)
