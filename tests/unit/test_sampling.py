@@ -237,3 +237,16 @@ def test_greedy_rows_chosen_together_equal_each_alone_on_random_logits(threads):
     finally:
         torch.set_num_threads(before)
     assert together[3].token_id == 0
+
+
+def test_greedy_rows_chosen_together_pick_argmax_on_ties_nan_and_inf():
+    generator = torch.Generator().manual_seed(1)
+    for trial in range(20):
+        logits = (torch.randn(6, 3000, generator=generator) * 3).round()  # many ties
+        logits[1] = 2.0
+        logits[2, [7, 90]] = float("nan")
+        logits[3] = float("-inf")
+        logits[4, trial] = float("inf")
+        tokens = [choice.token_id for choice in choose_greedy(logits)]
+        assert tokens == [greedy_token(row) for row in logits]
+        assert tokens[1:4] == [0, 7, 0]
