@@ -84,7 +84,7 @@ def test_every_pages_link_opens_its_view_in_a_fresh_browser(app_server, _browser
         fresh.goto(page_url(app_server, page.name) + "?" + urlencode(link))
         wait_for_app(fresh)
         assert fresh.locator('[data-testid="stException"]').count() == 0
-        tab = VIEWS[script.stem].tab
+        tab = VIEWS[page.name].tab
         if tab:
             assert fresh.get_by_role("tab", name=tab[1], exact=True).get_attribute("aria-selected") == "true"
         # A rerun ("r") writes the page's settings back to the address: a lost value would read its default.
