@@ -9,6 +9,7 @@ Run with ``-rs`` to read every skip's and refusal's reason.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib.util
 from pathlib import Path
@@ -167,8 +168,10 @@ def _output_projection(model: torch.nn.Module, layer: int) -> tuple[torch.nn.Mod
     return found[-1], n_heads
 
 
-def _by_hand(model: torch.nn.Module, projection: torch.nn.Module, head: int, n_heads: int) -> torch.Tensor:
-    """The eager model's logits with ``head``'s slice of the output projection's input zeroed."""
+@contextlib.contextmanager
+def _head_zeroed(projection: torch.nn.Module, head: int, n_heads: int):
+    """While open, ``head``'s slice of the output projection's input is zeroed (a hook written here, not
+    txviz's)."""
 
     def zero(module, args):
         x = args[0].clone()
@@ -178,9 +181,15 @@ def _by_hand(model: torch.nn.Module, projection: torch.nn.Module, head: int, n_h
 
     handle = projection.register_forward_pre_hook(zero)
     try:
-        return _logits(model)
+        yield
     finally:
         handle.remove()
+
+
+def _by_hand(model: torch.nn.Module, projection: torch.nn.Module, head: int, n_heads: int) -> torch.Tensor:
+    """The eager model's logits with ``head``'s slice of the output projection's input zeroed."""
+    with _head_zeroed(projection, head, n_heads):
+        return _logits(model)
 
 
 def check_family(model_type: str) -> str:
@@ -342,18 +351,7 @@ def test_a_hybrids_sweep_ablates_the_heads_of_its_attention_blocks(tmp_path):
         projection, n_heads = _output_projection(model, layer)
         hand = []
         for head in range(n_heads):
-
-            def zero(module, args, head=head, n_heads=n_heads):
-                x = args[0].clone()
-                width = x.shape[-1] // n_heads
-                x[..., head * width : (head + 1) * width] = 0
-                return (x, *args[1:])
-
-            handle = projection.register_forward_pre_hook(zero)
-            try:
-                with torch.no_grad():
-                    hand.append(float(metric(model(input_ids=ids).logits[:, -1])[0]) - base)
-            finally:
-                handle.remove()
+            with _head_zeroed(projection, head, n_heads), torch.no_grad():
+                hand.append(float(metric(model(input_ids=ids).logits[:, -1])[0]) - base)
         np.testing.assert_allclose(swept.heads[layer], hand, atol=1e-4)
         assert np.ptp(hand) > 1e-3, "the heads' ablations are alike: the comparison proves nothing"
