@@ -3,7 +3,7 @@
 import streamlit as st
 
 from txviz.app import teaching, ui, widgets
-from txviz.explorer.views import read_only
+from txviz.explorer.view_model import read_only
 from txviz.heads import corpus, figures, qkspace
 
 VIEWS = ["One head", "Every head of a layer"]

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from txviz.app import teaching, ui, widgets
-from txviz.longdoc import drill, views
+from txviz.longdoc import drill, view_model
 from txviz.longdoc import overview as longdoc
 from txviz.longdoc.sample import SAMPLE
 
@@ -54,7 +54,7 @@ def _select_sentence() -> None:
         return
     start, stop = spans.tokens_of(spans.labels.index(sentence))
     st.session_state["queries"] = (start, stop)
-    st.session_state["keys"] = (max(0, stop - views.MAX_KEYS), stop)
+    st.session_state["keys"] = (max(0, stop - view_model.MAX_KEYS), stop)
 
 
 left, right = st.columns([1, 2])
@@ -109,15 +109,15 @@ chosen_head = None if heads_mean else head
 d1, d2, d3 = st.columns(3)
 stat = d1.radio(
     "Tiles show",
-    views.TILE_STATS,
-    index=views.TILE_STATS.index(ui.link_value("tile_stat", "mean", views.TILE_STATS)),
+    view_model.TILE_STATS,
+    index=view_model.TILE_STATS.index(ui.link_value("tile_stat", "mean", view_model.TILE_STATS)),
     horizontal=True,
     key="tile_stat",
 )
 level = d2.radio(
     "Aggregate to",
-    views.LEVELS,
-    index=views.LEVELS.index(ui.link_value("level", "sentences", views.LEVELS)),
+    view_model.LEVELS,
+    index=view_model.LEVELS.index(ui.link_value("level", "sentences", view_model.LEVELS)),
     horizontal=True,
     key="level",
 )
@@ -128,7 +128,7 @@ overview_tab, detail_tab = st.tabs(VIEWS, key="view", on_change="rerun", default
 
 if overview_tab.open:
     with overview_tab:
-        shown = views.first_view(view, layer, chosen_head, stat, level, **style)
+        shown = view_model.first_view(view, layer, chosen_head, stat, level, **style)
         st.caption(
             "Every head at a glance: weight on the first tokens (attention sinks), how far it looks, "
             f"how spread out it is, and how much stays within {longdoc.LOCAL_WINDOW} tokens."
@@ -159,12 +159,12 @@ if detail_tab.open:
         last = (max(0, n - 32), n)
         q0, q1 = widgets.range_picker("Queries", n, "queries", last)
         k0, k1 = widgets.range_picker(
-            f"Keys shown (at most {views.MAX_KEYS})", n, "keys", (max(0, n - 256), n)
+            f"Keys shown (at most {view_model.MAX_KEYS})", n, "keys", (max(0, n - 256), n)
         )
         with ui.user_errors():
             rows = _rows(loaded, text, max_tokens, layer, q0, q1)
         if rows.notice:
             st.info(rows.notice)
-        shown = views.detail(view, text, rows, chosen_head, (k0, k1), **style)
+        shown = view_model.detail(view, text, rows, chosen_head, (k0, k1), **style)
         ui.show_figure(shown["rows"])
         ui.show_figure(shown["profile"])

@@ -10,7 +10,7 @@ import streamlit as st
 
 from txviz.app import atlas_head, projector, teaching, ui, widgets
 from txviz.atlas import corpus as corpora
-from txviz.atlas import figures, opening, views
+from txviz.atlas import figures, opening, view_model
 from txviz.atlas.atlas import Settings
 from txviz.core.tokens import readable_tokens
 from txviz.figures import grids
@@ -77,7 +77,7 @@ def _row(loaded, ids: tuple[int, ...], layer: int, head: int, query: int) -> np.
 
 
 def pieces(ids: list[int]) -> list[str]:
-    return views.text_pieces(loaded.tokenizer, ids)
+    return view_model.text_pieces(loaded.tokenizer, ids)
 
 
 def corpus_slice(whole):
@@ -127,7 +127,7 @@ if not opened:
 atlas, notices = atlas_of(loaded, corpus, int(window))
 for notice in notices:
     st.warning(notice)
-metrics = views.measured(atlas, METRICS)
+metrics = view_model.measured(atlas, METRICS)
 by_name = {m.name: m for m in metrics}
 names = list(by_name)
 if not names:
@@ -204,7 +204,7 @@ def map_view() -> None:
         rank = metric_picker("Rank by", "finder_rank", metric.name)
     with b:
         chosen = st.multiselect("Layers (all when empty)", list(range(atlas.layers)), key="finder_layers")
-    table = views.finder(atlas, metrics, rank, chosen)
+    table = view_model.finder(atlas, metrics, rank, chosen)
     st.session_state["_finder_rows"] = table[["layer", "head"]].to_numpy()
     st.dataframe(table, hide_index=True, key="atlas_finder", on_select=_pick_from_finder,
                  selection_mode="single-row", height=320)  # fmt: skip
@@ -218,7 +218,7 @@ def head_view() -> None:
     )
     st.dataframe(
         [{"metric": m.label, "score": atlas.score(m.name, layer, head),
-          "percentile among heads": round(views.percentile(atlas, m.name, layer, head), 1)} for m in metrics],
+          "percentile among heads": round(view_model.percentile(atlas, m.name, layer, head), 1)} for m in metrics],
         hide_index=True,
     )  # fmt: skip
     criteria = list(atlas.contexts)
@@ -226,7 +226,7 @@ def head_view() -> None:
                              index=ui.link_index("criterion", criteria),
                              format_func=lambda c: {"attention": "largest attention weight to a non-sink key",
                                                     "output": "largest head output norm"}.get(c, c))  # fmt: skip
-    table = views.context_table(atlas, criterion, layer, head, pieces)
+    table = view_model.context_table(atlas, criterion, layer, head, pieces)
     if table.empty:
         st.info("This head has no stored context.")
     else:
@@ -236,7 +236,7 @@ def head_view() -> None:
         rank = st.selectbox("Draw the attention of context", ranks, key="context",
                             index=ui.link_index("context", ranks))  # fmt: skip
         row = table[table["rank"] == rank].iloc[0]
-        ids = views.window_ids(atlas, int(row["window"]))
+        ids = view_model.window_ids(atlas, int(row["window"]))
         query, key = int(row["query"]), int(row["key"])
         with ui.user_errors():
             weights = _row(loaded, tuple(ids), layer, head, query)
@@ -246,7 +246,7 @@ def head_view() -> None:
                        key="atlas_row")  # fmt: skip
         st.text(row["text"])
         atlas_head.links(loaded, name, ids, layer, head, query, key)
-    bands = views.band_table(atlas, criterion, layer, head, pieces)
+    bands = view_model.band_table(atlas, criterion, layer, head, pieces)
     if not bands.empty:
         st.subheader("Below the top: a sample from each decile band")
         st.dataframe(bands, hide_index=True, height=260)
@@ -281,7 +281,7 @@ def pair_view() -> None:
                          ui.presenting(), domain) for a in (atlas, second)],
         keys=["cmp_grid_a", "cmp_grid_b"],
     )  # fmt: skip
-    if views.same_shape(atlas, second):
+    if view_model.same_shape(atlas, second):
         ui.show_figure(figures.pair(atlas, second, metric), key="cmp_pair")
     else:
         st.caption(f"{atlas.model} has {atlas.layers} x {atlas.heads} heads and {second.model} "

@@ -4,7 +4,7 @@ import streamlit as st
 
 from txviz.app import teaching, ui, widgets
 from txviz.core.tokens import unknown_note
-from txviz.explorer import views as explorer
+from txviz.explorer import view_model as explorer
 from txviz.figures import attention as figures
 from txviz.figures import grids
 

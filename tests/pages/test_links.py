@@ -3,7 +3,7 @@
 from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
-from txviz.explorer import views as explorer
+from txviz.explorer import view_model as explorer
 
 PAGE = str(ROOT / "pages/2_Attention_Explorer.py")
 

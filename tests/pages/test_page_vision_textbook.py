@@ -9,7 +9,7 @@ import numpy as np
 from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
-from txviz.explorer import views
+from txviz.explorer import view_model as views
 from txviz.vision import curves
 from txviz.vision.stats import attention_entropy
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from atlas_helpers import SMALL, corpus, decoder, encoder
 
-from txviz.atlas import build, opening, views
+from txviz.atlas import build, opening, view_model as views
 
 
 @pytest.mark.parametrize("make", [decoder, encoder], ids=["decoder", "encoder"])

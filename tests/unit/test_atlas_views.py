@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from atlas_fixtures import atlas
 
-from txviz.atlas import views
+from txviz.atlas import view_model as views
 from txviz.atlas.atlas import METRICS as ALL
 
 METRICS = [m for m in ALL if m.name in ("previous_token", "first_token", "entropy")]

@@ -13,7 +13,7 @@ from transformers import PreTrainedTokenizerFast
 
 from txviz.core.errors import UserError
 from txviz.core.tracing import trace_text
-from txviz.longdoc import drill, overview, spans, views
+from txviz.longdoc import drill, overview, spans, view_model
 from txviz.models import LoadedModel
 
 RNG = np.random.default_rng(0)
@@ -109,7 +109,7 @@ def test_a_layer_outside_the_model_is_refused_and_views_keep_to_their_layer(tiny
         overview.overview(tiny, TEXT, layer=9)
     view = overview.overview(tiny, TEXT, layer=0)
     with pytest.raises(ValueError, match="layer 0"):
-        views.pooled(view, 1, None)
+        view_model.pooled(view, 1, None)
 
 
 def test_sentences_follow_the_text():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 import streamlit as st
@@ -318,6 +318,19 @@ def text_input(label: str, default: str, key: str = "text", height: int = 120) -
         st.warning("The text is empty: type or upload some text first.")
         st.stop()
     return text
+
+
+def page_tabs(views: Mapping[str, Callable[..., None]], *args, key: str = "view") -> str:
+    """The page's tabs, a view function each: only the open tab's view runs, given ``args``; returns
+    its label. The tab set keeps ``key`` in the page's link, so a link or a lecture step opens a tab."""
+    labels = list(views)
+    tabs = st.tabs(labels, key=key, on_change="rerun", default=link_tab(key, labels))
+    for label, tab in zip(labels, tabs, strict=True):
+        if tab.open:
+            with tab:
+                views[label](*args)
+            return label
+    return labels[0]
 
 
 def show_figure(figure, key: str | None = None, trace=None, on_select=None, stage: bool = True) -> None:

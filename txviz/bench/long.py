@@ -29,7 +29,7 @@ def one_length(n_tokens: int, repeats: int, threads: int) -> dict:
     """Timings and memory at one length, in this process."""
     from txviz import models
     from txviz.bench.capture import text_of
-    from txviz.longdoc import drill, overview, views
+    from txviz.longdoc import drill, overview, view_model
 
     torch.set_grad_enabled(False)
     if threads:
@@ -44,8 +44,8 @@ def one_length(n_tokens: int, repeats: int, threads: int) -> dict:
 
     def first_view():
         view = overview.overview(loaded, text, n_tokens)
-        shown = views.first_view(view, view.n_layers - 1, None)
-        return view, views.first_view_bytes(shown)
+        shown = view_model.first_view(view, view.n_layers - 1, None)
+        return view, view_model.first_view_bytes(shown)
 
     plain()
     peak_plain = _peak_bytes()

@@ -6,7 +6,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from txviz.explorer.views import PRONOUNS
+from txviz.explorer.view_model import PRONOUNS
 from txviz.whyattend.decompose import Decomposition
 
 PART_ROW = 20  # px a row of the parts matrix: Vega hid every other 11 px label at 14
