@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from atlas_helpers import SMALL, corpus, decoder, encoder
 
-from txviz.atlas import build, opening, view_model as views
+from txviz.atlas import build, opening
+from txviz.atlas import view_model as views
 
 
 @pytest.mark.parametrize("make", [decoder, encoder], ids=["decoder", "encoder"])

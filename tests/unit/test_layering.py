@@ -83,7 +83,8 @@ def test_only_the_app_layer_and_views_import_streamlit():
     outside = [
         str(path.relative_to(ROOT))
         for path in txviz_files()
-        if layer(module_name(path)) not in ("app", "views") and any(n.split(".")[0] == "streamlit" for n in imports_of(path))
+        if layer(module_name(path)) not in ("app", "views")
+        and any(n.split(".")[0] == "streamlit" for n in imports_of(path))
     ]
     assert not outside, outside
 
