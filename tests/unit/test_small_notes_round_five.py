@@ -38,11 +38,11 @@ def test_the_slowest_pair_turns_c_to_the_2_over_d_radians_over_c_positions(d, ba
 
 
 def test_the_positional_page_shows_the_row_and_the_bound():
-    page = (ROOT / "pages" / "3_Positional_Encoding.py").read_text()
+    page = (ROOT / "txviz" / "positional" / "views.py").read_text()
     assert "st.latex(pe.BOOK_D4_ROW)" in page and "st.caption(pe.book_rows_note(d, base))" in page
 
 
 def test_convnext_is_beside_the_transfer_table():
     assert "ConvNeXt (Liu et al. 2022, *A ConvNet for the 2020s*)" in book.CONVNEXT
     assert "matched Swin Transformers" in book.CONVNEXT
-    assert "st.caption(book.CONVNEXT)" in (ROOT / "pages" / "10_Vision_Transformer.py").read_text()
+    assert "st.caption(book.CONVNEXT)" in (ROOT / "txviz" / "vision" / "views.py").read_text()
