@@ -26,7 +26,7 @@ def test_mean_pooling_after_equivariant_attention_is_permutation_invariant():
     assert not np.allclose(check.shuffled, check.original)  # the outputs themselves moved
     with_positions = eq.toy_check(config, permutation, positions=True)
     assert with_positions.pooled_difference > 1e-3  # positions by slot: the pooled output changes too
-    page = (ROOT / "pages" / "1_Self_Attention.py").read_text()
+    page = (ROOT / "txviz" / "selfattention" / "views" / "toy.py").read_text()
     assert "check.pooled_difference" in page and "permutation invariant" in page
 
 
