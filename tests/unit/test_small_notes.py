@@ -33,11 +33,11 @@ def test_mean_pooling_after_equivariant_attention_is_permutation_invariant():
 def test_gshard_is_beside_switch():
     assert "GShard (Lepikhin et al. 2020)" in moe.GSHARD and "top two experts" in moe.GSHARD
     assert "Switch keeps the top one" in moe.GSHARD
-    assert "st.caption(moe.GSHARD)" in (ROOT / "pages" / "11_Transformer_Block.py").read_text()
+    assert "st.caption(moe.GSHARD)" in (ROOT / "txviz" / "block" / "views" / "textbook.py").read_text()
 
 
 def test_attention_as_explanation_cites_serrano_smith_and_brunner():
-    page = " ".join((ROOT / "pages" / "7_Soft_vs_Hard.py").read_text().split())
+    page = " ".join((ROOT / "txviz" / "softhard" / "views.py").read_text().split())
     assert "Serrano and Smith (2019, *Is Attention Interpretable?*" in page
     assert "Brunner et al. (2019, *On Identifiability in Transformers*" in page
     assert "not identifiable" in page
