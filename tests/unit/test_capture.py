@@ -83,10 +83,10 @@ def test_bart_encoder_decoder_and_cross_attention_stay_apart():
         ref = eager(input_ids=IDS, decoder_input_ids=decoder_ids, output_attentions=True)
         with capture.capture(model, CaptureSettings(record={"weights"})) as rec:
             model(input_ids=IDS, decoder_input_ids=decoder_ids)
-    names = list(rec.records)
-    encoder = [n for n in names if n.startswith("model.encoder")]
-    decoder = [n for n in names if n.startswith("model.decoder") and n.endswith("self_attn")]
-    cross = [n for n in names if n.endswith("encoder_attn")]
+    names = list(rec.records)  # keyed by the model map's places
+    encoder = [n for n in names if n.startswith("encoder.") and n.endswith(".attn")]
+    decoder = [n for n in names if n.startswith("decoder.") and n.endswith(".attn")]
+    cross = [n for n in names if n.startswith("decoder.") and n.endswith(".cross")]
     assert len(encoder) == len(decoder) == len(cross) == 2
     for group, expected, shape in (
         (encoder, ref.encoder_attentions, (7, 7)),

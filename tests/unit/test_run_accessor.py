@@ -31,7 +31,7 @@ def test_attention_items_by_layer_and_head_equal_the_records_and_the_model():
     for layer in range(2):
         torch.testing.assert_close(got["weights", layer], eager.attentions[layer].float(), atol=1e-5, rtol=0)
         torch.testing.assert_close(got["weights", "decoder", layer], got["weights", layer])
-    heads = got.attention["model.layers.1.self_attn"][-1].heads
+    heads = got.attention["decoder.1.attn"][-1].heads
     torch.testing.assert_close(got["head_out", 1, 3], heads[:, 3])
     assert got["head_out", 1].shape == (1, 4, 6, 4)
 
@@ -81,7 +81,7 @@ def test_two_stacks_take_the_stack_first_and_cross_attention_by_keyword():
 
 def test_what_was_not_recorded_is_refused_by_name():
     got = run(tiny_llama(), CaptureSettings(record={"weights"}), input_ids=IDS)
-    with pytest.raises(NotRecorded, match=r"values of model.layers.0.self_attn: record 'values'"):
+    with pytest.raises(NotRecorded, match=r"values of decoder.0.attn: record 'values'"):
         got["values", 0]
     with pytest.raises(NotRecorded, match="decoder.1.ffn"):
         got["ffn", 1]

@@ -169,10 +169,10 @@ def output_grams(loaded: LoadedModel, names: tuple[str, ...] | None) -> tuple[to
 
 
 def attention_names(loaded: LoadedModel) -> tuple[str, ...] | None:
-    """The self-attention module of every layer, or None where the map cannot place them (then all)."""
+    """The self-attention place of every layer ("decoder.3.attn"), or None where the map cannot place them (then all)."""
     layout = cached_layout(loaded.model)
     try:
-        return tuple(layout.attention_name(layout.last_stack, i) for i in range(loaded.n_layers))
+        return tuple(layout.place(layout.last_stack, i) for i in range(loaded.n_layers))
     except UnknownLayoutError:
         return None
 
@@ -221,7 +221,7 @@ def build(
         )
         outputs = ("last_logits",) if loaded.kind == "decoder" else ()
         result = run(loaded.model, capture, outputs, input_ids=torch.from_numpy(ids).long().to(loaded.device))
-        records = [result.attention[name][-1] for name in (names or tuple(result.attention))]
+        records = [result.attention[name][-1] for name in (names or result.names())]
         scan.add(records, rows, torch.from_numpy(index))
         done += int(lengths[index].sum())
     if progress:

@@ -24,7 +24,7 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 from txviz.core import edits, routes, rowstats, stages
 from txviz.core.attention import Normalizer
 from txviz.core.edits import Intervention, Plan
-from txviz.core.layouts import Layout, cached_layout, module_names
+from txviz.core.layouts import Layout, cached_layout, module_names, place_names
 from txviz.core.reduction import Block, Reduction  # noqa: F401  (Block: callers import it from here)
 from txviz.core.routes import UnsupportedAttention
 from txviz.core.stages import StageRecord
@@ -134,7 +134,8 @@ class Recorder:
 
     settings: CaptureSettings
     module_names: dict[int, str]
-    records: dict[str, list[AttentionRecord]] = field(default_factory=dict)  # attention module name ->
+    places: dict[int, str] = field(default_factory=dict)  # id -> place: txviz.core.layouts.place_names
+    records: dict[str, list[AttentionRecord]] = field(default_factory=dict)  # place ('decoder.3.attn') ->
     stages: dict[str, list[StageRecord]] = field(default_factory=dict)  # point name, e.g. "decoder.3.ffn" ->
     plan: Plan = edits.EMPTY
     # One forward pass: a module called again is another layer (ALBERT shares one across layers), so
@@ -152,8 +153,12 @@ class Recorder:
         self.filled += 1
         return into[self.filled - 1]
 
+    def place(self, module: torch.nn.Module) -> str:
+        """The key of ``module``'s records: its canonical place, or its path where the map places none."""
+        return self.places.get(id(module)) or self.module_names.get(id(module), type(module).__name__)
+
     def add(self, module: torch.nn.Module, record: AttentionRecord) -> None:
-        name = self.module_names.get(id(module), type(module).__name__)
+        name = self.place(module)
         if self.one_pass and name in self.records:
             name = f"{name}#{sum(n.split('#')[0] == name for n in self.records) + 1}"
         self.records.setdefault(name, []).append(record)
@@ -180,18 +185,29 @@ def prepared(model: torch.nn.Module) -> Layout:
 
 
 @contextmanager
-def capture(model: torch.nn.Module, settings: CaptureSettings, one_pass: bool = False) -> Iterator[Recorder]:
+def capture(
+    model: torch.nn.Module, settings: CaptureSettings, one_pass: bool = False, places: bool = True
+) -> Iterator[Recorder]:
     """Within this block, ``model`` follows ``settings``: its attention and stages record and change.
 
     Stages and interventions outside attention need the model's block layout
-    (txviz.core.layouts); their hooks are installed once per model and idle unless asked.
+    (txviz.core.layouts); their hooks are installed once per model and idle unless asked. Records
+    are keyed by canonical place ('decoder.3.attn'); ``places=False`` keys them by module path, for
+    the discovery probe that finds those places.
     """
     plan = edits.EMPTY
     if settings.interventions:
         plan = edits.plan(cached_layout(model), settings.interventions)
     if settings.stages or plan.streams:
         prepared(model)
-    recorder = Recorder(settings=settings, module_names=module_names(model), plan=plan, one_pass=one_pass)
+    keyed = places and (settings.record or settings.reduction is not None or settings.row_stats is not None)
+    recorder = Recorder(
+        settings=settings,
+        module_names=module_names(model),
+        places=place_names(model) if keyed else {},
+        plan=plan,
+        one_pass=one_pass,
+    )
     token = _active.set(recorder)
     try:
         yield recorder
@@ -222,7 +238,7 @@ def txviz_attention(
     else:
         settings, name, plan = recorder.settings, recorder.module_names.get(id(module)), recorder.plan
         into = recorder.slot(query, key) if "weights" in settings.record else None
-    reductions = settings.reductions(name) if recorder is not None else ()
+    reductions = settings.reductions(recorder.place(module)) if recorder is not None else ()
     call = routes.Call(
         module, query, key, value, attention_mask, dropout, scaling, is_causal,
         settings, plan.knockouts.get(name), kwargs, into,

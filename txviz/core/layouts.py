@@ -124,6 +124,25 @@ class Layout:
             )
         return f"{found.path}.{layer}.{part}"
 
+    def place(self, stack: str, layer: int, cross: bool = False) -> str:
+        """The canonical name of block ``layer``'s self- or cross-attention ('decoder.3.attn'), the key of
+        its records; refused as ``attention_name`` refuses a place the map cannot give."""
+        self.attention_name(stack, layer, cross)
+        return f"{stack}.{layer}.{'cross' if cross else 'attn'}"
+
+    def places(self) -> dict[str, str]:
+        """Module path -> canonical name of every attention module the map places."""
+        found = {}
+        for stack in self.stacks:
+            for layer in range(stack.n_layers):
+                for cross in (False, True) if stack.cross else (False,):
+                    try:
+                        path = self.attention_name(stack.name, layer, cross)
+                        found[path] = self.place(stack.name, layer, cross)
+                    except UnknownLayoutError:  # a hybrid's other blocks, or heads discovery could not place
+                        continue
+        return found
+
     def point_name(self, point: str, stack: str, layer: int = 0) -> str:
         """The hooked point's canonical name ('decoder.3.ffn'), or a refusal naming the missing part."""
         if point == "embed":
@@ -160,6 +179,14 @@ class Layout:
         except UnknownLayoutError as error:
             return str(error)
         return ""
+
+    def embeddings(self, model: torch.nn.Module) -> torch.nn.Module:
+        """The module that makes the stream entering block 0 from ids and positions (BERT's embeddings)."""
+        if self.record is None or self.record.embeddings is None or self.record.owner != "base":
+            raise UnknownLayoutError(
+                f"The model map names no embedding module of this {self.model_type} model."
+            )
+        return model.get_submodule(_join(self.base, self.record.embeddings))
 
     @property
     def last_stack(self) -> str:
@@ -348,6 +375,20 @@ def discover_attention(
 
 
 _layouts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_places: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def place_names(model: torch.nn.Module) -> dict[int, str]:
+    """id -> canonical place name ('decoder.3.attn') of every attention module the map places, once per
+    model; empty for a model the map cannot place (its records keep their module paths)."""
+    names = _places.get(model)
+    if names is None:
+        try:
+            places = cached_layout(model).places()
+        except (UnknownLayoutError, AttributeError):  # no record and no discovery: an encoder of its own
+            places = {}
+        names = _places[model] = {id(model.get_submodule(path)): place for path, place in places.items()}
+    return names
 
 
 def cached_layout(model: torch.nn.Module) -> Layout:

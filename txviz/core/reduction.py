@@ -45,7 +45,7 @@ class Reduction:
 
     reduce: Callable[[Any, Block], Any]
     chunk: int = 256  # queries per block: a block holds B x H x chunk x K weights
-    modules: frozenset[str] | None = None  # attention modules to reduce (None: all); others run SDPA
+    modules: frozenset[str] | None = None  # places to reduce ("decoder.3.attn"; None: all); others run SDPA
     rows: tuple[int, int] | None = None  # only query positions [start, stop): SDPA gives the output
     record_as: ClassVar[str] = "reduced"  # the AttentionRecord field that holds the result
 

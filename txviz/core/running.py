@@ -78,7 +78,7 @@ Part = Literal["model", "encoder"]
 class Run:
     """What one forward pass recorded and the outputs it was asked for (device and dtype: see the module)."""
 
-    attention: Mapping[str, tuple[AttentionRecord, ...]] = field(default_factory=dict)  # module name ->
+    attention: Mapping[str, tuple[AttentionRecord, ...]] = field(default_factory=dict)  # place name ->
     stages: Mapping[str, tuple[StageRecord, ...]] = field(default_factory=dict)  # point name ->
     logits: torch.Tensor | None = None  # (B, T, V) when "logits" was asked
     hidden: torch.Tensor | None = None  # (B, T, D) last hidden state when "hidden" was asked
@@ -99,11 +99,27 @@ class Run:
         ``keys``: left-pad the key axis with zeros to this many keys; a sliding-window layer's cache
         holds only the last keys, so its rows are shorter than a full layer's.
         """
-        names = list(self.attention) if names is None else names
+        names = self.names() if names is None else names
         arrays = [getattr(self.attention[n][call], item)[row].numpy() for n in names]
         if keys is not None:
             arrays = [np.pad(a, [(0, 0)] * (a.ndim - 1) + [(keys - a.shape[-1], 0)]) for a in arrays]
         return np.stack(arrays)
+
+    def names(self, stack: str | None = None, cross: bool = False) -> list[str]:
+        """The recorded self-attention (or cross-attention) places of ``stack`` (None: every stack), by
+        stack and layer: 'encoder.0.attn', ..., 'decoder.0.attn', ...
+
+        A model the map cannot place keeps its records under module paths, in call order: all are given.
+        """
+        kind = "cross" if cross else "attn"
+        found = []
+        for name in self.attention:
+            parts = name.split(".")
+            if len(parts) == 3 and parts[1].isdigit() and parts[2] == kind and stack in (None, parts[0]):
+                found.append((parts[0] != "encoder", int(parts[1]), name))
+        if not found and not any(_is_place(name) for name in self.attention):
+            return list(self.attention)
+        return [name for *_, name in sorted(found)]
 
     def stage(self, name: str, call: int = -1) -> StageRecord | None:
         """What point ``name`` ('decoder.3.ffn', 'final_norm') saw in the given call, if recorded."""
@@ -157,11 +173,11 @@ class Run:
 
     def _attention_name(self, layout, stack: str, layer: int, cross: bool) -> str:
         try:
-            return layout.attention_name(stack, layer, cross)
-        except UnknownLayoutError:  # a model read eagerly names its records by stack and layer
-            for name in (f"{stack}.{layer}.cross" if cross else f"{stack}.{layer}", f"layer.{layer}"):
-                if name in self.attention:
-                    return name
+            return layout.place(stack, layer, cross)
+        except UnknownLayoutError:  # a model read eagerly: its records have their places all the same
+            name = f"{stack}.{layer}.{'cross' if cross else 'attn'}"
+            if name in self.attention:
+                return name
             raise
 
     def stage_output(self, point: str, layer: int = 0, stack: str | None = None) -> torch.Tensor:
@@ -211,16 +227,22 @@ def _check_eager(model: torch.nn.Module, settings: CaptureSettings) -> None:
         )
 
 
-def _eager_records(output, recorder: Recorder) -> None:
-    """The weights from ``output_attentions``, recorded as the capture function would, in call order."""
+def _is_place(name: str) -> bool:
+    parts = name.split(".")
+    return len(parts) == 3 and parts[1].isdigit() and parts[2] in ("attn", "cross")
+
+
+def _eager_records(model: torch.nn.Module, output, recorder: Recorder) -> None:
+    """The weights from ``output_attentions``, recorded under their places as the capture function would."""
     encoder = getattr(output, "encoder_attentions", None)
     if encoder is not None:
-        named = [(f"encoder.{i}", a) for i, a in enumerate(encoder)]
+        named = [(f"encoder.{i}.attn", a) for i, a in enumerate(encoder)]
         pairs = zip(output.decoder_attentions or (), output.cross_attentions or (), strict=False)
         for i, (own, cross) in enumerate(pairs):
-            named += [(f"decoder.{i}", own), (f"decoder.{i}.cross", cross)]
+            named += [(f"decoder.{i}.attn", own), (f"decoder.{i}.cross", cross)]
     else:
-        named = [(f"layer.{i}", a) for i, a in enumerate(getattr(output, "attentions", None) or ())]
+        stack = "decoder" if model.can_generate() else "encoder"
+        named = [(f"{stack}.{i}.attn", a) for i, a in enumerate(getattr(output, "attentions", None) or ())]
     for name, weights in named:
         if weights is not None:
             record = AttentionRecord(weights=weights.detach().float().cpu())
@@ -263,7 +285,7 @@ def run(
     with nullcontext() if grad else torch.no_grad(), capture(model, settings, one_pass=True) as recorder:
         output = forward(**inputs)
     if eager and settings.record:
-        _eager_records(output, recorder)
+        _eager_records(model, output, recorder)
     return _result(model, recorder, output, outputs)
 
 
@@ -329,14 +351,23 @@ def generate(model: torch.nn.Module, settings: CaptureSettings = PLAIN, **kwargs
         return model.generate(**kwargs)
 
 
+def probe(model: torch.nn.Module, **inputs) -> Run:
+    """A forward recording weights keyed by module path ("model.layers.3.self_attn"), not by place: the
+    load's self-check and discovery, which finds the places, read it."""
+    with (
+        torch.no_grad(),
+        capture(model, CaptureSettings(record={"weights"}), one_pass=True, places=False) as rec,
+    ):
+        output = model(**inputs)
+    return _result(model, rec, output, ("output",))
+
+
 def _probe_attention(model: torch.nn.Module) -> tuple[list[str] | None, str]:
     """The modules that call the attention function in a short forward (three tokens, or a blank image)."""
     if reads_eager(model):
         return None, "it computes attention in its own code, not through transformers' attention interface."
     try:
-        return list(
-            run(model, CaptureSettings(record={"weights"}), **layouts.probe_inputs(model)).attention
-        ), ""
+        return list(probe(model, **layouts.probe_inputs(model)).attention), ""
     except Exception as error:  # noqa: BLE001 - a model that cannot run a short probe is refused by name
         # The user sees only the error's type: the traceback is for whoever looks into the refusal.
         log.warning("the attention probe of a %s failed", type(model).__name__, exc_info=True)

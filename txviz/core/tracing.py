@@ -201,9 +201,10 @@ def _slots(loaded: LoadedModel, batch: int, n_tokens: int) -> torch.Tensor | Non
 
 def _filled(result: Run, slots: torch.Tensor | None) -> bool:
     """True when each recorded call's weights are the slot of its layer, in order."""
-    if slots is None or len(result.attention) != len(slots):
+    names = result.names()
+    if slots is None or len(names) != len(slots):
         return False
-    calls = [calls[-1].weights for calls in result.attention.values()]
+    calls = [result.attention[name][-1].weights for name in names]
     return all(w is not None and w.data_ptr() == s.data_ptr() for w, s in zip(calls, slots, strict=True))
 
 
@@ -232,7 +233,7 @@ def _trace_of(
         weights=own("weights"),
         model_name=loaded.name,
         kind="causal" if loaded.is_causal else "self",
-        layer_names=tuple(result.attention),
+        layer_names=tuple(result.names()),
         special=special_flags(loaded.tokenizer, encoded.ids),
         notice=encoded.notice,
         raw_tokens=raw,

@@ -120,7 +120,7 @@ def batched_weights(loaded: LoadedModel, id_lists: Sequence[Sequence[int]]) -> l
     ids = torch.tensor([list(s) + [pad] * (width - len(s)) for s in id_lists], device=loaded.device)
     mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in id_lists], device=loaded.device)
     rec = run(loaded.model, CaptureSettings(record={"weights"}), input_ids=ids, attention_mask=mask)
-    stacked = np.stack([r[-1].weights.numpy() for r in rec.attention.values()], axis=1)  # (B, L, H, T, T)
+    stacked = np.stack([rec.attention[n][-1].weights.numpy() for n in rec.names()], axis=1)  # (B, L, H, T, T)
     return [stacked[b, :, :, : len(s), : len(s)] for b, s in enumerate(id_lists)]
 
 

@@ -468,5 +468,5 @@ def _first_keys(valid: torch.Tensor) -> list[int | None]:
 
 def _stacked_rows(recorder: Run) -> torch.Tensor:
     """Every row's newest attention (B, L, H, K), padding columns still in."""
-    per_layer = [records[-1].weights[:, :, -1, :] for records in recorder.attention.values()]  # (B, H, K)
+    per_layer = [recorder.attention[n][-1].weights[:, :, -1, :] for n in recorder.names()]  # (B, H, K)
     return torch.stack(per_layer, dim=1)

@@ -58,7 +58,7 @@ def drill_down(loaded: LoadedModel, text: str, max_tokens: int, layer: int, star
     ids = encode(loaded, text, input_limit(loaded, max_tokens)).ids
     start, stop, notice = checked_region(start, stop, len(ids))
     layout = cached_layout(loaded.model)
-    name = layout.attention_name(layout.last_stack, layer)
+    name = layout.place(layout.last_stack, layer)
     reduction = Reduction(_keep, chunk=MAX_ROWS, modules=frozenset({name}), rows=(start, stop))
     result = run(
         loaded.model, CaptureSettings(reduction=reduction), outputs(loaded), **model_inputs(loaded, ids)

@@ -177,7 +177,7 @@ def overview(
     layer = loaded.n_layers - 1 if layer is None else layer
     if not 0 <= layer < loaded.n_layers:
         raise UserError(f"{loaded.name} has layers 0 to {loaded.n_layers - 1}; there is no layer {layer}.")
-    mapped = layout.attention_name(layout.last_stack, layer)
+    mapped = layout.place(layout.last_stack, layer)
     found = spans(text, encoded.offsets)
     tile = tile_size(n)
     of_token = torch.from_numpy(found.of_token)
@@ -189,7 +189,7 @@ def overview(
         row_stats=RowStatistics(SINK_TOKENS, LOCAL_WINDOW, chunk=block),
     )
     result = run(loaded.model, settings, outputs(loaded), **model_inputs(loaded, encoded.ids))
-    names = tuple(result.attention)
+    names = tuple(result.names())
     stats = [result.attention[name][-1].row_stats for name in names]
     summary = lambda key: torch.stack([getattr(s, key)[0] for s in stats]).mean(-1).numpy()  # noqa: E731
     maps = result.attention[mapped][-1].reduced

@@ -313,10 +313,9 @@ def probe_inputs(model, kind: str, device: str) -> dict:
 
 def _captured(model, probe: dict):
     """The probe through the capture path, recording weights (the explicit computation, not SDPA)."""
-    from txviz.core.capture import CaptureSettings
-    from txviz.core.running import run
+    from txviz.core.running import probe as probe_forward
 
-    return run(model, CaptureSettings(record={"weights"}), ("output",), **probe)
+    return probe_forward(model, **probe)
 
 
 def _output_of(output) -> torch.Tensor:

@@ -129,7 +129,7 @@ def features(loaded: LoadedModel, texts: list[str], batch_size: int = 256) -> Fe
         )
         last = result.hidden_states[-1].float().cpu().numpy()  # (B, T, D): the encoder's output
         weights = np.stack(
-            [records[-1].weights[:, :, 0].float().numpy() for records in result.attention.values()], axis=1
+            [result.attention[n][-1].weights[:, :, 0].float().numpy() for n in result.names()], axis=1
         )  # (B, layers, heads, T): the [CLS] query's row in every layer and head
         for i, length in enumerate(encoded.attention_mask.sum(1).tolist()):
             cls.append(last[i, 0])

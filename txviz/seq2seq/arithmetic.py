@@ -11,7 +11,7 @@ from txviz.core.running import run
 from txviz.core.trace import AttentionTrace
 from txviz.models import LoadedModel
 from txviz.selfattention.toy import RealQueryStep, real_query_step
-from txviz.seq2seq.decoding import Seq2SeqTrace, _decoder_records, _start_and_end, encode_source
+from txviz.seq2seq.decoding import Seq2SeqTrace, _start_and_end, encode_source, places
 
 RECORD = frozenset({"weights", "scores", "queries", "keys"})
 
@@ -40,8 +40,7 @@ def cross_attention_trace(loaded: LoadedModel, source: str, trace: Seq2SeqTrace)
         decoder_input_ids=targets,
         use_cache=False,
     )
-    decoder_names = [n for n in rec.attention if "decoder" in n]
-    _, cross_names = _decoder_records(decoder_names, rec.attention)
+    cross_names = places(rec, "decoder", True, "cross-attention", loaded)
     return AttentionTrace(
         query_tokens=trace.target_tokens,
         key_tokens=trace.source_tokens,

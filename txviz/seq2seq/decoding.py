@@ -17,9 +17,9 @@ import torch
 from transformers.modeling_outputs import BaseModelOutput
 
 from txviz.core.candidates import Candidates, top_candidates
-from txviz.core.capture import AttentionRecord, CaptureSettings
+from txviz.core.capture import CaptureSettings
 from txviz.core.errors import UserError, require_kind
-from txviz.core.running import run
+from txviz.core.running import Run, run
 from txviz.core.tokens import readable_tokens, special_flags
 from txviz.core.trace import AttentionTrace
 from txviz.models import LoadedModel, ModelLoadError
@@ -27,7 +27,6 @@ from txviz.models import LoadedModel, ModelLoadError
 MAX_SOURCE_TOKENS = 256  # a sentence or a paragraph; attention views stay readable below this
 DEFAULT_MAX_NEW_TOKENS = 40
 N_ALTERNATIVES = 5
-CROSS_NAMES = ("encoder_attn", "crossattention", "cross_attn", "encdecattention")
 
 
 @dataclass(frozen=True)
@@ -182,20 +181,16 @@ def beam_ids(model, encoder_out, source_mask, start: int, ends: set[int], banned
     return best[0], tuple(history)
 
 
-def _decoder_records(names: list[str], records: dict[str, list[AttentionRecord]]):
-    """Split decoder records into (self-attention names, cross-attention names)."""
-    cross = [n for n in names if any(c in n.lower() for c in CROSS_NAMES)]
-    if not cross:  # unknown naming: cross-attention is the non-causal one
-        cross = [n for n in names if not records[n][-1].is_causal]
-    return [n for n in names if n not in cross], cross
-
-
-def _check_layers(names: list[str], what: str, loaded: LoadedModel) -> None:
+def places(rec: Run, stack: str, cross: bool, what: str, loaded: LoadedModel) -> list[str]:
+    """The recorded places of ``stack``'s self- or cross-attention by layer, as the model map names them."""
+    kind = "cross" if cross else "attn"
+    names = [n for n in rec.names(stack, cross) if n.startswith(f"{stack}.") and n.endswith(f".{kind}")]
     if not names:
         raise ModelLoadError(
-            f"No {what} was recorded for {loaded.name}: its attention does not run through "
-            "transformers' attention interface."
+            f"No {what} was recorded for {loaded.name}: its attention does not run through transformers' "
+            "attention interface, or the model map (txviz/core/model_map.py) has no record of its family."
         )
+    return names
 
 
 @torch.no_grad()
@@ -225,8 +220,7 @@ def decode(
         model, settings, ("output",), part="encoder", input_ids=source_ids, attention_mask=source_mask
     )
     encoder_out = enc_rec.output
-    enc_names = list(enc_rec.attention)
-    _check_layers(enc_names, "encoder self-attention", loaded)
+    enc_names = places(enc_rec, "encoder", False, "encoder self-attention", loaded)
 
     # Decoding itself takes the fast path: nothing is recorded until the target is known.
     if method == "greedy":
@@ -246,9 +240,8 @@ def decode(
         use_cache=False,
     )
     dec_rec = out
-    self_names, cross_names = _decoder_records(list(dec_rec.attention), dec_rec.attention)
-    _check_layers(self_names, "decoder self-attention", loaded)
-    _check_layers(cross_names, "cross-attention", loaded)
+    self_names = places(dec_rec, "decoder", False, "decoder self-attention", loaded)
+    cross_names = places(dec_rec, "decoder", True, "cross-attention", loaded)
 
     log_probs = torch.log_softmax(out.logits[0].float(), dim=-1)  # (T, V)
     log_probs[:, banned] = float("-inf")

@@ -71,7 +71,7 @@ def trace_image(loaded, image: Image.Image) -> VisionAttention:
         weights=weights,
         model_name=loaded.name,
         kind="vision",
-        layer_names=tuple(rec.attention),
+        layer_names=tuple(rec.names()),
         special=tuple(i < grid.n_prefix for i in range(grid.n_tokens)),
     )
     labels: tuple[str, ...] = ()
