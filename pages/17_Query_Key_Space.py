@@ -1,12 +1,7 @@
 """The query-key space of a head: every token's query and key in one 2-D map, as in AttentionViz."""
 
-import streamlit as st
-
-from txviz.app import teaching, ui, widgets
-from txviz.explorer.view_model import read_only
-from txviz.heads import corpus, figures, qkspace
-
-VIEWS = ["One head", "Every head of a layer"]
+from txviz.app import ui
+from txviz.explorer.views import query_key as views
 
 ui.setup_page(
     "Query_Key_Space",
@@ -17,97 +12,11 @@ ui.setup_page(
 
 name = ui.model_picker(kinds=("encoder", "decoder"))
 loaded = ui.load_model(name, kinds=("encoder", "decoder"))
-
-
-@ui.cached(max_entries=4, spinner="Recording queries and keys...")
-@ui.heavy
-def traces_of(loaded, texts: tuple[str, ...]) -> list:
-    return [read_only(t) for t in qkspace.trace_texts(loaded, texts)]
-
-
-texts = widgets.corpus_input("qk", corpus.DEFAULT_TEXTS[1], upload=False)
-if texts.notice:
-    st.warning(texts.notice)
-with ui.user_errors():
-    traces = traces_of(loaded, texts.texts)
-
-a, b, c, d = st.columns(4)
-layer, head = widgets.layer_head_picker(
-    loaded.n_layers, loaded.n_heads, ("qk_layer", "qk_head"), columns=(a, b)
+settings = views.controls(name, loaded)  # the texts, traced, and the head and projection to draw
+ui.page_tabs(
+    {"One head": views.one_head, "Every head of a layer": views.every_head},
+    loaded,
+    settings,
+    key="qk_view",
 )
-method = c.radio(
-    "Projection",
-    qkspace.METHODS,
-    horizontal=True,
-    key="qk_method",
-    index=qkspace.METHODS.index(ui.link_value("qk_method", "PCA", qkspace.METHODS)),
-)
-color_by = d.radio(
-    "Colour by",
-    figures.COLOR_BY,
-    key="qk_color",
-    index=figures.COLOR_BY.index(ui.link_value("qk_color", "query / key", figures.COLOR_BY)),
-)
-left, right = st.columns(2)
-translate = left.toggle(
-    "Key translation and norm balance (AttentionViz)",
-    ui.link_value("qk_translate", True),
-    key="qk_translate",
-    help="Off: raw queries and keys, which often sit in two separate clouds.",
-)
-skip_first = right.toggle(
-    "Leave out each text's first token",
-    ui.link_value("qk_skip_first", False),
-    key="qk_skip_first",
-    help="The first token is often an attention sink whose key lies far from every other point.",
-)
-
-one, every = st.tabs(VIEWS, key="qk_view", on_change="rerun", default=ui.link_tab("qk_view", VIEWS))
-
-if one.open:
-    with one, ui.user_errors():
-        points = qkspace.project_head(traces, layer, head, method, translate, skip_first)
-        rho = qkspace.distance_agreement(points, traces, layer, head)
-        ui.show_figure(
-            figures.qk_scatter(
-                points, color_by, f"{name}: layer {layer}, head {head}, {points.method}", ui.presenting()
-            ),
-            key="qk_scatter",
-        )
-        teaching.notice(
-            "a query lands near the keys its head attends to most when the map keeps the geometry (rho below "
-            "says how well); the first token, often an attention sink, tends to sit apart."
-        )
-        m1, m2, m3 = st.columns(3)
-        shown = len(points.tokens) // 2
-        m1.metric("Points", f"{2 * shown:,}", help=f"{shown} queries and {shown} keys")
-        kept = "-" if points.variance_kept is None else f"{points.variance_kept:.0%}"
-        m2.metric("Variance kept by the 2-D map", kept, help="PCA only; t-SNE keeps no variance share")
-        m3.metric(
-            "Does 2-D closeness rank keys like attention?",
-            f"rho = {rho:.2f}",
-            help="Mean over queries of the Spearman correlation between nearness in this map and "
-            "the head's attention weights over the keys the query can see.",
-        )
-if every.open:
-    with every, ui.user_errors():
-        panels = [
-            qkspace.project_head(traces, layer, h, "PCA", translate, skip_first)
-            for h in range(loaded.n_heads)
-        ]
-        ui.show_figure(
-            figures.qk_small_multiples(panels, f"{name}: layer {layer}, every head (PCA)"), key="qk_multiples"
-        )
-
-st.markdown(
-    "**What the map keeps and what it loses.** The key translation adds one vector to every key: each "
-    "query's scores all shift by the same constant, which softmax ignores, so attention is unchanged; the "
-    "norm balance multiplies queries and divides keys by one number, so every q . k is unchanged. PCA "
-    "keeps the two directions along which these vectors vary most (the share above) and straight-line "
-    "distances along them; everything in the other dimensions is lost, so two points that overlap here "
-    "can be far apart in the head's space. Distance is not the dot product either: |q - k|^2 = |q|^2 + "
-    "|k|^2 - 2 q . k, so for one query, near means a high score only among keys of similar length. "
-    "t-SNE keeps who is near whom and loses global distances, cluster sizes and orientation; its map "
-    "changes with its settings. UMAP is not offered: it needs numba, and its first run compiles for "
-    "tens of seconds."
-)
+views.what_the_map_keeps()

@@ -2,13 +2,9 @@
 
 import streamlit as st
 
-from txviz.app import teaching, ui, widgets
-from txviz.core.tokens import unknown_note
-from txviz.explorer import view_model as explorer
-from txviz.figures import attention as figures
-from txviz.figures import grids
+from txviz.app import ui
+from txviz.explorer.views import attention as views
 
-VIEWS = ["One head", "All heads", "Token focus", "Aggregates"]
 DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
 
 ui.setup_page(
@@ -16,26 +12,7 @@ ui.setup_page(
     "Rows are queries (the token doing the looking), columns are keys (what it looks at); each row "
     "sums to 1. Attention shows where information flows, not why the model decides.",
 )
-with st.sidebar:
-    st.subheader("View options")
-    hide_special = st.toggle(
-        "Hide special tokens and renormalise",
-        ui.link_value("hide_special", False),
-        key="hide_special",
-        help="[CLS], [SEP] and similar often soak up attention (attention sinks).",
-    )
-    whole_words = st.toggle(
-        "Whole words (merge sub-word pieces)", ui.link_value("whole_words", False), key="whole_words"
-    )
-    log_scale = st.toggle("Log colour scale", ui.link_value("log_scale", False), key="log_scale")
-    threshold = st.slider(
-        "Hide weights below",
-        0.0,
-        0.5,
-        ui.link_value("threshold", 0.0, lambda v: 0 <= v <= 0.5),
-        0.01,
-        key="threshold",
-    )
+settings = views.sidebar()  # special tokens, whole words, colour scale, threshold
 
 left, right = st.columns([1, 2])
 with left:
@@ -43,129 +20,14 @@ with left:
 with right:
     text = ui.text_input("Text", DEFAULT_TEXT)
 loaded = ui.load_model(name, kinds=("encoder", "decoder"))
-with ui.user_errors():
-    trace = explorer.view(loaded, text, ui.cached_trace(loaded, text), hide_special, whole_words)
-if trace.notice:
-    st.warning(trace.notice)
-if unknown := unknown_note(loaded.tokenizer, text, trace.raw_tokens):
-    st.info(unknown)
-
-layer, head = widgets.layer_head_picker(trace.n_layers, trace.n_heads, default=explorer.DEFAULT_HEAD)
-style = dict(log_scale=log_scale, threshold=threshold, presenting=ui.presenting())
+shown = views.traced(name, loaded, text, settings)  # the trace as the options shape it, and the head
 # Only the open tab is computed: the whole-model grid costs seconds at 512 tokens.
-one, every, focus, summary = st.tabs(VIEWS, key="view", on_change="rerun", default=ui.link_tab("view", VIEWS))
-
-if one.open:
-    with one:
-        ui.show_figure(
-            figures.attention_heatmap(
-                trace.head(layer, head),
-                trace.query_tokens,
-                trace.key_tokens,
-                f"{name}: layer {layer}, head {head}",
-                **style,
-            )
-        )
-        teaching.notice(
-            "each row is one token's attention. In MiniLM's layer 3, head 1 the row of \"it\" puts most of "
-            'its weight on "animal", the word it refers to; open Token focus to follow one token through '
-            "every layer."
-        )
-
-if every.open:
-    with every:
-        ui.show_figure(
-            figures.heads_mosaic(
-                trace.weights[layer][None],
-                row_label="layer",
-                row_names=[str(layer)],
-                tile_size=160,
-                title=f"Layer {layer}: every head",
-                **style,
-            )
-        )
-        ui.show_figure(
-            figures.heads_mosaic(
-                trace.weights,
-                tile_size=48,
-                title="Every layer and head (pick one above, or click a cell of the Aggregates tab's grids)",
-                **style,
-            )
-        )
-
-if focus.open:
-    with focus:
-        options = [f"{i}: {t}" for i, t in enumerate(trace.query_tokens)]
-        token = options.index(
-            st.selectbox(
-                "Token",
-                options,
-                index=ui.link_index("focus_token", options, explorer.focus_default(trace.query_tokens)),
-                key="focus_token",
-            )
-        )
-        mean_heads = st.toggle(
-            "Mean over heads instead of the chosen head", ui.link_value("focus_mean", False), key="focus_mean"
-        )
-
-        matrix = (
-            explorer.aggregated(trace, "mean over heads")[layer] if mean_heads else trace.head(layer, head)
-        )
-        ui.show_figure(figures.token_focus_arcs(matrix, trace.query_tokens, token))
-        attends, attended = explorer.focus_across_layers(trace, token)
-        layers = tuple(f"layer {i}" for i in range(trace.n_layers))
-        widgets.side_by_side(
-            [
-                figures.attention_heatmap(
-                    attends,
-                    layers,
-                    trace.key_tokens,
-                    "What it attends to, per layer (mean of heads)",
-                    axis_titles=("layer", "key"),
-                    **style,
-                ),
-                figures.attention_heatmap(
-                    attended,
-                    layers,
-                    trace.query_tokens,
-                    "What attends to it, per layer (mean of heads)",
-                    axis_titles=("layer", "query"),
-                    **style,
-                ),
-            ]
-        )
-
-if summary.open:
-    with summary:
-        how = st.radio(
-            "Combine heads by",
-            explorer.AGGREGATES,
-            horizontal=True,
-            key="aggregate",
-            help=teaching.help_for("rollout"),
-            index=explorer.AGGREGATES.index(
-                ui.link_value("aggregate", explorer.AGGREGATES[0], explorer.AGGREGATES)
-            ),
-        )
-        st.caption(
-            "Rollout (Abnar & Zuidema 2020) multiplies the layers' head means, each mixed half and "
-            "half with the identity for the residual stream and renormalised, up to the chosen layer."
-        )
-        ui.show_figure(
-            figures.attention_heatmap(
-                explorer.aggregated(trace, how)[layer],
-                trace.query_tokens,
-                trace.key_tokens,
-                f"{how}, layer {layer}",
-                **style,
-            )
-        )
-        st.caption("Click a head in either grid to pick it.")
-        a, b = st.columns(2)
-        for column, values, title, unit in (
-            (a, explorer.entropy(trace), "Entropy per head", "nats"),
-            (b, explorer.distance(trace), "Mean attention distance", "tokens"),
-        ):
-            with column:
-                chart = grids.head_grid(values, title, unit, (layer, head), ui.presenting())
-                widgets.head_grid(chart, key=f"grid_{unit}")
+ui.page_tabs(
+    {
+        "One head": views.one_head,
+        "All heads": views.all_heads,
+        "Token focus": views.token_focus,
+        "Aggregates": views.aggregates,
+    },
+    shown,
+)
