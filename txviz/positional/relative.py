@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from txviz.core.layouts import UnknownLayoutError, cached_layout
+from txviz.core.running import run_module
 from txviz.positional.encodings import PositionalError, learned_position_embeddings
 
 MAX_CLIP = 64
@@ -87,12 +89,15 @@ class LearnedLimit:
 def learned_limit(model: Any, n_requested: int) -> LearnedLimit:
     """Run the model's embedding layer on position ids 0 .. n_requested - 1 and report what happens."""
     n_learned = learned_position_embeddings(model).shape[0]
-    embeddings = model.get_input_embeddings()
-    device = embeddings.weight.device
+    device = model.get_input_embeddings().weight.device
+    try:
+        embeddings = cached_layout(model).embeddings(model)
+    except UnknownLayoutError as error:
+        raise PositionalError(str(error)) from error
     ids = torch.zeros(1, n_requested, dtype=torch.long, device=device)
     positions = torch.arange(n_requested, device=device)[None]
     try:
-        model.embeddings(input_ids=ids, position_ids=positions, token_type_ids=torch.zeros_like(ids))
+        run_module(embeddings, input_ids=ids, position_ids=positions, token_type_ids=torch.zeros_like(ids))
     except (IndexError, RuntimeError) as error:
         return LearnedLimit(n_learned, n_requested, str(error).splitlines()[0])
     return LearnedLimit(n_learned, n_requested, "")
