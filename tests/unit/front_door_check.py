@@ -5,7 +5,8 @@ any ``.model`` attribute (``loaded.model``, ``run.model``), a parameter annotate
 a transformers model, a module getter called on one (``get_submodule(...)``, ``get_input_embeddings()``,
 ``get_encoder()``...), an attribute or an item of one that is not a method (``model.lm_head``,
 ``base.rotary_emb``, a block ``layers[3]``), a loop over one, ``type(model).from_pretrained(...)``, and
-the return value of a function in the same file that returns one. Calling such a value, or its
+the return value of a function in the same file that returns one, and a parameter that some call,
+in this file or another of the project (``project_forward_calls``), gives one. Calling such a value, or its
 ``forward``, ``generate`` or ``__call__``, is a forward pass; calling one of its methods
 (``eval()``, ``parameters()``, ``get_input_embeddings()``) is not.
 """
@@ -193,12 +194,76 @@ def _walk_here(node: ast.AST):
 
 def forward_calls(source: str) -> list[int]:
     """Line numbers of every call that runs a model or a piece of one in ``source``."""
-    tree = ast.parse(source)
-    known = Known()
+    return _fixed_point(ast.parse(source), frozenset(), None)[0]
+
+
+def project_forward_calls(sources: dict[str, str]) -> dict[str, list[int]]:
+    """``forward_calls`` of every file ("txviz/positional/relative.py" -> source), following a model
+    given to a function of another file: that function's parameter is a model there too."""
+    trees = {path: ast.parse(source) for path, source in sources.items()}
+    by_module = {_module_name(path): path for path in trees}
+    defs = {path: _defs(tree) for path, tree in trees.items()}
+
+    def resolver(path: str):
+        imports = _imports(trees[path])
+
+        def resolve(call: ast.Call):
+            func = call.func
+            if isinstance(func, ast.Name) and func.id in imports:
+                target = imports[func.id]
+            elif (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id in imports
+            ):
+                target = f"{imports[func.value.id]}.{func.attr}"
+            else:
+                return None
+            module, _, name = target.rpartition(".")
+            other = by_module.get(module)
+            return (other, defs[other][name]) if other is not None and name in defs[other] else None
+
+        return resolve
+
+    given: dict[str, frozenset] = {path: frozenset() for path in trees}
+    while True:  # what files hand each other, to a fixed point
+        lines, handed = {}, {path: set(given[path]) for path in trees}
+        for path, tree in trees.items():
+            lines[path], external = _fixed_point(tree, given[path], resolver(path))
+            for other, function, parameter in external:
+                handed[other].add((function, parameter))
+        handed = {path: frozenset(pairs) for path, pairs in handed.items()}
+        if handed == given:
+            return lines
+        given = handed
+
+
+def _module_name(path: str) -> str:
+    return path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+
+
+def _defs(tree: ast.Module) -> dict:
+    return {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _imports(tree: ast.Module) -> dict[str, str]:
+    """Local name -> the dotted name it was imported as (absolute imports only)."""
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.asname: a.name for a in node.names if a.asname}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found |= {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names}
+    return found
+
+
+def _fixed_point(tree: ast.Module, given: frozenset, resolve) -> tuple[list[int], set]:
+    """(forward lines, (file, function, parameter) of other files' functions handed a model)."""
+    known = Known(params=given)
     while True:  # what this file's functions hand out and are handed, to a fixed point
-        lines, found = _scan(tree, known)
+        lines, found, external = _scan(tree, known, resolve)
         if found == known:
-            return sorted(set(lines))
+            return sorted(set(lines)), external
         known = found
 
 
@@ -215,16 +280,22 @@ def _given(call: ast.Call, defs: dict, scope: _Scope) -> set[tuple[str, str]]:
     if not isinstance(call.func, ast.Name) or call.func.id not in defs:
         return set()
     fn = defs[call.func.id]
+    return {(fn.name, p) for p in _handed(fn, call, scope)}
+
+
+def _handed(fn: ast.FunctionDef, call: ast.Call, scope: _Scope) -> set[str]:
+    """The parameters of ``fn`` that ``call`` gives a model."""
     positional = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
-    pairs = {(fn.name, p) for p, a in zip(positional, call.args, strict=False) if scope.is_module(a)}
-    return pairs | {(fn.name, k.arg) for k in call.keywords if k.arg and scope.is_module(k.value)}
+    names = {p for p, a in zip(positional, call.args, strict=False) if scope.is_module(a)}
+    return names | {k.arg for k in call.keywords if k.arg and scope.is_module(k.value)}
 
 
-def _scan(tree: ast.Module, known: Known) -> tuple[list[int], Known]:
+def _scan(tree: ast.Module, known: Known, resolve=None) -> tuple[list[int], Known, set]:
     lines: list[int] = []
     returning: set[str] = set(known.returns_module)
     params: set[tuple[str, str]] = set(known.params)
-    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    external: set[tuple[str, str, str]] = set()
+    defs = _defs(tree)
 
     def visit(node: ast.AST, parent: _Scope | None) -> None:
         scope = _Scope(parent, set(known.returns_module))
@@ -248,6 +319,10 @@ def _scan(tree: ast.Module, known: Known) -> tuple[list[int], Known]:
                     if scope.is_forward(sub):
                         lines.append(sub.lineno)
                     params.update(_given(sub, defs, scope))
+                    target = resolve(sub) if resolve is not None else None
+                    if target is not None:
+                        other, fn = target
+                        external.update((other, fn.name, p) for p in _handed(fn, sub, scope))
                 if (
                     isinstance(sub, ast.Return)
                     and sub.value is not None
@@ -261,4 +336,4 @@ def _scan(tree: ast.Module, known: Known) -> tuple[list[int], Known]:
                         visit(child, scope)
 
     visit(tree, None)
-    return lines, Known(frozenset(returning), frozenset(params))
+    return lines, Known(frozenset(returning), frozenset(params)), external

@@ -4,7 +4,7 @@ from (front_door_check), not by what a variable is called. docs/architecture.md 
 
 from pathlib import Path
 
-from front_door_check import forward_calls
+from front_door_check import forward_calls, project_forward_calls
 
 ROOT = Path(__file__).resolve().parents[2]
 # Where a model may be called directly: the front door itself, the training commands, and the
@@ -25,14 +25,16 @@ EXEMPT_FILES = {
 
 def violations(root: Path) -> list[str]:
     """Every forward call outside the front door in the tree at ``root``, as "path:line"."""
-    found = []
-    for path in [*sorted((root / "txviz").rglob("*.py")), *sorted((root / "pages").glob("*.py"))]:
-        name = path.relative_to(root).as_posix()
-        if not (name.startswith(EXEMPT_DIRS) or name in EXEMPT_FILES):
-            found += [f"{name}:{line}" for line in forward_calls(path.read_text())]
-    if (root / "app.py").exists():
-        found += [f"app.py:{line}" for line in forward_calls((root / "app.py").read_text())]
-    return found
+    paths = [*sorted((root / "txviz").rglob("*.py")), *sorted((root / "pages").glob("*.py"))]
+    paths += [root / "app.py"] if (root / "app.py").exists() else []
+    # every file, exempt ones too: a model handed across files is followed into the callee
+    lines = project_forward_calls({p.relative_to(root).as_posix(): p.read_text() for p in paths})
+    return [
+        f"{name}:{line}"
+        for name, found in lines.items()
+        if not (name.startswith(EXEMPT_DIRS) or name in EXEMPT_FILES)
+        for line in found
+    ]
 
 
 def test_no_forward_call_outside_the_front_door():
@@ -151,3 +153,24 @@ def test_a_synthetic_violation_in_a_topic_fails_the_check(tmp_path):
         "from txviz import models\nloaded = models.load('x')\nloaded.model(ids)\n"
     )
     assert violations(tmp_path) == ["txviz/lens/by_hand.py:3", "pages/1_Page.py:3"]
+
+
+def test_a_model_handed_to_a_function_of_another_file_is_followed_there(tmp_path):
+    """A function that receives the model from another module and calls a piece of it is caught."""
+    (tmp_path / "txviz" / "lens").mkdir(parents=True)
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "txviz" / "lens" / "limit.py").write_text(
+        "def learned_limit(model, n):\n    return model.embeddings(input_ids=n)\n"
+    )
+    (tmp_path / "txviz" / "lens" / "fine.py").write_text(
+        "def learned_limit(model, n):\n    return model.embeddings(input_ids=n)\n"
+    )
+    (tmp_path / "txviz" / "lens" / "page_code.py").write_text(
+        "from txviz.lens import limit\nfrom txviz.lens.fine import learned_limit\n\n"
+        "def show(loaded, n):\n    return limit.learned_limit(loaded.model, n), learned_limit(None, n)\n"
+    )
+    assert violations(tmp_path) == ["txviz/lens/limit.py:2"]
+    (tmp_path / "pages" / "1_Page.py").write_text(
+        "from txviz.lens.fine import learned_limit as limit\nlimit(loaded.model, 3)\n"
+    )
+    assert violations(tmp_path) == ["txviz/lens/fine.py:2", "txviz/lens/limit.py:2"]
