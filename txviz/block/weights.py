@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 
 import torch
@@ -111,16 +110,8 @@ def _rows(linear: Linear, start: int, stop: int) -> Linear:
     return Linear(linear.weight[start:stop], None if linear.bias is None else linear.bias[start:stop])
 
 
-def _gain_offset(module) -> float:
-    """1.0 for a norm whose forward scales by (1 + weight), as Gemma's RMSNorm does; else 0."""
-    try:
-        source = inspect.getsource(module.__class__.forward)
-    except (OSError, TypeError):
-        return 0.0
-    return 1.0 if "(1.0 + self.weight" in source or "(1 + self.weight" in source else 0.0
-
-
-def _norm(module) -> Norm:
+def _norm(module, offset: float = 0.0) -> Norm:
+    """A LayerNorm or an RMSNorm whose gain is ``offset`` + weight (the record's ``norm_offset``)."""
     if isinstance(module, torch.nn.LayerNorm):
         bias = None if module.bias is None else _float(module.bias)
         return Norm("layer", _float(module.weight), bias, float(module.eps))
@@ -130,7 +121,7 @@ def _norm(module) -> Norm:
         and eps is not None
         and getattr(module, "weight", None) is not None
     ):
-        return Norm("rms", _float(module.weight), None, float(eps), _gain_offset(module))
+        return Norm("rms", _float(module.weight), None, float(eps), offset)
     raise UnknownLayoutError(f"txviz cannot write out a {module.__class__.__name__} as code.")
 
 
@@ -161,7 +152,9 @@ def _window(module, config) -> int | None:
     return getattr(config, "sliding_window", None) or None
 
 
-def _attention(parts: AttentionParts, block, config, causal: bool, rotary: bool) -> Attention:
+def _attention(
+    parts: AttentionParts, block, config, causal: bool, rotary: bool, norm_offset: float = 0.0
+) -> Attention:
     """The record's attention parts read as plain (out, in) weights, with this layer's options."""
     module = block.get_submodule(parts.module)
     if getattr(module, "sinks", None) is not None:
@@ -179,7 +172,8 @@ def _attention(parts: AttentionParts, block, config, causal: bool, rotary: bool)
     else:
         q, k, v = (_linear(block.get_submodule(p)) for p in (parts.q, parts.k, parts.v))
     q_norm, k_norm = (
-        None if p is None else _norm(block.get_submodule(p)) for p in (parts.q_norm, parts.k_norm)
+        None if p is None else _norm(block.get_submodule(p), norm_offset)
+        for p in (parts.q_norm, parts.k_norm)
     )
     return Attention(
         q, k, v, _linear(block.get_submodule(parts.o)), q.weight.shape[0] // d, k.weight.shape[0] // d, d,
@@ -272,13 +266,15 @@ def block_weights(layout: Layout, model, stack: str, layer: int) -> BlockWeights
     cross = layout.stack(stack).cross
     causal = stack == "decoder" or bool(getattr(cfg, "is_decoder", False))
     rotary = record.positions is not None and record.positions.kind == "rotary"
-    norm = lambda role: _norm(block.get_submodule(record.norm(role))) if record.norm(role) else None  # noqa: E731
+    norm = lambda role: (  # noqa: E731
+        _norm(block.get_submodule(record.norm(role)), record.norm_offset) if record.norm(role) else None
+    )
     form = (
         "post-LN" if layout.form == "post-LN" else "pre-norm"
     )  # sandwich, post-norm, parallel: pre-norm kin
     return BlockWeights(
         form,
-        _attention(record.attention, block, cfg, causal, rotary),
+        _attention(record.attention, block, cfg, causal, rotary, record.norm_offset),
         norm("norm1"),
         _experts(record.ffn, block, cfg) if record.ffn.experts else _feed_forward(record.ffn, block, cfg),
         norm("norm2"),

@@ -110,6 +110,8 @@ class Record:
     note: str = ""  # what sets the family apart, for messages
     decoder: tuple[tuple[str, object], ...] = ()  # fields that differ in the decoder stack's blocks (T5)
     head_scale: Callable | None = None  # config -> factor on the final stream before the head, or None
+    embeddings: str | None = None  # from the owner: the module that makes the stream entering block 0 (BERT)
+    norm_offset: float = 0.0  # an RMSNorm's gain is offset + weight: 1 for Gemma's (1 + weight)
 
     def in_stack(self, stack: str) -> Record:
         """The record as the blocks of ``stack`` have it."""
@@ -199,7 +201,7 @@ def _gemma(name: str, types: tuple[str, ...], note: str, qk_norm: bool = False) 
         "mlp", "mlp.up_proj", "mlp.down_proj", "mlp.gate_proj", adds="post_feedforward_layernorm"
     )
     return Record(name, types, DECODER, attention, ffn, SANDWICH, form="sandwich", final_norm="norm",
-                  positions=ROTARY, note=note, code=True)  # fmt: skip
+                  positions=ROTARY, note=note, code=True, norm_offset=1.0)  # fmt: skip
 
 
 RECORDS = (
@@ -213,7 +215,7 @@ RECORDS = (
         positions=Positions("learned", "+ positions\n+ segment\n→ LayerNorm",
                             "BERT adds a learned vector per position and per segment, then applies LayerNorm.",
                             table="embeddings.position_embeddings"),
-        code=True,
+        embeddings="embeddings", code=True,
     ),
     Record(
         "llama", ("llama", "mistral", "qwen2"), DECODER, LLAMA_ATTENTION, GATED, PRE_NORMS,
