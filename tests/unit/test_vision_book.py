@@ -64,6 +64,6 @@ def test_the_table_is_the_papers_and_the_book_groups_21k_with_jft():
     assert "about matches BiT" in row.outcome and "paper" in row.outcome
     reading = book.BOOK_READING
     assert "ImageNet-21k" in reading and "JFT" in reading and "better than BiT" in reading
-    page = (Path(__file__).parents[2] / "pages" / "10_Vision_Transformer.py").read_text()
+    page = (Path(__file__).parents[2] / "txviz" / "vision" / "views.py").read_text()
     assert "The book's transfer figures" not in page and "book.BOOK_READING" in page
     assert "the table beside them is the book's figures" not in page
