@@ -44,6 +44,6 @@ def test_attention_as_explanation_cites_serrano_smith_and_brunner():
 
 
 def test_the_windowed_gru_says_why_it_looks_local():
-    page = " ".join((ROOT / "pages" / "14_Why_Attention.py").read_text().split())
+    page = " ".join((ROOT / "txviz" / "why" / "views" / "path_length.py").read_text().split())
     assert "Why the RNN looks local: its depth is its sequential steps" in page
     assert "a GRU over the whole sequence reads every earlier input" in page

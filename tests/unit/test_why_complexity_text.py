@@ -14,8 +14,8 @@ N, D, K = 7, 5, 3  # distinct primes, so no two different counts agree by accide
 
 
 def _paragraph() -> str:
-    """The "Complexity per layer" text as the page script defines it (read, not run: running measures)."""
-    tree = ast.parse((ROOT / "pages" / "14_Why_Attention.py").read_text())
+    """The "Complexity per layer" text as the page's views define it (read, not run)."""
+    tree = ast.parse((ROOT / "txviz" / "why" / "views" / "__init__.py").read_text())
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "COLUMNS":
             return ast.literal_eval(node.value)["Complexity per layer"]

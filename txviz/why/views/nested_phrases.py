@@ -7,6 +7,7 @@ import streamlit as st
 
 from txviz.app import teaching, ui
 from txviz.why import figures, hierarchy
+from txviz.why.views import Sizes
 
 
 @ui.cached(max_entries=16, spinner="Running the model on the sentence...")
@@ -15,8 +16,9 @@ def _measure(loaded, index: int):
     return hierarchy.hierarchy(loaded, hierarchy.EXAMPLES[index])
 
 
-def show() -> None:
-    """The tab: a model and a sentence, the per-layer grouping figure and one row per phrase."""
+def show(sizes: Sizes) -> None:
+    """The tab: a model and a sentence, the per-layer grouping figure and one row per phrase (the
+    page's n and k do not apply)."""
     st.markdown(
         "An RNN reads one flat chain of words, but language nests: *car* inside *blue car* inside *the blue "
         "car* inside *into the blue car* (the CS60010 slides' example of hierarchy). Self-attention can "
