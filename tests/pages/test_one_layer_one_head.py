@@ -167,7 +167,10 @@ class Picker:
 
 
 def _literal(tree: ast.Module, node: ast.expr):
-    """A literal, or the literal a module-level name is assigned."""
+    """A literal, or the literal a module-level name (or an imported module's, ``module.NAME``) is assigned."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        module = ast.parse(_module_file(_imported_modules(tree)[node.value.id]).read_text())
+        return _literal(module, ast.Name(node.attr))
     if isinstance(node, ast.Name):
         for stmt in tree.body:
             if isinstance(stmt, ast.Assign) and any(getattr(t, "id", None) == node.id for t in stmt.targets):
@@ -229,6 +232,57 @@ def pickers(page: Path) -> list[Picker]:
             tab = next((t for c in calls if (t := _enclosing_tab(parents, c, tabs))), None)
         if {"encoder", "decoder"} & set(kinds):
             found.append(Picker(page.name, key, kinds, tab))
+    return found + _view_pickers(page, tree)
+
+
+def _picker_options(tree: ast.Module, node: ast.Call) -> tuple[str, tuple[str, ...]]:
+    """A model_picker call's session key and kinds."""
+    options = {k.arg: k.value for k in node.keywords}
+    kinds = tuple(_literal(tree, options["kinds"])) if "kinds" in options else ("encoder", "decoder")
+    return (_literal(tree, options["key"]) if "key" in options else "model"), kinds
+
+
+def _imported_modules(tree: ast.Module) -> dict[str, str]:
+    """A script's names for what it imports with ``from package import name`` -> their dotted names."""
+    return {
+        alias.asname or alias.name: f"{node.module}.{alias.name}"
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+
+
+def _module_file(module: str) -> Path:
+    path = ROOT / Path(*module.split("."))
+    return path.with_suffix(".py") if path.with_suffix(".py").exists() else path / "__init__.py"
+
+
+def _view_pickers(page: Path, tree: ast.Module) -> list[Picker]:
+    """The pickers of the views a page lists in ``ui.page_tabs({label: module.view, ...}, key=K)``:
+    found in the view's function in its views module, or in a function of that module it calls."""
+    modules, found = _imported_modules(tree), []
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and getattr(call.func, "attr", "") == "page_tabs"):
+            continue
+        key = next((_literal(tree, k.value) for k in call.keywords if k.arg == "key"), "view")
+        for label, view in zip(call.args[0].keys, call.args[0].values, strict=True):
+            if not (isinstance(view, ast.Attribute) and getattr(view.value, "id", None) in modules):
+                continue
+            views = ast.parse(_module_file(modules[view.value.id]).read_text())
+            functions = {f.name: f for f in views.body if isinstance(f, ast.FunctionDef)}
+            todo, seen = [view.attr], set()
+            while todo:  # the view and the functions of its module it calls
+                name = todo.pop()
+                if name in seen or name not in functions:
+                    continue
+                seen.add(name)
+                for node in ast.walk(functions[name]):
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                        todo.append(node.func.id)
+                    if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "model_picker":
+                        picker_key, kinds = _picker_options(views, node)
+                        if {"encoder", "decoder"} & set(kinds):
+                            found.append(Picker(page.name, picker_key, kinds, (key, label.value)))
     return found
 
 
