@@ -3,7 +3,8 @@
 import streamlit as st
 
 from txviz import models, page_map
-from txviz.app import sessions, teaching, tour, ui
+from txviz.app import sessions, teaching, ui
+from txviz.app.lecture import tour
 from txviz.lecture import figures
 
 ui.setup_page(

@@ -1,6 +1,7 @@
 """Lecture room: lead thirty laptops through a lecture, ask the class to predict, reveal the live answer."""
 
-from txviz.app import room_page, teaching, ui
+from txviz.app import teaching, ui
+from txviz.app.lecture import room_page
 
 ui.setup_page(
     "Lecture_Room",

@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from txviz.app import path, teaching, ui
+from txviz.app import teaching, ui
+from txviz.app.lecture import path
 from txviz.coursemap import figures, linearity
 from txviz.coursemap.parts import ADDED, ADDITIONS, BURIED, CORE, PARTS, SUMMARY, Part, part
 

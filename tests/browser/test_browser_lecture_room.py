@@ -17,8 +17,8 @@ import pytest
 from conftest import ARTIFACTS, screenshot, wait_for_app
 
 from txviz.lecture.files import shipped_lectures
-from txviz.rooms.redis_server import installed, redis_server
-from txviz.rooms.store import open_store
+from txviz.lecture.rooms.redis_server import installed, redis_server
+from txviz.lecture.rooms.store import open_store
 from txviz.serving.replicas import cluster
 
 pytestmark = pytest.mark.browser

@@ -10,7 +10,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from txviz import page_map
-from txviz.app.lessons import load_lessons
+from txviz.app.lecture.lessons import load_lessons
 
 pytestmark = pytest.mark.browser
 

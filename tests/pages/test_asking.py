@@ -43,7 +43,8 @@ QUESTIONS = {
 def asking_script(data: dict) -> None:
     import streamlit as st
 
-    from txviz.app import asking, ui
+    from txviz.app import ui
+    from txviz.app.lecture import asking
     from txviz.lecture.questions import question_from
 
     question = question_from(data)

@@ -9,7 +9,7 @@ from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
 from txviz import page_map
-from txviz.app import tour
+from txviz.app.lecture import tour
 from txviz.lecture.files import load_lecture
 
 LECTURE = """title: A short tour

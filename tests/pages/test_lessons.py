@@ -5,7 +5,7 @@ from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
 from txviz import page_map
-from txviz.app.lessons import load_lessons
+from txviz.app.lecture.lessons import load_lessons
 
 LESSONS = load_lessons()
 
@@ -36,7 +36,7 @@ def test_picking_a_lesson_in_the_sidebar_runs(monkeypatch):
 
 def test_home_groups_a_card_per_page_as_the_sidebar_does():
     from txviz import page_map
-    from txviz.app import path
+    from txviz.app.lecture import path
 
     app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     assert not app.exception

@@ -18,10 +18,10 @@ import streamlit as st
 from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
-from txviz.app import room, room_cookies, room_page, warmup
-from txviz.app.room_lectures import lectures, shared
-from txviz.rooms import MAX_JOINS, RoomFull
-from txviz.rooms.base import JOIN_TRIES
+from txviz.app.lecture import room, room_cookies, room_page, warmup
+from txviz.app.lecture.room_lectures import lectures, shared
+from txviz.lecture.rooms import MAX_JOINS, RoomFull
+from txviz.lecture.rooms.base import JOIN_TRIES
 
 ROOM_PAGE = "pages/21_Lecture_Room.py"
 LECTURE = lectures()["1_attention_and_transformers"]  # step 1 asks a choice, step 2 asks nothing

@@ -7,8 +7,8 @@ from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
 from txviz import page_map
-from txviz.app import path
-from txviz.app.lessons import load_lessons
+from txviz.app.lecture import path
+from txviz.app.lecture.lessons import load_lessons
 
 APP = str(ROOT / "app.py")
 ON_PATH = "pages/3_Positional_Encoding.py"  # on the path, and quick to draw
@@ -59,7 +59,7 @@ def links(at: AppTest) -> list[tuple[str, str, str]]:
 
 
 def show_back_and_next(url_name: str) -> None:
-    from txviz.app import path
+    from txviz.app.lecture import path
 
     path.back_and_next(url_name)
 

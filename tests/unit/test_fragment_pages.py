@@ -16,7 +16,7 @@ from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
 from tiny_apps import run_async, served
 
 from txviz.app import fragment_pages, streamlit_private
-from txviz.app.headless import Session
+from txviz.app.lecture.headless import Session
 
 
 def test_a_fragment_rerun_for_a_page_left_moves_to_the_current_page():

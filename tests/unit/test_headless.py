@@ -9,7 +9,7 @@ import ssl
 import pytest
 from tiny_apps import run_async, served
 
-from txviz.app.headless import Session, address_name, is_loopback, tls_for
+from txviz.app.lecture.headless import Session, address_name, is_loopback, tls_for
 
 TINY = """
 import pathlib

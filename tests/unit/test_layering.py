@@ -89,6 +89,16 @@ def test_only_the_app_layer_and_views_import_streamlit():
     assert not outside, outside
 
 
+def test_the_product_never_imports_the_test_tooling():
+    tooling = {m for m in known_modules() if m.startswith("txviz.app.testing")}
+    users = [
+        str(path.relative_to(ROOT))
+        for path in [*txviz_files(), *(ROOT / "pages").glob("*.py"), ROOT / "app.py"]
+        if not module_name(path).startswith(("txviz.app.testing", "txviz.bench")) and txviz_imports(path) & tooling
+    ]
+    assert tooling and not users, users
+
+
 def test_no_import_cycles():
     graph = {module_name(p): txviz_imports(p) for p in txviz_files()}
     done, stack, cycles = set(), [], []

@@ -12,7 +12,7 @@ import pytest
 from tiny_apps import run_async, served
 
 from txviz.app import legacy_pages
-from txviz.app.headless import Session
+from txviz.app.lecture.headless import Session
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from txviz.app.lessons import load_lessons
+from txviz.app.lecture.lessons import load_lessons
 from txviz.softhard import toy
 
 

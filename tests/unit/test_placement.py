@@ -3,7 +3,7 @@ replayed on the message sequences that froze the projector window."""
 
 from __future__ import annotations
 
-from txviz.app.placement import Places
+from txviz.app.lecture.placement import Places
 
 OLD, NEW = "page-3", "page-4"
 

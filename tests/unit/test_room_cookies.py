@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from txviz.app import room_cookies
-from txviz.rooms.base import IDLE_TTL_S
+from txviz.app.lecture import room_cookies
+from txviz.lecture.rooms.base import IDLE_TTL_S
 
 
 def assigned(script: str) -> str:

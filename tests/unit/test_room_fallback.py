@@ -13,7 +13,7 @@ from conftest import ARTIFACTS, serve_app
 from tiny_apps import run_async
 
 from txviz.app import streamlit_private
-from txviz.app.headless import Session
+from txviz.app.lecture.headless import Session
 from txviz.lecture.files import shipped_lectures
 
 LECTURE = shipped_lectures()["1_attention_and_transformers"]  # steps 1 and 2: the toy Self-Attention page

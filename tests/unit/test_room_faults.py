@@ -17,11 +17,11 @@ import pytest
 from conftest import ARTIFACTS, serve_app
 from tiny_apps import run_async
 
-from txviz.app.headless import Session
+from txviz.app.lecture.headless import Session
 from txviz.lecture.files import shipped_lectures
-from txviz.rooms.base import RoomClosed
-from txviz.rooms.redis_server import installed, redis_server
-from txviz.rooms.store import open_store
+from txviz.lecture.rooms.base import RoomClosed
+from txviz.lecture.rooms.redis_server import installed, redis_server
+from txviz.lecture.rooms.store import open_store
 
 pytestmark = pytest.mark.skipif(not installed(), reason="redis-server is missing: make redis")
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from txviz.app import room
+from txviz.app.lecture import room
 
 STEP = {"page": "pages/2_Attention_Explorer.py", "settings": {"layer": 3}, "title": "A head"}
 HERE, THERE = "pages/1_Self_Attention.py", STEP["page"]
@@ -21,8 +21,8 @@ def follow(page_script: str, at: str | None, switching: str | None, step: dict) 
 
     import streamlit as st
 
-    from txviz.app import room, room_bars
-    from txviz.rooms.base import RoomState
+    from txviz.app.lecture import room, room_bars
+    from txviz.lecture.rooms.base import RoomState
 
     st.session_state[room.AT] = at
     if switching:

@@ -12,10 +12,11 @@ import time
 import pytest
 from tiny_apps import run_async, served
 
-from txviz.app import push, streamlit_private
-from txviz.app.headless import Session
-from txviz.rooms import open_store
-from txviz.rooms.redis_server import installed, redis_server
+from txviz.app import streamlit_private
+from txviz.app.lecture import push
+from txviz.app.lecture.headless import Session
+from txviz.lecture.rooms import open_store
+from txviz.lecture.rooms.redis_server import installed, redis_server
 
 RUNNING_FRAGMENT = push.running_fragment
 
@@ -83,8 +84,8 @@ def test_a_memory_store_pushes_here_and_a_redis_store_that_fails_too(monkeypatch
     pushed = []
     monkeypatch.setattr(push, "push_here", pushed.append)
     push.announce("ABC", open_store(""))
-    from txviz.rooms.redis_server import free_port
-    from txviz.rooms.redis_store import RedisStore
+    from txviz.lecture.rooms.redis_server import free_port
+    from txviz.lecture.rooms.redis_store import RedisStore
 
     push.announce("DEF", RedisStore(f"redis://127.0.0.1:{free_port()}/0"))  # nobody answers
     assert pushed == ["ABC", "DEF"]
@@ -165,7 +166,7 @@ TINY = """
 import pathlib
 import threading
 import streamlit as st
-from txviz.app import push
+from txviz.app.lecture import push
 
 STEP = pathlib.Path(__file__).with_name("step.txt")
 st.markdown("a tiny page")

@@ -14,10 +14,11 @@ import urllib.request
 import pytest
 from tiny_apps import run_async
 
-from txviz.app import streamlit_private, warmup
-from txviz.app.headless import Session, tls_for
+from txviz.app import streamlit_private
+from txviz.app.lecture import warmup
+from txviz.app.lecture.headless import Session, tls_for
 from txviz.bench.load import ROOT, free_port, launch, server_env, stop_server
-from txviz.rooms.base import FOLLOWING_S
+from txviz.lecture.rooms.base import FOLLOWING_S
 
 PAGE = """
 import json
@@ -87,7 +88,7 @@ def test_a_warmed_step_costs_the_next_session_no_work(app):
 
 
 TLS_PAGE = (
-    PAGE.replace("COUNT = ", "from txviz.app import warmup\nCOUNT = ")
+    PAGE.replace("COUNT = ", "from txviz.app.lecture import warmup\nCOUNT = ")
     + """
 if st.query_params.get("warm"):  # as a lecturer's move does: the server warms a step on itself
     warmup.warm([{"page": "warmpage.py", "settings": {"n": 7}, "title": "a step"}])
@@ -170,7 +171,7 @@ def test_the_step_query_is_what_a_followers_page_switch_sends():
 
 
 def test_a_follower_writes_seen_at_most_every_few_seconds(monkeypatch):
-    from txviz.app import room
+    from txviz.app.lecture import room
 
     written, clock = [], [100.0]
 

@@ -9,16 +9,16 @@ import time
 import pytest
 import test_rooms_store
 
-from txviz.rooms import (
+from txviz.lecture.rooms import (
     JOIN_TRIES,
     NotLecturer,
     RoomClosed,
     TooManyTries,
     UnknownRoom,
 )
-from txviz.rooms.base import CODE_ALPHABET, CODE_LENGTH
-from txviz.rooms.memory import MemoryStore
-from txviz.rooms.redis_store import RedisStore
+from txviz.lecture.rooms.base import CODE_ALPHABET, CODE_LENGTH
+from txviz.lecture.rooms.memory import MemoryStore
+from txviz.lecture.rooms.redis_store import RedisStore
 
 redis_url, store = test_rooms_store.redis_url, test_rooms_store.store  # fixtures: every test on both stores
 STEP = test_rooms_store.STEP

@@ -9,8 +9,8 @@ import time
 import pytest
 import test_rooms_store
 
-from txviz.rooms import AnswersClosed, NotSeated, RoomClosed, UnknownRoom
-from txviz.rooms.redis_store import RedisStore
+from txviz.lecture.rooms import AnswersClosed, NotSeated, RoomClosed, UnknownRoom
+from txviz.lecture.rooms.redis_store import RedisStore
 
 redis_url, store = test_rooms_store.redis_url, test_rooms_store.store  # fixtures: every test on both stores
 

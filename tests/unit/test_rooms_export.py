@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from txviz.rooms.export import Asked, cell, results_csv
+from txviz.lecture.rooms.export import Asked, cell, results_csv
 
 FORMULAS = ['=HYPERLINK("http://x","y")', "=1+1", "+1", "-2", "@SUM(A1)", "\t=1", "\r=1"]
 STARTS = ("=", "+", "-", "@", "\t", "\r")

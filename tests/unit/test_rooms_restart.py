@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from txviz.core.paths import ROOT
-from txviz.rooms import NotLecturer, StoreDown
-from txviz.rooms.redis_server import installed, redis_server
-from txviz.rooms.redis_store import RedisStore
+from txviz.lecture.rooms import NotLecturer, StoreDown
+from txviz.lecture.rooms.redis_server import installed, redis_server
+from txviz.lecture.rooms.redis_store import RedisStore
 
 needs_redis = pytest.mark.skipif(
     not installed(), reason="redis-server is missing: apt-get install -y redis-server (make redis)"

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from txviz.rooms import (
+from txviz.lecture.rooms import (
     MAX_JOINS,
     NotLecturer,
     RoomClosed,
@@ -22,12 +22,12 @@ from txviz.rooms import (
     clean_code,
     clean_nickname,
 )
-from txviz.rooms.base import CODE_ALPHABET, CODE_LENGTH, FOLLOWING_S
-from txviz.rooms.export import Asked, results_csv
-from txviz.rooms.memory import MemoryStore
-from txviz.rooms.qr import qr_png
-from txviz.rooms.redis_server import installed, redis_server
-from txviz.rooms.store import open_store
+from txviz.lecture.rooms.base import CODE_ALPHABET, CODE_LENGTH, FOLLOWING_S
+from txviz.lecture.rooms.export import Asked, results_csv
+from txviz.lecture.rooms.memory import MemoryStore
+from txviz.lecture.rooms.qr import qr_png
+from txviz.lecture.rooms.redis_server import installed, redis_server
+from txviz.lecture.rooms.store import open_store
 
 STEP = {"page": "pages/2_Attention_Explorer.py", "settings": {"layer": 3}, "title": "A head"}
 
@@ -193,7 +193,7 @@ def test_an_idle_room_expires():
 
 
 def test_redis_keys_expire_when_the_room_idles(redis_url):
-    from txviz.rooms.redis_store import RedisStore
+    from txviz.lecture.rooms.redis_store import RedisStore
 
     store = RedisStore(redis_url, idle_s=1)
     code, token = store.create("Attention")
@@ -222,8 +222,8 @@ def test_two_replicas_see_one_room_through_redis(redis_url):
 
 
 def test_a_stopped_redis_is_a_clear_message():
-    from txviz.rooms.redis_server import free_port
-    from txviz.rooms.redis_store import RedisStore
+    from txviz.lecture.rooms.redis_server import free_port
+    from txviz.lecture.rooms.redis_store import RedisStore
 
     store = RedisStore(f"redis://127.0.0.1:{free_port()}/0")
     for call in (lambda: store.create("x"), lambda: store.state("ABCDEF"), lambda: store.join("ABCDEF")):

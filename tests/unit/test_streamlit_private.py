@@ -13,7 +13,8 @@ from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
 from streamlit.testing.v1 import AppTest
 
-from txviz.app import fragment_pages, push, streamlit_private, warmup
+from txviz.app import fragment_pages, streamlit_private
+from txviz.app.lecture import push, warmup
 
 PACKAGE = Path(__file__).resolve().parents[2] / "txviz"
 PUBLIC = {"streamlit", "streamlit.components.v1", "streamlit.testing.v1"}  # Streamlit's documented APIs
@@ -99,7 +100,8 @@ def test_an_internal_that_fails_at_run_time_warns_once_and_falls_back(monkeypatc
 
 PAGE = """
 import streamlit as st
-from txviz.app import fragment_pages, push, streamlit_private, warmup
+from txviz.app import fragment_pages, streamlit_private
+from txviz.app.lecture import push, warmup
 
 streamlit_private.check()
 fragment_pages.install()

@@ -4,8 +4,9 @@ which device and models are ready."""
 import streamlit as st
 
 from txviz import models, page_map
-from txviz.app import navigation, path, ui
-from txviz.app.lessons import load_lessons
+from txviz.app import navigation, ui
+from txviz.app.lecture import path
+from txviz.app.lecture.lessons import load_lessons
 
 RESEARCH = "Research tools"  # the section whose pages are marked as such on their cards
 START_HERE_CSS = """<style>

@@ -4,7 +4,7 @@ installed Streamlit, with a public fallback for each.
 Streamlit 1.67 has no public way to do these, so they remain (each names the upstream request it stands in
 for at the code):
 
-- push (``txviz.app.push``): rerun one fragment of another session, on that session's event loop, with its
+- push (``txviz.app.lecture.push``): rerun one fragment of another session, on that session's event loop, with its
   browser's last request (``Runtime.get_app_session``, ``AppSession.request_rerun``,
   ``_call_soon_on_event_loop``, ``_client_state``), and know which fragment is running now
   (``ThreadState.fragment_id``). Fallback: followers learn of a step by their ``st.fragment`` poll.
@@ -12,7 +12,7 @@ for at the code):
   rerun asked for with a page the session has left runs on the page it is on. Fallback: no wrapping.
 - the queue guard (``txviz.app.fragment_pages``): wrap ``ForwardMsgQueue.clear`` so a fragment run that
   starts before the full run ahead of it reached the browser keeps that run's messages. Fallback: none.
-- the wire protocol (``streamlit.proto``) that headless sessions (``txviz.app.headless``) speak over the
+- the wire protocol (``streamlit.proto``) that headless sessions (``txviz.app.lecture.headless``) speak over the
   app's websocket, for the room's warm-up. Fallback: no warm-up; the step's first visitor computes it.
 
 ``check()`` (called once from app.py, and by everything here) imports each of them and looks for every

@@ -9,8 +9,9 @@ from contextlib import contextmanager
 import streamlit as st
 
 from txviz import models, page_map
-from txviz.app import legacy_pages, links, navigation, path, projector, room, room_bars, sessions, tour
+from txviz.app import legacy_pages, links, navigation, projector, sessions
 from txviz.app.caching import cached, cached_data, clear_cached, heavy, shared_resource  # noqa: F401 (pages' names)
+from txviz.app.lecture import path, room, room_bars, tour
 from txviz.app.links import MAX_LINK_CHARS, link_index, link_set, link_tab, link_value  # noqa: F401 (pages' names)
 from txviz.app.sessions import max_text_chars
 from txviz.core.errors import UserError, require_kind
@@ -96,7 +97,7 @@ def open_lesson(title: str) -> None:
 
 def lesson_picker() -> None:
     """Sidebar presets: opening one switches page with its settings and shows its talking points."""
-    from txviz.app.lessons import load_lessons
+    from txviz.app.lecture.lessons import load_lessons
 
     lessons = {lesson.title: lesson for lesson in load_lessons()}
     st.sidebar.selectbox(

@@ -101,7 +101,7 @@ class Class:
 
 async def followers_of(base: str, code: str, n: int, cookies: list[str]) -> Class:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "txviz.app.followers", base, code, str(n), *cookies,
+        sys.executable, "-m", "txviz.app.testing.followers", base, code, str(n), *cookies,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=ROOT, env=server_env(),
     )  # fmt: skip
     followers = Class(process)
@@ -126,7 +126,7 @@ async def visit(base: str, step: dict, cookie: str = "") -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "txviz.app.followers",
+        "txviz.app.testing.followers",
         "visit",
         base,
         step["page"],
@@ -162,7 +162,7 @@ async def floor(folder: Path, followers: int, gc_after_run: bool) -> float:
     server = launch(command, port, folder / "bare.log", server_env())
     try:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "txviz.app.followers", "idle", f"http://127.0.0.1:{port}", "bare",
+            sys.executable, "-m", "txviz.app.testing.followers", "idle", f"http://127.0.0.1:{port}", "bare",
             str(followers), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=ROOT,
             env=server_env(),
         )  # fmt: skip

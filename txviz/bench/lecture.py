@@ -1,7 +1,7 @@
 """Lecture: a room of followers on one server, then on replicas sharing Redis (2 by default).
 
 Followers are headless clients that speak Streamlit's own protocol over its websocket
-(`txviz/app/headless.py`, run as one process by `python -m txviz.app.followers`): each is a real session
+(`txviz/app/lecture/headless.py`, run as one process by `python -m txviz.app.testing.followers`): each is a real session
 of the server, sends the frontend's rerun requests, re-triggers the room bar's `run_every` fragment (the
 safety-net poll) on its own timer and receives the fragment reruns the server pushes when the lecturer
 moves, so the server does exactly the work 30 browsers would make it do, without 30 Chromiums on the
@@ -364,7 +364,7 @@ def report(name: str, followers: int, measured: Room, counted: bool, alone: Room
 async def main_async(args) -> int:
     from playwright.async_api import async_playwright
 
-    from txviz.rooms.redis_server import installed, redis_server
+    from txviz.lecture.rooms.redis_server import installed, redis_server
     from txviz.serving.replicas import cluster
 
     folder = Path(tempfile.mkdtemp(prefix="txviz-lecture-bench-"))

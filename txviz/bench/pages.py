@@ -1,7 +1,7 @@
 """Pages: seconds to each page's first figure, from a fresh server (cold) and with the model loaded (warm).
 
 Every page the app declares (its page map, `txviz.page_map`, not a list kept here) is opened headless with Streamlit's
-AppTest in a fresh process of its own (`txviz.app.page_timing`): the first run there is cold (imports,
+AppTest in a fresh process of its own (`txviz.app.testing.page_timing`): the first run there is cold (imports,
 model load, empty caches), a second session's run is warm. The goal is warm at most 3 s and cold at
 most 15 s per page at a load average under 1; the machine's load is printed beside each page, as a
 busy machine stretches every number. The last line names the slowest page of each.
@@ -24,7 +24,7 @@ from txviz.core import paths
 
 log = logging.getLogger(__name__)
 
-CHILD = "txviz.app.page_timing"
+CHILD = "txviz.app.testing.page_timing"
 GOAL_WARM_S = 3.0
 GOAL_COLD_S = 15.0
 SUMMARY = re.compile(

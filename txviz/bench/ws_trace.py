@@ -1,5 +1,5 @@
 """The last frames a browser window's websocket carried, kept for when the window freezes; decoded by
-`txviz.app.ws_trace` in its own process (Streamlit's protos are the app's to read)."""
+`txviz.app.testing.ws_trace` in its own process (Streamlit's protos are the app's to read)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class Trace:
         with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as kept:
             for seconds, way, payload in self.frames:
                 kept.write(json.dumps([seconds, way, base64.b64encode(payload).decode()]) + "\n")
-        decoded = subprocess.run([sys.executable, "-m", "txviz.app.ws_trace", kept.name],
+        decoded = subprocess.run([sys.executable, "-m", "txviz.app.testing.ws_trace", kept.name],
                                  capture_output=True, text=True, check=False)  # fmt: skip
         body = decoded.stdout if decoded.returncode == 0 else f"(not decoded: {decoded.stderr.strip()})"
         return (

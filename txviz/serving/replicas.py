@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from txviz.core.paths import ROOT
-from txviz.rooms import redis_server
-from txviz.rooms.store import REDIS_ENV
+from txviz.lecture.rooms import redis_server
+from txviz.lecture.rooms.store import REDIS_ENV
 
 log = logging.getLogger(__name__)
 

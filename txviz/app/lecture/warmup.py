@@ -28,7 +28,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from txviz.app import streamlit_private
-from txviz.app.headless import Session, address_name
+from txviz.app.lecture.headless import Session, address_name
 
 log = logging.getLogger(__name__)
 WARM_AGAIN_S = 600.0  # a step warmed this recently is not warmed again (its cache entries are still there)

@@ -8,7 +8,8 @@ from collections.abc import Callable
 import streamlit as st
 
 from txviz import page_map
-from txviz.app import asking, caching, links, projector
+from txviz.app import caching, links, projector
+from txviz.app.lecture import asking
 from txviz.core.errors import UserError
 from txviz.lecture.files import Lecture, Step, shipped_lectures
 

@@ -1,5 +1,5 @@
 """A browser window's last websocket messages, decoded one line each: what the server told the frontend
-just before it failed. `python -m txviz.app.ws_trace FILE` reads the frames `bench lecture` kept (JSON
+just before it failed. `python -m txviz.app.testing.ws_trace FILE` reads the frames `bench lecture` kept (JSON
 lines: seconds, "<" received or ">" sent, the frame in base64) and prints them."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Time to a page's first figure, headless: the child process `python -m txviz bench pages` starts.
 
-`python -m txviz.app.page_timing --list` prints the pages the app declares (the page map, in the
-sidebar's order, one name and script a line); `python -m txviz.app.page_timing NAME` opens that page twice with
+`python -m txviz.app.testing.page_timing --list` prints the pages the app declares (the page map, in the
+sidebar's order, one name and script a line); `python -m txviz.app.testing.page_timing NAME` opens that page twice with
 Streamlit's AppTest in this fresh process and prints one JSON line: cold (the first run, imports,
 model load and every cache empty, as on a fresh server) and warm (a second session, the model and the
 caches filled). A figure is first drawn when `projector.draw` (every chart goes through it) is first
@@ -56,7 +56,7 @@ def _open(script: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m txviz.app.page_timing", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m txviz.app.testing.page_timing", description=__doc__)
     parser.add_argument("page", nargs="?", help="a page's URL name, as --list prints it")
     parser.add_argument("--list", action="store_true", help="print the pages the app declares")
     args = parser.parse_args(argv)

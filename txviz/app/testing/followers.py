@@ -1,4 +1,4 @@
-"""A class of headless followers in one process: `python -m txviz.app.followers BASE CODE N [COOKIE...]`.
+"""A class of headless followers in one process: `python -m txviz.app.testing.followers BASE CODE N [COOKIE...]`.
 
 Each follower is a `headless.Session` that joins the room at ``BASE/Lecture_Room?room=CODE`` (the app
 then switches it to the lecturer's step), as a student's browser does. It writes one JSON line to stdout
@@ -19,7 +19,7 @@ import json
 import sys
 import time
 
-from txviz.app.headless import Session
+from txviz.app.lecture.headless import Session
 
 BAR_MARKS = ("Following the lecturer", "Exploring on your own")  # the student bar's line
 ANSWER = "Your answer"  # the choice question's radio
@@ -100,7 +100,7 @@ async def sit(base: str, page: str, n: int) -> None:
 
 def main(argv: list[str]) -> int:
     if argv[0] == "visit":  # `visit BASE PAGE_SCRIPT QUERY`: one session opens a page, one full run
-        from txviz.app.warmup import open_once
+        from txviz.app.lecture.warmup import open_once
 
         asyncio.run(open_once(argv[1], argv[2], argv[3] if len(argv) > 3 else ""))
         return 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from txviz import page_map
-from txviz.app import tour
+from txviz.app.lecture import tour
 from txviz.lecture.files import Lecture, Step
 from txviz.lecture.questions import Question
 

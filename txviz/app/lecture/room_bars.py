@@ -16,12 +16,13 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from txviz.app import asking, projector, push, room
-from txviz.app.room_lectures import lectures, question_of
+from txviz.app import projector
+from txviz.app.lecture import asking, push, room
+from txviz.app.lecture.room_lectures import lectures, question_of
 from txviz.lecture import figures
 from txviz.lecture.questions import Question, Truth, tally, truth_label
-from txviz.rooms import RoomError, StoreDown, UnknownRoom
-from txviz.rooms.base import AnswersClosed, RoomState
+from txviz.lecture.rooms import RoomError, StoreDown, UnknownRoom
+from txviz.lecture.rooms.base import AnswersClosed, RoomState
 
 log = logging.getLogger(__name__)
 SENT = "_room_sent"  # question id -> the answer this window last sent (JSON)

@@ -13,12 +13,13 @@ import logging
 
 import streamlit as st
 
-from txviz.app import links, projector, room, room_bars, ui
-from txviz.app.room_lectures import lectures, question_ref
+from txviz.app import links, projector, ui
+from txviz.app.lecture import room, room_bars
+from txviz.app.lecture.room_lectures import lectures, question_ref
 from txviz.lecture import figures
 from txviz.lecture.questions import tally, truth_label
-from txviz.rooms import RoomError
-from txviz.rooms.export import Asked, results_csv
+from txviz.lecture.rooms import RoomError
+from txviz.lecture.rooms.export import Asked, results_csv
 
 log = logging.getLogger(__name__)
 JOIN_PROBLEM = "_room_join_problem"

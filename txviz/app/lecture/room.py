@@ -3,12 +3,12 @@ room bar every page shows, and following the lecturer's step.
 
 The address carries only the room's code (``room=CODE``, and ``screen=projector`` for the projector
 window): it is on the projector for everyone to read. The lecturer's key and a student's seat live in the
-session and in this browser's cookies (txviz.app.room_cookies), so a reload or a second tab of the same
+session and in this browser's cookies (txviz.app.lecture.room_cookies), so a reload or a second tab of the same
 browser keeps its part, and a copied link joins as a new student. The key enters a session once: from
 starting the room, or from a one-time resume link (``resume=TICKET``, removed from the address at once).
 
 A follower's bar is a fragment that reads only the store: the lecturer's change pushes it to rerun at once
-(txviz.app.push), and it polls every POLL_S as a safety net. An idle follower never reruns its page, so
+(txviz.app.lecture.push), and it polls every POLL_S as a safety net. An idle follower never reruns its page, so
 it never repeats the page's model work.
 """
 
@@ -22,11 +22,12 @@ import time
 
 import streamlit as st
 
-from txviz.app import caching, links, projector, push, room_cookies, warmup
-from txviz.app.room_lectures import lectures, page_settings, question_ref, shared
-from txviz.rooms import NotLecturer, RoomError, RoomStore, UnknownRoom, clean_code, open_store
-from txviz.rooms.base import JOIN_TRIES, KEY_TRIES, RoomState
-from txviz.rooms.qr import qr_png
+from txviz.app import caching, links, projector
+from txviz.app.lecture import push, room_cookies, warmup
+from txviz.app.lecture.room_lectures import lectures, page_settings, question_ref, shared
+from txviz.lecture.rooms import NotLecturer, RoomError, RoomStore, UnknownRoom, clean_code, open_store
+from txviz.lecture.rooms.base import JOIN_TRIES, KEY_TRIES, RoomState
+from txviz.lecture.rooms.qr import qr_png
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ import re
 
 import streamlit as st
 
-from txviz.rooms.base import IDLE_TTL_S
+from txviz.lecture.rooms.base import IDLE_TTL_S
 
 KEY_PREFIX = "txviz_key_"  # + room code: the lecturer's key in the presenter's browser
 SEAT_PREFIX = "txviz_seat_"  # + room code: a student's seat in their browser
