@@ -1,5 +1,5 @@
-"""The Head Atlas page's pieces that read the model itself: the heads' circuits from the weights, and a
-context's one-click links into the Explorer, Why Attend and Interventions."""
+"""The Head Atlas's Head tab: one head's standing among the others, its top contexts drawn, its circuits
+from the weights, and a context's one-click links into the Explorer, Why Attend and Interventions."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import numpy as np
 import streamlit as st
 
 from txviz.app import ui, widgets
-from txviz.atlas import circuits, opening
+from txviz.atlas import circuits, figures, opening, view_model
+from txviz.atlas.views import Opened
 from txviz.core.errors import UserError
+from txviz.core.tokens import readable_tokens
 from txviz.figures import grids
 
 WHY_TOKENS = 128  # Why Attend reads the first 128 tokens of its text
@@ -80,3 +82,58 @@ def links(loaded, name: str, ids: list[int], layer: int, head: int, query: int, 
     if loaded.kind == "decoder":  # ablation reads next-token logits: decoders only
         before = loaded.tokenizer.decode(ids[: query + 1], skip_special_tokens=True)
         widgets.ablate_head_link(name, before, layer, head, "this context up to its query")
+
+
+@ui.cached(max_entries=32, spinner="Running the context's window...")
+@ui.heavy
+def _row(loaded, ids: tuple[int, ...], layer: int, head: int, query: int) -> np.ndarray:
+    return opening.attention_row(loaded, ids, layer, head, query)
+
+
+def head_view(loaded, shown: Opened) -> None:
+    """The picked head's page: its scores among all heads, its top contexts, one context's attention."""
+    atlas, metrics, layer, head = shown.atlas, shown.metrics, shown.layer, shown.head
+    st.subheader(f"Layer {layer}, head {head}")
+    finite = [m for m in metrics if np.isfinite(atlas.scores[m.name][layer, head])]
+    ui.show_figure(
+        figures.standing(atlas, finite or metrics, layer, head, ui.presenting()), key="atlas_standing"
+    )
+    st.dataframe(
+        [{"metric": m.label, "score": atlas.score(m.name, layer, head),
+          "percentile among heads": round(view_model.percentile(atlas, m.name, layer, head), 1)} for m in metrics],
+        hide_index=True,
+    )  # fmt: skip
+    criteria = list(atlas.contexts)
+    criterion = st.selectbox("Top contexts by", criteria, key="criterion",
+                             index=ui.link_index("criterion", criteria),
+                             format_func=lambda c: {"attention": "largest attention weight to a non-sink key",
+                                                    "output": "largest head output norm"}.get(c, c))  # fmt: skip
+
+    def pieces(ids: list[int]) -> list[str]:
+        return view_model.text_pieces(loaded.tokenizer, ids)
+
+    table = view_model.context_table(atlas, criterion, layer, head, pieces)
+    if table.empty:
+        st.info("This head has no stored context.")
+    else:
+        st.caption("The key in [[ ]], the query in << >>.")
+        st.dataframe(table, hide_index=True, height=300)
+        ranks = table["rank"].tolist()
+        rank = st.selectbox("Draw the attention of context", ranks, key="context",
+                            index=ui.link_index("context", ranks))  # fmt: skip
+        row = table[table["rank"] == rank].iloc[0]
+        ids = view_model.window_ids(atlas, int(row["window"]))
+        query, key = int(row["query"]), int(row["key"])
+        with ui.user_errors():
+            weights = _row(loaded, tuple(ids), layer, head, query)
+        labels, _ = readable_tokens(loaded.tokenizer, ids)
+        ui.show_figure(figures.row_bars(labels, weights, query, key,
+                                        f"Layer {layer}, head {head}: the query's attention (key in red)"),
+                       key="atlas_row")  # fmt: skip
+        st.text(row["text"])
+        links(loaded, shown.name, ids, layer, head, query, key)
+    bands = view_model.band_table(atlas, criterion, layer, head, pieces)
+    if not bands.empty:
+        st.subheader("Below the top: a sample from each decile band")
+        st.dataframe(bands, hide_index=True, height=260)
+    summary(loaded, layer, head)
