@@ -45,7 +45,8 @@ def test_the_inspector_explains_the_chosen_step_on_demand(smollm2):
 
 def test_explaining_a_step_tells_its_progress_and_the_time_left(smollm2, monkeypatch):
     """The attribution runs under a progress bar in forward passes, with the time left, not a spinner."""
-    from txviz.app import explain_view, ui
+    from txviz.app import ui
+    from txviz.explain import views as explain_view
 
     told = []
     explain = explain_view.explain_attribution
