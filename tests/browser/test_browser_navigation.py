@@ -83,7 +83,7 @@ def test_a_shared_link_restores_the_view(app_server, browser_page):
 
 
 def test_a_lesson_opens_its_page_with_its_talking_points(app_server, browser_page):
-    lesson = next(lesson for lesson in load_lessons() if lesson.settings.get("text"))
+    lesson = next(lesson for lesson in (lesson.steps[0] for lesson in load_lessons()) if lesson.settings.get("text"))
     browser_page.goto(app_server)
     wait_for_app(browser_page)
     box = (
@@ -103,5 +103,5 @@ def test_a_lesson_opens_its_page_with_its_talking_points(app_server, browser_pag
     expect(browser_page).to_have_url(re.compile(re.escape(page_url(app_server, lesson.page))), timeout=60_000)
     wait_for_app(browser_page)
     expect(browser_page.get_by_label("Text", exact=True)).to_have_value(lesson.settings["text"])
-    expect(browser_page.locator('[data-testid="stSidebar"]')).to_contain_text(lesson.talking_points[0][:40])
+    expect(browser_page.locator('[data-testid="stSidebar"]')).to_contain_text(lesson.points[0][:40])
     assert browser_page.locator('[data-testid="stException"]').count() == 0

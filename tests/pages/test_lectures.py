@@ -20,7 +20,7 @@ def test_each_step_opens_its_page_with_its_settings(lecture, index):
     app.query_params.update(step.settings)
     app.run()
     assert_clean(app, (lecture.name, step.title))
-    for key, value in step.values().items():  # a value the page refused would fall back to its default
+    for key, value in step.settings.items():  # a value the page refused would fall back to its default
         assert app.session_state[key] == value, (lecture.name, step.title, key)
 
 

@@ -19,18 +19,19 @@ from conftest import ROOT, assert_clean
 from streamlit.testing.v1 import AppTest
 
 from txviz.app.lecture import room, room_cookies, room_page, warmup
-from txviz.app.lecture.room_lectures import lectures, shared
+from txviz.app.lecture.room_lectures import lectures
 from txviz.lecture.rooms import MAX_JOINS, RoomFull
 from txviz.lecture.rooms.base import JOIN_TRIES
+from txviz.lecture.steps import Step
 
-ROOM_PAGE = "pages/21_Lecture_Room.py"
+ROOM_PAGE = "pages/21_Lecture_Room.py"  # the console's script, as AppTest opens it
 LECTURE = lectures()["1_attention_and_transformers"]  # step 1 asks a choice, step 2 asks nothing
 STEPS = LECTURE.steps
 N = len(STEPS)
 QID = f"{LECTURE.name}-1"
 ASK = f"_room_q_{QID}"
 JARS: dict[str, dict[str, str]] = {}  # browser -> its cookies
-WARMED: list[list[dict]] = []  # the steps each warm-up was asked to compute
+WARMED: list[list[Step]] = []  # the steps each warm-up was asked to compute
 
 
 def browser_of(url: str | None) -> str:
@@ -150,7 +151,7 @@ def test_a_lecturer_starts_a_console_whose_key_is_in_no_address_link_or_text(lec
     assert any(
         room_cookies.key_name(code) in e.proto.body and e.proto.unsafe_allow_javascript for e in script
     )
-    assert [[shared(STEPS[0]), shared(STEPS[1])]] == WARMED  # this step and the next, ahead of the class
+    assert [[STEPS[0], STEPS[1]]] == WARMED  # this step and the next, ahead of the class
 
 
 def test_next_on_the_console_moves_the_room_not_the_console_and_one_window_follows(lecturer):
@@ -162,7 +163,7 @@ def test_next_on_the_console_moves_the_room_not_the_console_and_one_window_follo
     lecturer.button(key="room_go").click().run()  # one screen: present in this window
     assert_clean(lecturer)
     assert presenting(lecturer)
-    assert lecturer.session_state["view"] == STEPS[1].values()["view"]
+    assert lecturer.session_state["view"] == STEPS[1].settings["view"]
     assert "_room_next" in buttons(lecturer) and "room_close" not in buttons(lecturer)  # the room bar
     assert key_of(code) not in everything_sent(lecturer)
 
@@ -196,7 +197,7 @@ def test_the_projector_window_follows_shows_the_code_and_never_drives(lecturer):
     lecturer.button(key="_room_next").click().run()
     screen.run()
     assert_clean(screen)
-    assert screen.session_state["view"] == STEPS[1].values()["view"]
+    assert screen.session_state["view"] == STEPS[1].settings["view"]
     elsewhere = session("hall-pc", **{k: v[0] for k, v in link.items()})  # the link copied elsewhere
     assert not {"_room_next", "room_close"} & buttons(elsewhere)
     assert room.store().state(code).index == 1
@@ -208,21 +209,21 @@ def test_students_follow_wander_come_back_and_copied_links_never_drive(lecturer)
     assert_clean(student)
     assert student.session_state[room.AT] is not None  # followed to step 1 at once
     assert "Following the lecturer" in texts(student) and f"Step 1 of {N}" in texts(student)
-    assert student.session_state["view"] == STEPS[0].values()["view"]
+    assert student.session_state["view"] == STEPS[0].settings["view"]
     assert not {"_room_next", "_room_previous", "_room_reveal"} & buttons(student)
-    assert set(student.query_params) <= {"room", "view", *STEPS[0].values()}  # no seat in it
+    assert set(student.query_params) <= {"room", "view", *STEPS[0].settings}  # no seat in it
     assert "Start here" not in texts(student)  # the room's bar drives the screen, not the path strip
 
     lecturer.button(key="_room_next").click().run()
     student.run()
     assert_clean(student)
-    assert student.session_state["view"] == STEPS[1].values()["view"] != STEPS[0].values()["view"]
+    assert student.session_state["view"] == STEPS[1].settings["view"] != STEPS[0].settings["view"]
 
     open_page(student, "pages/3_Positional_Encoding.py")  # wanders off
     assert "Exploring on your own" in texts(student) and "_room_back" in buttons(student)
     student.button(key="_room_back").click().run()
     assert "Following the lecturer" in texts(student)
-    assert student.session_state["view"] == STEPS[1].values()["view"]
+    assert student.session_state["view"] == STEPS[1].settings["view"]
 
     key = key_of(code)
     for params in ({"room": code}, {"room": code, "key": key}, {"room": code, "key": "forged"}):

@@ -33,7 +33,7 @@ def test_presentation_stays_on_after_switching_page():
 
 
 def test_presentation_stays_on_after_opening_a_lesson():
-    lesson = next(lesson for lesson in load_lessons() if lesson.settings)
+    lesson = next(lesson for lesson in (lesson.steps[0] for lesson in load_lessons()) if lesson.settings)
     at = presenting_home()
     at.selectbox(key="lesson").select(lesson.title).run()
     assert_clean(at)
@@ -74,8 +74,8 @@ def test_back_and_next_on_the_path_pages_only():
             assert labels == [], name
             continue
         i = on_path.index(name)
-        assert labels[0] == (f"Back: {path.STEPS[i - 1].label}" if i else "Back: Home"), name
-        assert labels[1] == (f"Next: {path.STEPS[i + 1].label}" if i + 1 < len(on_path) else "Done: Home")
+        assert labels[0] == (f"Back: {path.STEPS[i - 1].title}" if i else "Back: Home"), name
+        assert labels[1] == (f"Next: {path.STEPS[i + 1].title}" if i + 1 < len(on_path) else "Done: Home")
 
 
 def test_setup_page_draws_back_and_next_on_a_path_page_and_not_elsewhere():

@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 from txviz import page_map
-from txviz.lecture.files import LectureError, load_lecture, shipped_lectures, step_url
+from txviz.lecture.files import LectureError, load_lecture, shipped_lectures
 from txviz.lecture.questions import KINDS
 
 GOOD_STEP = """
@@ -26,15 +26,15 @@ def write(tmp_path: Path, steps: str, head: str = "title: A test\nmodel: minilm\
     return path
 
 
-def test_a_good_file_loads_with_its_settings_as_link_values(tmp_path):
+def test_a_good_file_loads_with_its_settings_as_the_widgets_hold_them(tmp_path):
     lecture = load_lecture(write(tmp_path, GOOD_STEP))
     (step,) = lecture.steps
     assert lecture.name == "lecture" and lecture.model == "minilm"
-    assert step.settings == {"model": '"minilm"', "layer": "3", "head": "1", "view": '"One head"'}
-    assert step.values() == {"model": "minilm", "layer": 3, "head": 1, "view": "One head"}
-    url = urlsplit(step_url(step))
+    assert step.query_params() == {"model": '"minilm"', "layer": "3", "head": "1", "view": '"One head"'}
+    assert step.settings == {"model": "minilm", "layer": 3, "head": 1, "view": "One head"}
+    url = urlsplit(step.url())
     assert url.path == "Attention_Explorer"  # relative: it keeps the server's base path
-    assert {k: json.loads(v) for k, v in parse_qsl(url.query)} == step.values()
+    assert {k: json.loads(v) for k, v in parse_qsl(url.query)} == step.settings
 
 
 @pytest.mark.parametrize(
@@ -95,7 +95,7 @@ def test_a_file_with_no_steps_or_no_title_is_refused(tmp_path):
 
 def test_pattern_keys_and_the_projector_key_are_known(tmp_path):
     steps = "  - title: Pairs\n    page: Coreference\n    settings: {'layer_x@minilm': 2, present: true}\n"
-    assert load_lecture(write(tmp_path, steps)).steps[0].settings["layer_x@minilm"] == "2"
+    assert load_lecture(write(tmp_path, steps)).steps[0].settings["layer_x@minilm"] == 2
 
 
 def test_an_unknown_or_mistyped_setting_fails_at_load_with_the_pages_real_settings(tmp_path):

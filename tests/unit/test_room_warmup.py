@@ -19,6 +19,7 @@ from txviz.app.lecture import warmup
 from txviz.app.lecture.headless import Session, tls_for
 from txviz.bench.load import ROOT, free_port, launch, server_env, stop_server
 from txviz.lecture.rooms.base import FOLLOWING_S
+from txviz.lecture.steps import Step
 
 PAGE = """
 import json
@@ -75,7 +76,7 @@ def visit(base: str, n: int, more: str = "") -> None:
 
 def test_a_warmed_step_costs_the_next_session_no_work(app):
     base, count = app
-    step = {"page": "warmpage.py", "settings": {"n": 7}, "title": "a step"}
+    step = Step("warmpage", {"n": 7}, title="a step")
     thread = warmup.warm([step], base=base)
     assert thread is not None
     thread.join(120)
@@ -88,10 +89,12 @@ def test_a_warmed_step_costs_the_next_session_no_work(app):
 
 
 TLS_PAGE = (
-    PAGE.replace("COUNT = ", "from txviz.app.lecture import warmup\nCOUNT = ")
+    PAGE.replace(
+        "COUNT = ", "from txviz.app.lecture import warmup\nfrom txviz.lecture.steps import Step\nCOUNT = "
+    )
     + """
 if st.query_params.get("warm"):  # as a lecturer's move does: the server warms a step on itself
-    warmup.warm([{"page": "warmpage.py", "settings": {"n": 7}, "title": "a step"}])
+    warmup.warm([Step("warmpage", {"n": 7}, title="a step")])
 """
 )
 
@@ -161,11 +164,11 @@ def test_own_address_follows_the_servers_tls_and_address(monkeypatch):
 def test_with_the_adapter_off_nothing_is_warmed(monkeypatch):
     monkeypatch.setenv(streamlit_private.SWITCH, "off")
     monkeypatch.setattr(streamlit_private, "_STATE", {})
-    assert warmup.warm([{"page": "warmpage.py", "settings": {"n": 9}}], base="http://127.0.0.1:1") is None
+    assert warmup.warm([Step("warmpage", {"n": 9})], base="http://127.0.0.1:1") is None
 
 
 def test_the_step_query_is_what_a_followers_page_switch_sends():
-    assert warmup.step_query({"page": "p.py", "settings": {"view": "One head, by hand", "scaled": True}}) == (
+    assert warmup.step_query(Step("p", {"view": "One head, by hand", "scaled": True})) == (
         "view=%22One+head%2C+by+hand%22&scaled=true"
     )
 

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from txviz.app import fragment_pages, streamlit_private
 from txviz.app.lecture import push, warmup
+from txviz.lecture.steps import Step
 
 PACKAGE = Path(__file__).resolve().parents[2] / "txviz"
 PUBLIC = {"streamlit", "streamlit.components.v1", "streamlit.testing.v1"}  # Streamlit's documented APIs
@@ -51,7 +52,7 @@ def test_a_missing_internal_gives_one_warning_and_every_fallback(monkeypatch, ca
         assert not streamlit_private.check()  # decided once: no second warning
         assert not fragment_pages.install()
         assert push.rerun_fragment("s1", push.Seat("f", "p", "")) is None
-        assert warmup.warm([{"page": "p.py"}], base="http://127.0.0.1:1") is None
+        assert warmup.warm([Step("p")], base="http://127.0.0.1:1") is None
     (warning,) = warnings_of(caplog)
     assert "AppSession._call_soon_on_event_loop" in warning.getMessage()
     assert "poll" in warning.getMessage()  # what the app does instead
@@ -102,6 +103,7 @@ PAGE = """
 import streamlit as st
 from txviz.app import fragment_pages, streamlit_private
 from txviz.app.lecture import push, warmup
+from txviz.lecture.steps import Step
 
 streamlit_private.check()
 fragment_pages.install()
@@ -114,7 +116,7 @@ def bar():
 
 bar()
 st.markdown(f"pushed: {push.push_here('ROOM')}")
-st.markdown(f"warm-up: {warmup.warm([{'page': 'p.py'}], base='http://127.0.0.1:1')}")
+st.markdown(f"warm-up: {warmup.warm([Step('p')], base='http://127.0.0.1:1')}")
 """
 
 

@@ -41,8 +41,8 @@ def start_here() -> None:
     with st.container(key="start-here"):
         for column, (i, step) in zip(st.columns(len(path.STEPS)), enumerate(path.STEPS, 1), strict=True):
             with column.container(border=True):
-                path.step_link(step, f"{i}. {step.label}")
-                st.caption(step.what)
+                path.step_link(step, f"{i}. {step.title}")
+                st.caption(step.points[0])
     course_map()
 
 
@@ -74,8 +74,8 @@ def lesson_cards() -> None:
     for i, lesson in enumerate(lessons):
         with columns[i % len(columns)].container(border=True):
             st.markdown(f"**{lesson.title}**")  # our own lesson files, as markdown, never HTML
-            if lesson.talking_points:
-                st.caption(lesson.talking_points[0])
+            if lesson.steps[0].points:
+                st.caption(lesson.steps[0].points[0])
             st.button(
                 "Open the lesson", key=f"open-{lesson.name}", on_click=ui.open_lesson, args=(lesson.title,)
             )

@@ -33,7 +33,7 @@ def setup_page(page: str, intro: str = "", icon: str = navigation.FAVICON) -> No
     a test's page), which keeps no settings."""
     entry = page_map.BY_NAME.get(page)
     title = entry.heading if entry else page
-    page, script, share = (entry.name, entry.file, entry.keys) if entry else ("", "", ())
+    page, share = (entry.name, entry.keys) if entry else ("", ())
     legacy_pages.take_over()  # before any widget: a fresh server's first run restarts here
     presenting_now = presentation_toggle()  # first: the page's config folds the sidebar away by it
     st.set_page_config(
@@ -63,7 +63,7 @@ def setup_page(page: str, intro: str = "", icon: str = navigation.FAVICON) -> No
     if intro and not presenting_now:  # the lecturer says it: the room sees the figure sooner
         st.caption(intro)
     room_bars.room_bar(
-        script, title, load_model
+        page, title, load_model
     )  # in a lecture room: the lecturer's controls or the follow bar
     if not (room.code() or tour.active()):  # one sequence drives the screen: a room's or a tour's bar
         path.back_and_next(page)
@@ -110,16 +110,17 @@ def lesson_picker() -> None:
     )
     opening = lessons.get(st.session_state.pop("_lesson_to_open", None) or "")
     if opening:
-        for key in opening.settings:  # widget state from this session would win over the link
+        step = opening.steps[0]
+        for key in step.settings:  # widget state from this session would win over the link
             st.session_state.pop(key, None)
         st.session_state["_lesson_shown"] = opening.title
         st.switch_page(
-            page_map.page(opening.page).file, query_params=opening.query_params() | projector.link_params()
+            page_map.page(step.page).file, query_params=step.query_params() | projector.link_params()
         )
     shown = lessons.get(st.session_state.get("_lesson_shown") or "")
     if shown:
         with st.sidebar.expander(f"Lesson: {shown.title}", expanded=True):
-            for point in shown.talking_points:
+            for point in shown.steps[0].points:
                 st.markdown(f"- {point}")
 
 

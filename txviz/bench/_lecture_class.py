@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from txviz.bench.load import ROOT, free_port, launch, server_env, stop_server
+from txviz.lecture.steps import Step
 
 TIMEOUT_S = 300.0
 IDLE_S = 20.0  # two of a follower's 10 s polls
@@ -120,16 +121,16 @@ async def settled(count_file: Path | None, quiet_s: float = 3.0, limit_s: float 
     return last
 
 
-async def visit(base: str, step: dict, cookie: str = "") -> None:
+async def visit(base: str, step: Step, cookie: str = "") -> None:
     """A fresh session opens a step's page with its settings (as a late student would), one full run."""
-    query = urlencode({name: json.dumps(v) for name, v in (step.get("settings") or {}).items()})
+    query = urlencode(step.query_params())
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "txviz.app.testing.followers",
         "visit",
         base,
-        step["page"],
+        step.page,
         query,
         cwd=ROOT,
         env=server_env(),

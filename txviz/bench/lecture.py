@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
-from txviz import page_map
 from txviz.bench import ws_trace
 from txviz.bench._lecture_class import IDLE_S, cpu_seconds, floor, followers_of, forwards, settled, visit
 from txviz.bench.load import CHROMIUM, CHROMIUM_FLAGS, IDLE, free_port, launch, server_env, stop_server
@@ -267,7 +266,7 @@ async def room(
         if count_file is not None:  # a late visitor of the step warmed ahead (the next one), nobody there yet
             counted = await settled(count_file)
             step = LECTURE.steps[1 + nexts]
-            await visit(base, {"page": page_map.page(step.page).file, "settings": step.values()})
+            await visit(base, step)
             measured.probe = (2 + nexts, forwards(count_file) - counted)
     finally:
         if crowd:

@@ -25,8 +25,8 @@ from urllib.parse import urlparse
 import websockets
 
 from txviz import page_map
-from txviz.app.streamlit_private import wire
 from txviz.app.lecture.placement import Places
+from txviz.app.streamlit_private import wire
 
 
 class Session:

@@ -22,12 +22,14 @@ import time
 
 import streamlit as st
 
+from txviz import page_map
 from txviz.app import caching, links, projector
 from txviz.app.lecture import push, room_cookies, warmup
-from txviz.app.lecture.room_lectures import lectures, page_settings, question_ref, shared
+from txviz.app.lecture.room_lectures import lectures, page_settings, question_ref
 from txviz.lecture.rooms import NotLecturer, RoomError, RoomStore, UnknownRoom, clean_code, open_store
 from txviz.lecture.rooms.base import JOIN_TRIES, KEY_TRIES, RoomState
 from txviz.lecture.rooms.qr import qr_png
+from txviz.lecture.steps import Step
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +50,7 @@ SEEN_S = 3.0  # a follower tells the store it is there at most this often (FOLLO
 PARAMS = ("room", "screen")  # what the address keeps of membership; copied view links leave them out
 SECRETS = ("key", "seat", "resume")  # never kept in an address: an old link's are dropped on arrival
 PROJECTOR_SCREEN = "projector"  # screen=projector: the window the projector shows, holding no key
-ROOM_PAGE = "pages/21_Lecture_Room.py"
+ROOM_PAGE = "Lecture_Room"  # the presenter's console, by its name in the page map
 
 
 @st.cache_resource(show_spinner=False)
@@ -153,7 +155,7 @@ def start(lecture: str) -> str:
     if chosen is None:
         code, key = store().create("Ad hoc")
     else:
-        code, key = store().create(chosen.title, chosen.name, shared(chosen.steps[0]), len(chosen.steps))
+        code, key = store().create(chosen.title, chosen.name, chosen.steps[0].shared(), len(chosen.steps))
         store().set_question(code, key, question_ref(chosen, 0))
         warm_from(chosen.name, 0)
     _enter(code, key=key)
@@ -167,7 +169,7 @@ def present_here() -> None:
     projector.choose(True)
     state = store().state(code())
     if state.step:
-        go_later(state.step)
+        go_later(Step.from_shared(state.step))
 
 
 def make_resume_link() -> None:
@@ -258,18 +260,17 @@ def step_of(state: RoomState):
     return chosen.steps[state.index] if chosen and 0 <= state.index < len(chosen.steps) else None
 
 
-def go_to(step: dict) -> None:
+def go_to(step: Step) -> None:
     """Open a step's page with exactly its settings (this session's values of the page's settings dropped)."""
-    settings = step.get("settings") or {}
-    for name in [*links.shared_keys(page_settings(step["page"])), *settings]:
+    for name in [*links.shared_keys(page_settings(step.page)), *step.settings]:
         st.session_state.pop(name, None)
-    st.session_state[AT] = json.dumps(step, sort_keys=True)
-    st.session_state[SWITCHING] = (step["page"], time.monotonic())
-    params = {k: json.dumps(v) for k, v in settings.items()} | address() | projector.link_params()
-    st.switch_page(step["page"], query_params=params)
+    st.session_state[AT] = step.key
+    st.session_state[SWITCHING] = (step.page, time.monotonic())
+    params = step.query_params() | address() | projector.link_params()
+    st.switch_page(page_map.page(step.page).file, query_params=params)
 
 
-def go_later(step: dict) -> None:
+def go_later(step: Step) -> None:
     """A callback: open the step at this run (a page switch cannot happen inside a callback)."""
     st.session_state[GO] = step
 
@@ -280,13 +281,13 @@ def move(state: RoomState, index: int, follow: bool = True) -> None:
     chosen = lectures().get(state.lecture)
     if not chosen or not 0 <= index < len(chosen.steps):
         return
-    store().set_step(code(), st.session_state.get(KEY), index, shared(chosen.steps[index]))
+    store().set_step(code(), st.session_state.get(KEY), index, chosen.steps[index].shared())
     if chosen.steps[index].question:
         store().set_question(code(), st.session_state.get(KEY), question_ref(chosen, index))
     if follow:
         announce()
         warm_from(chosen.name, index)
-        go_later(shared(chosen.steps[index]))
+        go_later(chosen.steps[index])
     else:
         announce_after_run(chosen.name, index)
 
@@ -324,10 +325,10 @@ def tell_class() -> threading.Timer | None:
     return timer
 
 
-def steps_ahead(lecture: str, index: int) -> list[dict]:
-    """Step ``index`` of a lecture and the one after, as the room shares them (none for ad hoc)."""
+def steps_ahead(lecture: str, index: int) -> list[Step]:
+    """Step ``index`` of a lecture and the one after (none for ad hoc)."""
     chosen = lectures().get(lecture)
-    return [shared(step) for step in chosen.steps[index : index + 2]] if chosen else []
+    return list(chosen.steps[index : index + 2]) if chosen else []
 
 
 def warm_from(lecture: str, index: int) -> None:
@@ -347,11 +348,11 @@ def bring_here(page: str, title: str) -> None:
                 settings[name] = json.loads(value)
             except ValueError:
                 continue
-    step = {"page": page, "settings": settings, "title": title}
+    step = Step(page, settings, title=title)
     state = store().state(code())
-    store().set_step(code(), st.session_state.get(KEY), state.index + 1, step)
+    store().set_step(code(), st.session_state.get(KEY), state.index + 1, step.shared())
     announce()
-    st.session_state[AT] = json.dumps(step, sort_keys=True)
+    st.session_state[AT] = step.key
 
 
 def mark_seen(code: str, seat: str) -> None:
@@ -362,13 +363,13 @@ def mark_seen(code: str, seat: str) -> None:
         st.session_state[SEEN_AT] = now
 
 
-def switching_away(page_script: str) -> bool:
+def switching_away(page: str) -> bool:
     """Whether this run is the old page's last one while a switch to another page is under way.
 
     A follower's fragment can still run on the page it leaves: seen there, it is not wandering.
     """
-    page, when = st.session_state.get(SWITCHING) or (None, 0.0)
-    if page is None or page == page_script or time.monotonic() - when > SWITCH_S:
+    going, when = st.session_state.get(SWITCHING) or (None, 0.0)
+    if going is None or going == page or time.monotonic() - when > SWITCH_S:
         st.session_state.pop(SWITCHING, None)
         return False
     return True

@@ -23,6 +23,7 @@ from txviz.lecture import figures
 from txviz.lecture.questions import Question, Truth, tally, truth_label
 from txviz.lecture.rooms import RoomError, StoreDown, UnknownRoom
 from txviz.lecture.rooms.base import AnswersClosed, RoomState
+from txviz.lecture.steps import Step
 
 log = logging.getLogger(__name__)
 SENT = "_room_sent"  # question id -> the answer this window last sent (JSON)
@@ -31,7 +32,7 @@ STARTED, STEP_SINCE = "_room_started", "_room_step_since"  # the lecturer's time
 Load = Callable[[str], object]
 
 
-def room_bar(page_script: str, title: str, load: Load) -> None:
+def room_bar(page: str, title: str, load: Load) -> None:
     """At the top of every page while in a room (one call from setup_page); nothing otherwise."""
     if not (st.query_params.get("room") or st.session_state.get(room.CODE)):
         return  # not in a room: nothing read, nothing drawn
@@ -46,16 +47,16 @@ def room_bar(page_script: str, title: str, load: Load) -> None:
         if note:
             st.warning(note)
         if room.is_lecturer():
-            console = page_script == room.ROOM_PAGE  # the Lecture Room page is the presenter's console
+            console = page == room.ROOM_PAGE  # the Lecture Room page is the presenter's console
             if not console:
                 room.tell_class()  # put off by a console run that then switched away (a single window)
             take_reveal(load, later=console)
             if not console:
-                lecturer_bar(page_script, title, load)
+                lecturer_bar(page, title, load)
         elif room.is_projector():
-            _projector_live(page_script, load)
+            _projector_live(page, load)
         elif room.code():
-            _student_live(page_script, load)
+            _student_live(page, load)
 
 
 @contextlib.contextmanager
@@ -104,7 +105,7 @@ def _say_left() -> None:
         st.info(st.session_state[room.LEFT])
 
 
-def lecturer_bar(page_script: str, title: str, load: Load) -> None:
+def lecturer_bar(page: str, title: str, load: Load) -> None:
     """Room code, followers and tally (live), previous/next, reveal; talking points in the sidebar."""
     state = room.store().state(room.code())
     with st.container(border=True, key="room_lecturer_bar"):
@@ -114,7 +115,7 @@ def lecturer_bar(page_script: str, title: str, load: Load) -> None:
             step_buttons(state, back, forward, follow=True)
         else:
             forward.button("Bring the class here", key="_room_here", width="stretch", type="primary",
-                           on_click=room.bring_here, args=(page_script, title))  # fmt: skip
+                           on_click=room.bring_here, args=(page, title))  # fmt: skip
         if state.question and not state.revealed:
             act.button("Reveal", key="_room_reveal", width="stretch", on_click=ask_reveal)
         lecturer_live(load)
@@ -210,24 +211,18 @@ def reveal_view(asked: tuple[Question, str], given: list, load: Load, key: str) 
             projector.draw(explaining, key=f"{key}_truth")
 
 
-def _follow_step(state: RoomState, page_script: str, following: bool) -> bool:
+def _follow_step(state: RoomState, page: str, following: bool) -> bool:
     """Open the room's step when the lecturer moved (a follower that opened another page is wandering);
     whether this window still follows."""
-    step = state.step
-    at = json.dumps(step, sort_keys=True) if step else None
-    arriving = room.switching_away(page_script)
-    if (
-        following
-        and step
-        and not arriving
-        and st.session_state.get(room.AT) == at
-        and page_script != step.get("page")
-    ):
+    step = Step.from_shared(state.step) if state.step else None
+    at = step.key if step else None
+    arriving = room.switching_away(page)
+    if following and step and not arriving and st.session_state.get(room.AT) == at and page != step.page:
         following = st.session_state[room.FOLLOW] = False  # the student opened another page: wandering
     # A switch asked for from a fragment can be undone by Streamlit: a fragment rerun arriving meanwhile
     # (a poll, a push) is merged into the pending full rerun with its own, older page. Still here while
     # arriving means that happened: ask again.
-    undone = arriving and step and page_script != step.get("page")
+    undone = arriving and step and page != step.page
     if following and step and (st.session_state.get(room.AT) != at or undone):
         room.warm_from(state.lecture, state.index)  # on another replica the first follower warms it there
         room.go_to(step)  # the lecturer moved: open the step, its settings with it
@@ -242,17 +237,17 @@ def _read_followed(code: str) -> RoomState:
 
 
 @st.fragment(run_every=room.POLL_S)
-def _projector_live(page_script: str, load: Load) -> None:
+def _projector_live(page: str, load: Load) -> None:
     """The projector window's bar: it follows every step and shows the join code; at reveal, the tally and
     the truth. It holds no key and takes no seat."""
-    _while_in_room(_projector_bar, page_script, load)
+    _while_in_room(_projector_bar, page, load)
 
 
-def _projector_bar(page_script: str, load: Load) -> None:
+def _projector_bar(page: str, load: Load) -> None:
     code = room.code()
     state = _read_followed(code)
     st.session_state[room.FOLLOW] = True
-    _follow_step(state, page_script, following=True)
+    _follow_step(state, page, following=True)
     with st.container(border=True, key="room_projector_bar"):
         info, scan = st.columns([6, 1], vertical_alignment="center")
         info.markdown(f"**Join at {room.join_url()}** · code **{code}** · {_step_label(state)}")  # our text
@@ -263,26 +258,26 @@ def _projector_bar(page_script: str, load: Load) -> None:
 
 
 @st.fragment(run_every=room.POLL_S)
-def _student_live(page_script: str, load: Load) -> None:
+def _student_live(page: str, load: Load) -> None:
     """A student's bar: follow the lecturer's step (the page switches by itself) or explore alone."""
-    _while_in_room(_student_bar, page_script, load)
+    _while_in_room(_student_bar, page, load)
 
 
-def _while_in_room(bar: Callable[[str, Load], None], page_script: str, load: Load) -> None:
+def _while_in_room(bar: Callable[[str, Load], None], page: str, load: Load) -> None:
     """A follower's bar, drawn while the session is in its room (a fragment's timer can outlive the room:
     then why it left is said) and with the room's troubles said, never raised."""
     if not room.code():
         _say_left()
         return
     with trouble_said():
-        bar(page_script, load)
+        bar(page, load)
 
 
-def _student_bar(page_script: str, load: Load) -> None:
+def _student_bar(page: str, load: Load) -> None:
     code, seat = room.code(), st.session_state.get(room.SEAT) or ""
     state = _read_followed(code)
     room.mark_seen(code, seat)
-    following = _follow_step(state, page_script, st.session_state.get(room.FOLLOW, True))
+    following = _follow_step(state, page, st.session_state.get(room.FOLLOW, True))
     with st.container(border=True, key="room_student_bar"):
         info, control = st.columns([4, 1.4], vertical_alignment="center")
         where = "Following the lecturer" if following else "Exploring on your own"

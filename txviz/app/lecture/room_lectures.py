@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from txviz import page_map
 from txviz.app.lecture import tour
-from txviz.lecture.files import Lecture, Step
 from txviz.lecture.questions import Question
+from txviz.lecture.steps import Lecture
 
 
 def lectures() -> dict[str, Lecture]:
@@ -13,14 +13,9 @@ def lectures() -> dict[str, Lecture]:
     return tour.lectures()
 
 
-def shared(step: Step) -> dict:
-    """What the room store keeps of a step: its page script, settings and title (never its talking points)."""
-    return {"page": page_map.page(step.page).file, "settings": step.values(), "title": step.title}
-
-
 def page_settings(page: str) -> tuple[str, ...]:
-    """The link keys (patterns too) the page at ``pages/NAME.py`` keeps."""
-    return page_map.of_file(page).keys if page in page_map.BY_FILE else ()
+    """The link keys (patterns too) the page of that name keeps (none for a page outside the map)."""
+    return page_map.BY_NAME[page].keys if page in page_map.BY_NAME else ()
 
 
 def question_ref(lecture: Lecture, index: int) -> dict | None:

@@ -11,7 +11,8 @@ from txviz import page_map
 from txviz.app import caching, links, projector
 from txviz.app.lecture import asking
 from txviz.core.errors import UserError
-from txviz.lecture.files import Lecture, Step, shipped_lectures
+from txviz.lecture.files import shipped_lectures
+from txviz.lecture.steps import Lecture, Step
 
 TOUR = "_tour"  # {"lecture": name, "step": index, "right": {index: bool}, "done": bool}
 GO = "_tour_go"  # the step to open at the next run (set by a button's callback)
@@ -70,7 +71,7 @@ def _restore() -> None:
 def step_params(lecture: Lecture, index: int) -> dict[str, str]:
     """The link of a tour's step: its page's settings, projector mode when on, and the tour itself."""
     tour = {LECTURE_PARAM: lecture.name, STEP_PARAM: str(index + 1)}
-    return dict(lecture.steps[index].settings) | projector.link_params() | tour
+    return lecture.steps[index].query_params() | projector.link_params() | tour
 
 
 def open_step(lecture: Lecture, index: int) -> None:

@@ -19,7 +19,6 @@ visitor computes it.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 import time
@@ -28,7 +27,8 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from txviz.app import streamlit_private
-from txviz.app.lecture.headless import Session, address_name
+from txviz.app.lecture.headless import Session
+from txviz.lecture.steps import Step
 
 log = logging.getLogger(__name__)
 WARM_AGAIN_S = 600.0  # a step warmed this recently is not warmed again (its cache entries are still there)
@@ -49,12 +49,12 @@ def own_address() -> str:
     return f"{scheme}://{host}:{st.get_option('server.port')}" + (f"/{base}" if base else "")
 
 
-def step_query(step: dict) -> str:
+def step_query(step: Step) -> str:
     """The query string a follower's page switch gives the step's page: its settings, JSON-encoded."""
-    return urlencode({name: json.dumps(value) for name, value in (step.get("settings") or {}).items()})
+    return urlencode(step.query_params())
 
 
-def warm(steps: list[dict], base: str | None = None) -> threading.Thread | None:
+def warm(steps: list[Step], base: str | None = None) -> threading.Thread | None:
     """Open each step's page (with its settings) headlessly on this server, one after the other, in a
     background thread; a step warmed within WARM_AGAIN_S is skipped. Returns the thread, if one started."""
     if base is None and not st.context.url:
@@ -65,8 +65,8 @@ def warm(steps: list[dict], base: str | None = None) -> threading.Thread | None:
     with _LOCK:
         fresh = []
         for step in steps:
-            name = json.dumps(step, sort_keys=True)
-            if step.get("page") and now - _WARMED.get(name, -WARM_AGAIN_S) >= WARM_AGAIN_S:
+            name = step.key
+            if step.page and now - _WARMED.get(name, -WARM_AGAIN_S) >= WARM_AGAIN_S:
                 _WARMED[name] = now
                 fresh.append(step)
     if not fresh:
@@ -77,26 +77,26 @@ def warm(steps: list[dict], base: str | None = None) -> threading.Thread | None:
     return thread
 
 
-def _run(base: str, steps: list[dict]) -> None:
+def _run(base: str, steps: list[Step]) -> None:
     for step in steps:
         try:
-            asyncio.run(open_once(base, step["page"], step_query(step)))
+            asyncio.run(open_once(base, step.page, step_query(step)))
         except Exception:  # a warm-up that fails costs the class nothing: the first arrival computes it
-            log.warning("Warming up %s at %s failed; its first visitor computes it", step["page"], base,
+            log.warning("Warming up %s at %s failed; its first visitor computes it", step.page, base,
                         exc_info=True)  # fmt: skip
             with _LOCK:
-                _WARMED.pop(json.dumps(step, sort_keys=True), None)
+                _WARMED.pop(step.key, None)
 
 
-async def open_once(base: str, page_script: str, query: str, timeout: float = RUN_TIMEOUT_S) -> None:
-    """One full run of the page, then the session closes."""
-    session = Session(base, address_name(page_script), query)
+async def open_once(base: str, page: str, query: str, timeout: float = RUN_TIMEOUT_S) -> None:
+    """One full run of the page (its name in the page map: its address), then the session closes."""
+    session = Session(base, page, query)
     await session.open()
     try:
         end = time.monotonic() + timeout
         while session.runs_done < 1:
             if time.monotonic() > end:
-                raise TimeoutError(f"{page_script} did not finish its first run")
+                raise TimeoutError(f"{page} did not finish its first run")
             await asyncio.sleep(0.05)
     finally:
         await session.close()

@@ -99,7 +99,7 @@ async def sit(base: str, page: str, n: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if argv[0] == "visit":  # `visit BASE PAGE_SCRIPT QUERY`: one session opens a page, one full run
+    if argv[0] == "visit":  # `visit BASE PAGE QUERY`: one session opens a page (by its name), one full run
         from txviz.app.lecture.warmup import open_once
 
         asyncio.run(open_once(argv[1], argv[2], argv[3] if len(argv) > 3 else ""))
