@@ -80,6 +80,15 @@ def smollm2():
     return models.load("smollm2", "cpu")
 
 
+def drawing_files() -> list[Path]:
+    """Every file that draws with Streamlit: the pages, app.py, the app's chrome and every topic's views."""
+    views = [p for p in (ROOT / "txviz").rglob("*.py") if "views" in p.relative_to(ROOT / "txviz").parts[1:]
+             or p.stem == "views"]  # fmt: skip
+    return sorted(
+        {*(ROOT / "pages").glob("*.py"), ROOT / "app.py", *(ROOT / "txviz" / "app").rglob("*.py"), *views}
+    )
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -7,6 +7,8 @@ a LoadedModel keeps an evicted model's weights alive. Both are found by walking 
 import ast
 from pathlib import Path
 
+from conftest import drawing_files
+
 ROOT = Path(__file__).resolve().parents[2]
 STREAMLIT_CACHES = {"cache_data", "cache_resource"}
 FUNCTOOLS_CACHES = {"lru_cache", "cache"}
@@ -69,12 +71,13 @@ def model_cache_problems(source: str, where: str = "module") -> list[str]:
 
 
 def test_pages_cache_only_through_ui():
+    """Pages, app.py and the topics' views (which draw the pages' tabs) cache through ui alone."""
     problems = [
         p
-        for page in sorted((ROOT / "pages").glob("*.py"))
-        for p in page_problems(page.read_text(), page.name)
+        for page in drawing_files()
+        if "txviz/app/" not in page.as_posix()
+        for p in page_problems(page.read_text(), page.relative_to(ROOT).as_posix())
     ]
-    problems += page_problems((ROOT / "app.py").read_text(), "app.py")
     assert not problems, "cache through ui.cached / ui.shared_resource / ui.cached_data:\n" + "\n".join(
         problems
     )
@@ -158,7 +161,7 @@ def unqueued_problems(source: str, where: str = "page") -> list[str]:
 
 def test_every_cached_model_job_takes_its_place_in_the_queue():
     problems = []
-    for path in [*sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "txviz" / "app").glob("*.py"))]:
+    for path in drawing_files():
         problems += unqueued_problems(path.read_text(), path.relative_to(ROOT).as_posix())
     assert not problems, "\n".join(problems)
 
