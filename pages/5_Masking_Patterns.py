@@ -1,9 +1,6 @@
 """Masking patterns: which pairs attention computes, what a pattern does to a real model, and what it saves."""
 
-import functools
-
 from txviz.app import projector, ui
-from txviz.bench import masks as bench
 from txviz.masks import views
 
 ui.setup_page(
@@ -17,8 +14,7 @@ ui.page_tabs(
     {
         "Gallery": views.gallery,
         "On a real model": views.on_a_real_model,
-        # The page may time code live (bench/); the view gets the benchmark from it.
-        "Real cost": functools.partial(views.real_cost, bench),
+        "Real cost": views.real_cost,
         "Images (Swin)": views.swin,
         "GPT vs BERT objectives": views.objectives,
         "Using the encoder": views.using_the_encoder,

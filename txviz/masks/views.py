@@ -4,6 +4,7 @@ two training objectives, an encoder's outputs read by probes, and a decoder trai
 import streamlit as st
 
 from txviz.app import teaching, ui, widgets
+from txviz.bench import masks as bench
 from txviz.masks import figures as figs
 from txviz.masks import merging, peeking
 from txviz.masks import patterns as masks
@@ -112,9 +113,8 @@ def on_a_real_model() -> None:
     )
 
 
-def real_cost(bench) -> None:
-    """Dense against block-sparse attention, saved or measured; ``bench`` is txviz.bench.masks, which
-    only the page may import (a page may time code live)."""
+def real_cost() -> None:
+    """Dense against block-sparse attention, saved or measured live (a tab may time code: bench/)."""
     options = {p.key: p for p in bench.BENCH_PATTERNS}
     choice = st.selectbox(
         "Pattern", list(options), index=1, format_func=lambda k: options[k].label, key="cost_pattern"
