@@ -6,6 +6,7 @@ from txviz.app import teaching, ui
 from txviz.app.lecture import path
 from txviz.coursemap import figures, linearity
 from txviz.coursemap.parts import ADDED, ADDITIONS, BURIED, CORE, PARTS, SUMMARY, Part, part
+from txviz.lecture.steps import Step
 
 ui.setup_page(
     "Course_Map",
@@ -39,7 +40,7 @@ def links(item: Part) -> None:
     st.markdown(f"**{item.name}**: {item.adds}.")
     for link in item.links:
         where = f"{link.page.replace('_', ' ')}" + (f", tab {link.tab}" if link.tab else "")
-        path.step_link(path.Step(link.page, link.what, link.what, link.settings), f"{where}: {link.what}")
+        path.step_link(Step(link.page, link.settings, title=link.what).check(), f"{where}: {link.what}")
 
 
 st.info(f"**{part(chosen).name}**: {part(chosen).adds}.")
