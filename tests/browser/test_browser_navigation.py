@@ -83,7 +83,9 @@ def test_a_shared_link_restores_the_view(app_server, browser_page):
 
 
 def test_a_lesson_opens_its_page_with_its_talking_points(app_server, browser_page):
-    lesson = next(lesson for lesson in (lesson.steps[0] for lesson in load_lessons()) if lesson.settings.get("text"))
+    lesson = next(
+        lesson for lesson in (lesson.steps[0] for lesson in load_lessons()) if lesson.settings.get("text")
+    )
     browser_page.goto(app_server)
     wait_for_app(browser_page)
     box = (
