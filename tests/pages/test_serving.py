@@ -113,11 +113,12 @@ def test_text_boxes_take_the_configured_limit(short_texts):
 
 
 def test_every_text_box_in_the_app_asks_for_the_configured_limit():
-    """A text box of a page or of txviz/app gives max_chars=ui.max_text_chars(...), never a constant."""
+    """A text box of a page, its views or txviz/app gives max_chars=ui.max_text_chars(...), never a constant."""
     import ast
 
     wrong = []
-    for path in [*ROOT.glob("pages/*.py"), *ROOT.glob("txviz/app/*.py"), ROOT / "app.py"]:
+    views = [*ROOT.glob("txviz/*/views.py"), *ROOT.glob("txviz/*/views/*.py")]  # the pages' tab bodies
+    for path in [*ROOT.glob("pages/*.py"), *ROOT.glob("txviz/app/*.py"), *views, ROOT / "app.py"]:
         for node in ast.walk(ast.parse(path.read_text())):
             func = getattr(node, "func", None)
             if not (isinstance(func, ast.Attribute) and func.attr in {"text_input", "text_area"}):
