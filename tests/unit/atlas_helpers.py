@@ -66,7 +66,8 @@ def exact(loaded: LoadedModel, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     norms = []
     for layer in range(len(heads)):
         block = layout.block(loaded.model, layout.last_stack, layer)
-        w_o = matrix(block.get_submodule(layout.record.attention.o))[0].numpy()  # (H * D, D_model)
+        out = block.get_submodule(layout.record.attention.o)
+        w_o = matrix(out, layout.in_out)[0].numpy()  # (H * D, D_model)
         per_head = w_o.reshape(heads.shape[1], heads.shape[-1], -1)
         norms.append(np.linalg.norm(np.einsum("htd,hde->hte", heads[layer], per_head), axis=-1))
     return weights, np.stack(norms)

@@ -187,15 +187,31 @@ def test_added_similarity_has_cross_terms_concatenated_does_not():
         pe.added_vs_concatenated(x, p[:, :4])
 
 
-def test_learned_position_embeddings_are_found_by_name():
-    torch = pytest.importorskip("torch")
-    module = torch.nn.Module()
-    module.embeddings = torch.nn.Module()
-    module.embeddings.position_embeddings = torch.nn.Embedding(7, 3)
-    table = pe.learned_position_embeddings(module)
-    assert table.shape == (7, 3) and table.dtype == np.float32
-    with pytest.raises(pe.PositionalError, match="rotary"):
-        pe.learned_position_embeddings(torch.nn.Linear(2, 2))
+def test_learned_position_embeddings_are_the_table_the_model_map_names():
+    pytest.importorskip("torch")
+    from tiny_models import tiny_model
+
+    bert = tiny_model("bert")
+    table = pe.learned_position_embeddings(bert)
+    assert table.dtype == np.float32
+    np.testing.assert_array_equal(table, bert.embeddings.position_embeddings.weight.detach().numpy())
+    # GPT-2's table (wpe) is named by the map too: a learned-position view it did not have before
+    gpt2 = tiny_model("gpt2")
+    np.testing.assert_array_equal(
+        pe.learned_position_embeddings(gpt2), gpt2.transformer.wpe.weight.detach().numpy()
+    )
+    for refused in (tiny_model("llama"), __import__("torch").nn.Linear(2, 2)):
+        with pytest.raises(pe.PositionalError, match="rotary"):
+            pe.learned_position_embeddings(refused)
+
+
+def test_rotary_frequencies_are_the_buffer_the_model_map_names():
+    pytest.importorskip("torch")
+    from tiny_models import tiny_model
+
+    llama = tiny_model("llama")
+    np.testing.assert_array_equal(pe.model_inv_freq(llama), llama.model.rotary_emb.inv_freq.double().numpy())
+    assert pe.model_inv_freq(tiny_model("bert")) is None
 
 
 def test_figures_carry_the_numbers():

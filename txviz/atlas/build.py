@@ -160,7 +160,7 @@ def output_grams(loaded: LoadedModel, names: tuple[str, ...] | None) -> tuple[to
     try:
         for layer in range(loaded.n_layers):
             block = layout.block(loaded.model, layout.last_stack, layer)
-            w_o = matrix(block.get_submodule(layout.record.attention.o))[0]  # (H * D, D_model)
+            w_o = matrix(block.get_submodule(layout.record.attention.o), layout.in_out)[0]  # (H * D, D_model)
             per_head = w_o.reshape(loaded.n_heads, -1, w_o.shape[-1])
             grams.append(per_head @ per_head.transpose(1, 2))
     except (CannotDecompose, AttributeError, RuntimeError) as error:

@@ -47,8 +47,7 @@ class OpenedBlock:
 
 def _rotary(model, layout, n_tokens: int, layer: int):
     """The model's own (cos, sin) for positions 0..T-1 in block ``layer``."""
-    rotary_emb = model.get_submodule(layout.base).rotary_emb
-    return rotary_angles(rotary_emb, model.config, n_tokens, layer, model.device)
+    return rotary_angles(layout.position_table(model, "rotary"), model.config, n_tokens, layer, model.device)
 
 
 @torch.no_grad()

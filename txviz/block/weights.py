@@ -99,8 +99,9 @@ def _float(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.detach().float()
 
 
-def _linear(module) -> Linear:
-    if module.__class__.__name__ == "Conv1D":  # GPT-2's Conv1D stores W as (in, out) and computes x W + b
+def _linear(module, in_out: bool = False) -> Linear:
+    """The projection as (out, in); ``in_out``: the record says it stores (in, out) and computes x W + b."""
+    if in_out and not isinstance(module, torch.nn.Linear):  # GPT-2's Conv1D
         return Linear(_float(module.weight).T, _float(module.bias))
     return Linear(_float(module.weight), None if module.bias is None else _float(module.bias))
 
@@ -110,25 +111,23 @@ def _rows(linear: Linear, start: int, stop: int) -> Linear:
     return Linear(linear.weight[start:stop], None if linear.bias is None else linear.bias[start:stop])
 
 
-def _norm(module, offset: float = 0.0) -> Norm:
-    """A LayerNorm or an RMSNorm whose gain is ``offset`` + weight (the record's ``norm_offset``)."""
+def _norm(module, offset: float = 0.0, rms: bool = False) -> Norm:
+    """A LayerNorm, or an RMSNorm (``rms``: the record's) whose gain is ``offset`` + weight (``norm_offset``)."""
     if isinstance(module, torch.nn.LayerNorm):
         bias = None if module.bias is None else _float(module.bias)
         return Norm("layer", _float(module.weight), bias, float(module.eps))
     eps = getattr(module, "variance_epsilon", getattr(module, "eps", None))
-    if (
-        "RMSNorm" in module.__class__.__name__
-        and eps is not None
-        and getattr(module, "weight", None) is not None
-    ):
+    if rms and eps is not None and getattr(module, "weight", None) is not None:
         return Norm("rms", _float(module.weight), None, float(eps), offset)
     raise UnknownLayoutError(f"txviz cannot write out a {module.__class__.__name__} as code.")
 
 
-def _fused(parts: AttentionParts, block, n_heads: int, n_kv: int, d: int) -> tuple[Linear, Linear, Linear]:
+def _fused(
+    parts: AttentionParts, block, n_heads: int, n_kv: int, d: int, in_out: bool = False
+) -> tuple[Linear, Linear, Linear]:
     """q, k, v from one fused projection: all queries, then keys, then values (GPT-2, Phi-3), or each
     head's query, key and value together (GPT-NeoX)."""
-    fused = _linear(block.get_submodule(parts.qkv))
+    fused = _linear(block.get_submodule(parts.qkv), in_out)
     if fused.weight.shape[0] != (n_heads + 2 * n_kv) * d:
         raise UnknownLayoutError(
             f"This model's fused projection {parts.qkv} has {fused.weight.shape[0]} outputs, not the "
@@ -152,9 +151,7 @@ def _window(module, config) -> int | None:
     return getattr(config, "sliding_window", None) or None
 
 
-def _attention(
-    parts: AttentionParts, block, config, causal: bool, rotary: bool, norm_offset: float = 0.0
-) -> Attention:
+def _attention(parts: AttentionParts, block, config, causal: bool, rotary: bool, record: Record) -> Attention:
     """The record's attention parts read as plain (out, in) weights, with this layer's options."""
     module = block.get_submodule(parts.module)
     if getattr(module, "sinks", None) is not None:
@@ -168,15 +165,15 @@ def _attention(
     if parts.qkv:
         n_heads = int(getattr(module, "num_heads", None) or config.num_attention_heads)
         n_kv = int(getattr(config, "num_key_value_heads", None) or n_heads)
-        q, k, v = _fused(parts, block, n_heads, n_kv, d)
+        q, k, v = _fused(parts, block, n_heads, n_kv, d, record.in_out)
     else:
-        q, k, v = (_linear(block.get_submodule(p)) for p in (parts.q, parts.k, parts.v))
+        q, k, v = (_linear(block.get_submodule(p), record.in_out) for p in (parts.q, parts.k, parts.v))
     q_norm, k_norm = (
-        None if p is None else _norm(block.get_submodule(p), norm_offset)
+        None if p is None else _norm(block.get_submodule(p), record.norm_offset, record.rms)
         for p in (parts.q_norm, parts.k_norm)
     )
     return Attention(
-        q, k, v, _linear(block.get_submodule(parts.o)), q.weight.shape[0] // d, k.weight.shape[0] // d, d,
+        q, k, v, _linear(block.get_submodule(parts.o), record.in_out), q.weight.shape[0] // d, k.weight.shape[0] // d, d,
         float(module.scaling), causal, rotary, q_norm, k_norm, getattr(module, "attn_logit_softcapping", None),
         _window(module, config) if causal else None,
     )  # fmt: skip
@@ -189,15 +186,15 @@ def _activation(config) -> str:
     raise UnknownLayoutError("txviz cannot tell this model's FFN activation from its config.")
 
 
-def _feed_forward(parts: FeedForwardParts, block, config) -> FeedForward:
+def _feed_forward(parts: FeedForwardParts, block, config, in_out: bool = False) -> FeedForward:
     """Plain (up, down), gated (gate, up, down) or Phi-3's fused [gate | up] FFN."""
-    down, act = _linear(block.get_submodule(parts.down)), _activation(config)
+    down, act = _linear(block.get_submodule(parts.down), in_out), _activation(config)
     if parts.gate_up:
-        fused = _linear(block.get_submodule(parts.gate_up))
+        fused = _linear(block.get_submodule(parts.gate_up), in_out)
         half = fused.weight.shape[0] // 2
         return FeedForward(_rows(fused, half, 2 * half), down, _rows(fused, 0, half), act)
-    gate = _linear(block.get_submodule(parts.gate)) if parts.gate else None
-    return FeedForward(_linear(block.get_submodule(parts.up)), down, gate, act)
+    gate = _linear(block.get_submodule(parts.gate), in_out) if parts.gate else None
+    return FeedForward(_linear(block.get_submodule(parts.up), in_out), down, gate, act)
 
 
 def _experts(parts: FeedForwardParts, block, config) -> Experts:
@@ -267,18 +264,22 @@ def block_weights(layout: Layout, model, stack: str, layer: int) -> BlockWeights
     causal = stack == "decoder" or bool(getattr(cfg, "is_decoder", False))
     rotary = record.positions is not None and record.positions.kind == "rotary"
     norm = lambda role: (  # noqa: E731
-        _norm(block.get_submodule(record.norm(role)), record.norm_offset) if record.norm(role) else None
+        _norm(block.get_submodule(record.norm(role)), record.norm_offset, record.rms)
+        if record.norm(role)
+        else None
     )
     form = (
         "post-LN" if layout.form == "post-LN" else "pre-norm"
     )  # sandwich, post-norm, parallel: pre-norm kin
     return BlockWeights(
         form,
-        _attention(record.attention, block, cfg, causal, rotary, record.norm_offset),
+        _attention(record.attention, block, cfg, causal, rotary, record),
         norm("norm1"),
-        _experts(record.ffn, block, cfg) if record.ffn.experts else _feed_forward(record.ffn, block, cfg),
+        _experts(record.ffn, block, cfg)
+        if record.ffn.experts
+        else _feed_forward(record.ffn, block, cfg, record.in_out),
         norm("norm2"),
-        _attention(record.cross, block, cfg, False, False) if cross else None,
+        _attention(record.cross, block, cfg, False, False, record) if cross else None,
         norm("norm_cross") if cross else None,
         attn_out_norm=norm("post_attn"),
         ffn_out_norm=norm("post_ffn"),

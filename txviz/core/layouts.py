@@ -188,6 +188,42 @@ class Layout:
             )
         return model.get_submodule(_join(self.base, self.record.embeddings))
 
+    def owner(self, model: torch.nn.Module, stack: str | None = None) -> torch.nn.Module:
+        """Where the stack's token and position tables live: the base model, or the stack's own module (BART)."""
+        if self.record is not None and self.record.owner == "stack":
+            return model.get_submodule(self.stack(stack or self.stacks[0].name).path.rsplit(".", 1)[0])
+        return model.get_submodule(self.base) if self.base else model
+
+    def token_table(self, model: torch.nn.Module, stack: str | None = None) -> torch.nn.Module:
+        """The token embedding table of ``stack`` (the first stack by default)."""
+        if self.record is None or self.record.tokens is None:
+            return model.get_input_embeddings()
+        return self.owner(model, stack).get_submodule(self.record.tokens)
+
+    def position_table(self, model: torch.nn.Module, kind: str, stack: str | None = None) -> torch.nn.Module:
+        """The module the record names for positions of ``kind`` ("learned" table or "rotary" angles)."""
+        positions = self.record.positions if self.record is not None else None
+        if positions is None or positions.kind != kind or positions.table is None:
+            raise UnknownLayoutError(
+                f"The model map names no {kind} position module of this {self.model_type} model."
+            )
+        return self.owner(model, stack).get_submodule(positions.table)
+
+    def embedding_part(self, model: torch.nn.Module, role: str) -> torch.nn.Module | None:
+        """BERT's embedding parts by role ("segments", "embedding_norm"), from the owner; None where unnamed."""
+        path = getattr(self.record, role, None) if self.record is not None else None
+        return None if path is None else self.owner(model).get_submodule(path)
+
+    @property
+    def norm_offset(self) -> float:
+        """What an RMSNorm adds to its weight to make its gain (1 for Gemma, else 0)."""
+        return self.record.norm_offset if self.record is not None else 0.0
+
+    @property
+    def in_out(self) -> bool:
+        """True when projections store W as (in, out) (GPT-2's Conv1D)."""
+        return self.record is not None and self.record.in_out
+
     @property
     def last_stack(self) -> str:
         """The stack that makes the output (the decoder of an encoder-decoder)."""

@@ -86,6 +86,7 @@ class Positions:
     help: str
     table: str | None = None  # path from the stack's owner (see Record.owner) to the table or rotary module
     offset: str | None = None  # attribute of the table: rows skipped before position 0 (BART)
+    frequencies: str | None = None  # rotary: the module's buffer of frequencies theta^(-2j/d)
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,10 @@ class Record:
     head_scale: Callable | None = None  # config -> factor on the final stream before the head, or None
     embeddings: str | None = None  # from the owner: the module that makes the stream entering block 0 (BERT)
     norm_offset: float = 0.0  # an RMSNorm's gain is offset + weight: 1 for Gemma's (1 + weight)
+    rms: bool = False  # its norms other than nn.LayerNorm are RMSNorms (no mean, no bias)
+    in_out: bool = False  # projections store W as (in, out) and compute x W + b (GPT-2's Conv1D)
+    segments: str | None = None  # from the owner: the segment (token type) table added with positions (BERT)
+    embedding_norm: str | None = None  # from the owner: the norm after token + position + segment (BERT)
 
     def in_stack(self, stack: str) -> Record:
         """The record as the blocks of ``stack`` have it."""
@@ -146,6 +151,7 @@ ROTARY = Positions(
     "No position vector is added: every block rotates its queries and keys by an angle proportional "
     "to the position (RoPE). Shown: cos of each angle, position x frequency.",
     table="rotary_emb",
+    frequencies="inv_freq",
 )
 LLAMA_ATTENTION = AttentionParts("self_attn", "self_attn.o_proj", "self_attn.q_proj", "self_attn.k_proj",
                                  "self_attn.v_proj")  # fmt: skip
@@ -188,7 +194,7 @@ def _moe(name: str, types: tuple[str, ...], note: str, qk_norm: bool = False) ->
     if qk_norm:
         attention = replace(LLAMA_ATTENTION, **QK_NORMS)
     return Record(name, types, DECODER, attention, FeedForwardParts("mlp", experts=True), PRE_NORMS,
-                  final_norm="norm", positions=ROTARY, note=note, code=True)  # fmt: skip
+                  final_norm="norm", positions=ROTARY, note=note, code=True, rms=True)  # fmt: skip
 
 
 SANDWICH = (("norm1", "input_layernorm"), ("post_attn", "post_attention_layernorm"),
@@ -201,7 +207,7 @@ def _gemma(name: str, types: tuple[str, ...], note: str, qk_norm: bool = False) 
         "mlp", "mlp.up_proj", "mlp.down_proj", "mlp.gate_proj", adds="post_feedforward_layernorm"
     )
     return Record(name, types, DECODER, attention, ffn, SANDWICH, form="sandwich", final_norm="norm",
-                  positions=ROTARY, note=note, code=True, norm_offset=1.0)  # fmt: skip
+                  positions=ROTARY, note=note, code=True, norm_offset=1.0, rms=True)  # fmt: skip
 
 
 RECORDS = (
@@ -215,11 +221,12 @@ RECORDS = (
         positions=Positions("learned", "+ positions\n+ segment\n→ LayerNorm",
                             "BERT adds a learned vector per position and per segment, then applies LayerNorm.",
                             table="embeddings.position_embeddings"),
-        embeddings="embeddings", code=True,
+        embeddings="embeddings", segments="embeddings.token_type_embeddings",
+        embedding_norm="embeddings.LayerNorm", code=True,
     ),
     Record(
         "llama", ("llama", "mistral", "qwen2"), DECODER, LLAMA_ATTENTION, GATED, PRE_NORMS,
-        final_norm="norm", positions=ROTARY,
+        final_norm="norm", positions=ROTARY, rms=True,
         forbidden=("self_attn.q_norm", "self_attn.k_norm", "pre_feedforward_layernorm"), code=True,
     ),
     Record(
@@ -230,7 +237,7 @@ RECORDS = (
         final_norm="ln_f",
         positions=Positions("learned", "+ learned positions", "GPT-2 adds a learned vector per position.",
                             table="wpe"),
-        code=True,
+        in_out=True, code=True,
     ),
     Record(
         "bart", ("bart",), (("encoder", "encoder.layers"), ("decoder", "decoder.layers")),
@@ -251,7 +258,7 @@ RECORDS = (
                             "vector: each attention adds a learned bias by the distance from query to key."),
         decoder=(("ffn", _t5_ffn(2)), ("norms", (("norm1", "layer.0.layer_norm"),
                  ("norm_cross", "layer.1.layer_norm"), ("norm2", "layer.2.layer_norm")))),
-        head_scale=_t5_scale, note="a position bias in attention, parts numbered differently in encoder and decoder",
+        head_scale=_t5_scale, rms=True, note="a position bias in attention, parts numbered differently in encoder and decoder",
     ),
     Record(
         "marian", ("marian",), (("encoder", "encoder.layers"), ("decoder", "decoder.layers")),
@@ -271,7 +278,7 @@ RECORDS = (
     ),
     Record(
         "qwen3", ("qwen3",), DECODER, replace(LLAMA_ATTENTION, **QK_NORMS), GATED,
-        PRE_NORMS, final_norm="norm", positions=ROTARY, note="q/k norms", code=True,
+        PRE_NORMS, final_norm="norm", positions=ROTARY, note="q/k norms", code=True, rms=True,
     ),
     _gemma("gemma2", ("gemma2",), "norms after attention and FFN too, soft-capping"),
     _gemma("gemma3", ("gemma3_text",), "norms after attention and FFN too, q/k norms", qk_norm=True),
@@ -281,11 +288,12 @@ RECORDS = (
         FeedForwardParts("mlp", "mlp.up_proj", "mlp.down_proj", "mlp.gate_proj", adds="post_feedforward_layernorm"),
         (("post_attn", "post_attention_layernorm"), ("post_ffn", "post_feedforward_layernorm")),
         form="post-norm", final_norm="norm", positions=ROTARY, note="norms after attention and FFN, q/k norms", code=True,
+        rms=True,
     ),
     Record(
         "phi3", ("phi3",), DECODER, AttentionParts("self_attn", "self_attn.o_proj", qkv="self_attn.qkv_proj"),
         FeedForwardParts("mlp", down="mlp.down_proj", gate_up="mlp.gate_up_proj"), PRE_NORMS,
-        final_norm="norm", positions=ROTARY, note="fused projections", code=True,
+        final_norm="norm", positions=ROTARY, note="fused projections", code=True, rms=True,
     ),
     Record(
         "gpt_neox", ("gpt_neox",), DECODER,
@@ -303,7 +311,7 @@ RECORDS = (
     ),
     Record(
         "gpt_oss", ("gpt_oss",), DECODER, LLAMA_ATTENTION, FeedForwardParts("mlp", experts=True), PRE_NORMS,
-        final_norm="norm", positions=ROTARY, note="attention sinks, a mixture of experts",
+        final_norm="norm", positions=ROTARY, note="attention sinks, a mixture of experts", rms=True,
     ),
     _moe("mixtral", ("mixtral",), "a mixture of experts"),
     _moe("qwen2_moe", ("qwen2_moe",), "a mixture of experts with a shared expert"),

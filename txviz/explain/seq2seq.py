@@ -63,7 +63,8 @@ def attribute_source(
         )
 
     with torch.no_grad():
-        embeds = run_module(model.get_encoder().embed_tokens, source_ids).detach()
+        # the encoder's own table (BART's scales its rows), by transformers' getter, not its attribute name
+        embeds = run_module(model.get_encoder().get_input_embeddings(), source_ids).detach()
     special = np.asarray(special_flags(loaded.tokenizer, source_ids[0].tolist()), dtype=bool)
     reference = reference_embeddings(embeds, special)  # <s> and </s> stay as they are
     scores = attribute_embeddings(forward, embeds, method, reference, steps)

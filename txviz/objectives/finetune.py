@@ -83,7 +83,7 @@ def train(frozen: bool, config: FinetuneConfig = FinetuneConfig()) -> tuple[dict
     heads = nn.ModuleDict({"sentence": nn.Linear(d, 2), "tag": nn.Linear(d, 2)})
     groups = [{"params": list(heads.parameters()), "lr": config.head_lr}]
     if not frozen:
-        groups.append({"params": list(loaded.model.bert.parameters()), "lr": config.encoder_lr})
+        groups.append({"params": list(loaded.model.base_model.parameters()), "lr": config.encoder_lr})
     trained = [p for g in groups for p in g["params"]]
     optimiser = torch.optim.Adam(groups)
     generator = torch.Generator().manual_seed(config.seed)
@@ -102,7 +102,9 @@ def train(frozen: bool, config: FinetuneConfig = FinetuneConfig()) -> tuple[dict
     seconds = time.perf_counter() - start
     weights = {f"heads.{k}": v for k, v in heads.state_dict().items()}
     if not frozen:  # the frozen run's encoder is tiny-mlm's own
-        weights |= {f"bert.{k}": v for k, v in loaded.model.bert.state_dict().items()}
+        # keys under the base model's prefix ("bert." for tiny-mlm), as the shipped runs store them
+        prefix = loaded.model.base_model_prefix
+        weights |= {f"{prefix}.{k}": v for k, v in loaded.model.base_model.state_dict().items()}
     return weights, {
         "heldout": evaluate(loaded, heads, heldout),
         "train": evaluate(loaded, heads, train_examples[:600]),
@@ -152,9 +154,10 @@ def load_run(name: str, path=ASSETS_FILE):
 
     tensors = load_file(str(weights_file(name, path)))
     loaded = load_mlm()
-    bert = {k.removeprefix("bert."): v for k, v in tensors.items() if k.startswith("bert.")}
+    prefix = f"{loaded.model.base_model_prefix}."
+    bert = {k.removeprefix(prefix): v for k, v in tensors.items() if k.startswith(prefix)}
     if bert:
-        loaded.model.bert.load_state_dict(bert)
+        loaded.model.base_model.load_state_dict(bert)
     d = loaded.model.config.hidden_size
     heads = nn.ModuleDict({"sentence": nn.Linear(d, 2), "tag": nn.Linear(d, 2)})
     heads.load_state_dict({k.removeprefix("heads."): v for k, v in tensors.items() if k.startswith("heads.")})

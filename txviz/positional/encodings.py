@@ -210,14 +210,33 @@ def principal_components(matrix: np.ndarray, k: int = 2) -> PrincipalComponents:
     )
 
 
+def _layout(model: Any):
+    """The model's layout, or None for a model the map cannot place (no family knowledge here)."""
+    from txviz.core.layouts import UnknownLayoutError, cached_layout
+
+    try:
+        return cached_layout(model)
+    except (UnknownLayoutError, AttributeError):  # AttributeError: no config, not a transformers model
+        return None
+
+
 def learned_position_embeddings(model: Any) -> np.ndarray:
-    """A model's learned absolute position-embedding matrix, (n_ctx, d_model) float32 numpy."""
-    for name, parameter in model.named_parameters():
-        if name.endswith("position_embeddings.weight"):
-            return parameter.detach().float().cpu().numpy()
-    raise PositionalError(
-        "This model has no learned absolute position embeddings (it may use rotary positions)."
-    )
+    """The learned position table the model map names, from position 0: (n_ctx, d_model) float32 numpy."""
+    from txviz.core.layouts import UnknownLayoutError
+
+    layout = _layout(model)
+    try:
+        table = layout.position_table(model, "learned", layout.stacks[0].name) if layout else None
+    except UnknownLayoutError:
+        table = None
+    if table is None:
+        raise PositionalError(
+            "This model has no learned absolute position embeddings the model map names (it may use rotary "
+            "positions)."
+        )
+    offset = layout.record.positions.offset
+    skip = int(getattr(table, offset)) if offset else 0  # BART and OPT keep rows before position 0
+    return table.weight[skip:].detach().float().cpu().numpy()
 
 
 @dataclass(frozen=True)
@@ -323,11 +342,21 @@ def buffer_difference(model: Any, spec: RopeSpec) -> float | None:
 
 
 def model_inv_freq(model: Any) -> np.ndarray | None:
-    """The rotary frequencies a loaded model actually uses (its inv_freq buffer), if any."""
-    for name, buffer in model.named_buffers():
-        if name.endswith("rotary_emb.inv_freq"):
-            return buffer.detach().double().cpu().numpy()
-    return None
+    """The rotary frequencies a loaded model uses (the buffer its model-map record names), if any."""
+    from txviz.core.layouts import UnknownLayoutError
+
+    layout = _layout(model)
+    name = (
+        layout.record.positions.frequencies if layout and layout.record and layout.record.positions else None
+    )
+    if name is None:
+        return None
+    try:
+        rotary = layout.position_table(model, "rotary")
+    except UnknownLayoutError:
+        return None
+    buffer = dict(rotary.named_buffers(recurse=False)).get(name)
+    return None if buffer is None else buffer.detach().double().cpu().numpy()
 
 
 def token_embeddings(loaded: Any, text: str, max_tokens: int = 32) -> tuple[list[str], np.ndarray]:

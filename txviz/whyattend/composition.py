@@ -36,15 +36,15 @@ def head_weights(model, layer: int, head: int, stack: str | None = None) -> Head
     stack = stack or layout.last_stack
     block = layout.block(model, stack, layer)
     attention = layout.record.attention
-    w_o, _ = matrix(block.get_submodule(attention.o))
+    w_o, _ = matrix(block.get_submodule(attention.o), layout.in_out)
     n_heads = model.config.num_attention_heads
     d_head = w_o.shape[0] // n_heads
     w_q, _, _ = projection(block, layout, "q", head, n_heads, d_head)
     w_k, _, kv = projection(block, layout, "k", head, n_heads, d_head)
     if attention.v is not None:
-        w_v = matrix(block.get_submodule(attention.v))[0][:, kv * d_head : (kv + 1) * d_head]
+        w_v = matrix(block.get_submodule(attention.v), layout.in_out)[0][:, kv * d_head : (kv + 1) * d_head]
     else:  # fused: q, k, v side by side; v is the last third of what is not q
-        fused = matrix(block.get_submodule(attention.qkv))[0]
+        fused = matrix(block.get_submodule(attention.qkv), layout.in_out)[0]
         start = n_heads * d_head + (fused.shape[1] - n_heads * d_head) // 2
         w_v = fused[:, start + kv * d_head : start + (kv + 1) * d_head]
     gain = torch.ones(w_q.shape[0])

@@ -15,10 +15,10 @@ def projection(block, layout: Layout, side: str, head: int, n_heads: int, d_head
     """(W (D, d_head), b (d_head,)) of ``head``'s query (side 'q') or its key head's key (side 'k')."""
     attention = layout.record.attention
     if attention.q is not None:
-        w, b = matrix(block.get_submodule(attention.q if side == "q" else attention.k))
+        w, b = matrix(block.get_submodule(attention.q if side == "q" else attention.k), layout.in_out)
         start = 0
     else:
-        w, b = matrix(block.get_submodule(attention.qkv))
+        w, b = matrix(block.get_submodule(attention.qkv), layout.in_out)
         start = 0 if side == "q" else n_heads * d_head
     width = (
         n_heads * d_head
@@ -37,8 +37,7 @@ def _rotary(model, layout: Layout, positions, d_head: int):
     where = layout.record.positions
     if where is None or where.kind != "rotary":
         return None
-    base = model.get_submodule(layout.base) if layout.base else model
-    rotary = base.get_submodule(where.table)
+    rotary = layout.position_table(model, "rotary")
     device = next(model.parameters()).device
     ids = torch.tensor([list(positions)], device=device)
     cos, sin = run_module(rotary, torch.zeros(1, len(positions), d_head, device=device), ids)
@@ -60,7 +59,7 @@ def head_parts(
         if path is None:
             raise CannotDecompose(f"The {layout.family} record names no norm before attention.")
         module = block.get_submodule(path)
-        norm = frozen(module, actual)
+        norm = frozen(module, actual, layout.norm_offset)
         vectors, bias, x = (
             norm.apply(vectors),
             norm.bias_at(n),
@@ -73,7 +72,7 @@ def head_parts(
     bias_out = bias @ w + b
     qk_norm = getattr(layout.record.attention, f"{side}_norm")
     if qk_norm is not None:  # Qwen3, OLMo 2: a norm on each head's query and key, its scale frozen too
-        norm = frozen(block.get_submodule(qk_norm), x @ w + b)
+        norm = frozen(block.get_submodule(qk_norm), x @ w + b, layout.norm_offset)
         out, bias_out = norm.apply(out), norm.apply(bias_out[None])[0] + norm.bias_at(n)
     if Part("bias") in parts:
         out[parts.index(Part("bias"))] += bias_out

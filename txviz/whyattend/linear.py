@@ -35,8 +35,8 @@ class FrozenNorm:
         return bias.expand(n, -1)
 
 
-def frozen(norm: torch.nn.Module, x: torch.Tensor) -> FrozenNorm:
-    """Freeze ``norm``'s scale at the stream ``x`` (P, D); refuse a norm whose output it does not reproduce."""
+def frozen(norm: torch.nn.Module, x: torch.Tensor, offset: float = 0.0) -> FrozenNorm:
+    """Freeze ``norm``'s scale at ``x`` (P, D), an RMSNorm's gain ``offset`` + weight (Layout.norm_offset)."""
     weight = getattr(norm, "weight", None)
     if weight is None:
         raise CannotDecompose(f"{type(norm).__name__} has no gain txviz can read.")
@@ -49,8 +49,8 @@ def frozen(norm: torch.nn.Module, x: torch.Tensor) -> FrozenNorm:
         center, bias = False, None
         eps = getattr(norm, "variance_epsilon", getattr(norm, "eps", 1e-6))
         scale = torch.sqrt(x.pow(2).mean(-1) + eps)
-        if "Gemma" in type(norm).__name__:  # Gemma's RMSNorm multiplies by 1 + weight
-            gain = 1.0 + gain
+        if offset:  # Gemma's RMSNorm multiplies by 1 + weight: the model map says so, not its class name
+            gain = offset + gain
     found = FrozenNorm(gain, bias, center, scale)
     expected = run_module(norm, x.to(weight.device, weight.dtype)).float().cpu()
     got = found.apply(x) + found.bias_at(len(x))
@@ -62,14 +62,16 @@ def frozen(norm: torch.nn.Module, x: torch.Tensor) -> FrozenNorm:
     return found
 
 
-def matrix(module: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """A projection as (W (in, out), bias (out,)) in float32, for x @ W + b: nn.Linear or GPT-2's Conv1D."""
+def matrix(module: torch.nn.Module, in_out: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """A projection as (W (in, out), bias (out,)) in float32, for x @ W + b; ``in_out``: Layout.in_out."""
     bias = getattr(module, "bias", None)
     bias = None if bias is None else bias.detach().float().cpu()
     if isinstance(module, torch.nn.Linear):
         return module.weight.detach().float().cpu().T, bias
-    if module.__class__.__name__ == "Conv1D":  # __class__: what a wrapped module says it is
-        return module.weight.detach().float().cpu(), bias
+    weight = getattr(module, "weight", None)
+    # GPT-2's Conv1D stores (in, out): the model map says which families do, not the class's name
+    if in_out and isinstance(weight, torch.Tensor) and weight.dim() == 2:
+        return weight.detach().float().cpu(), bias
     raise CannotDecompose(f"{module.__class__.__name__} is not a linear projection txviz can read.")
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from txviz.core.layouts import Layout
+from txviz.core.layouts import Layout, UnknownLayoutError
 from txviz.core.running import Run, run_module
 from txviz.whyattend.linear import CannotDecompose, frozen, matrix
 
@@ -60,7 +60,7 @@ def _attention_parts(run, model, layout: Layout, stack: str, layer: int, positio
     if not expand:
         return [Part("attn", layer)], _at(run["attn", stack, layer], positions)[None]
     block = layout.block(model, stack, layer)
-    w_o, b_o = matrix(block.get_submodule(layout.record.attention.o))
+    w_o, b_o = matrix(block.get_submodule(layout.record.attention.o), layout.in_out)
     heads = run["head_out", stack, layer][0][:, positions].float()  # (H, P, Dh)
     n_heads, _, d_head = heads.shape
     per_head = torch.einsum("hpd,hde->hpe", heads, w_o.reshape(n_heads, d_head, -1))
@@ -74,11 +74,10 @@ def _attention_parts(run, model, layout: Layout, stack: str, layer: int, positio
 def _embedding_parts(run, model, layout: Layout, stack: str, ids: torch.Tensor, positions: list[int]):
     """The stream entering block 0 as token (+ position, + segment) parts, and the recorded stream."""
     embed = _at(run["embed", stack], positions)
-    base = model.get_submodule(layout.base) if layout.base else model
-    table = base.get_submodule(layout.record.tokens) if layout.record.tokens else model.get_input_embeddings()
+    table = layout.token_table(model, stack)
     token = table.weight.detach().float().cpu()[ids[0, positions].cpu()]
     if layout.form == "post-LN":
-        return _post_ln_embeddings(base, ids, positions, token, embed)
+        return _post_ln_embeddings(model, layout, positions, token, embed)
     kind = layout.record.positions.kind if layout.record.positions else "none"
     if kind == "learned":
         return [Part("token"), Part("position")], torch.stack((token, embed - token)), embed
@@ -90,23 +89,28 @@ def _embedding_parts(run, model, layout: Layout, stack: str, ids: torch.Tensor, 
     return [Part("token")], token[None], embed
 
 
-def _post_ln_embeddings(base, ids, positions, token, embed):
+def _post_ln_embeddings(model, layout: Layout, positions, token, embed):
     """BERT-style: LayerNorm(token + position + segment), the norm frozen; its bias starts the bias part."""
-    embeddings = getattr(base, "embeddings", None)
-    if embeddings is None or not hasattr(embeddings, "position_embeddings"):
+    norm_module = layout.embedding_part(model, "embedding_norm")
+    try:
+        table = layout.position_table(model, "learned")
+    except UnknownLayoutError:
+        table = None
+    if table is None or norm_module is None:
         raise CannotDecompose(
-            "txviz finds no BERT-style embeddings (token, position, LayerNorm) in this model."
+            "The model map names no BERT-style embeddings (token, position, LayerNorm) in this model."
         )
     at = torch.tensor(positions)
-    offset = getattr(embeddings, "padding_idx", None)  # RoBERTa counts positions after its padding index
+    offset = table.padding_idx  # RoBERTa counts positions after its padding index, which its table keeps
     position_ids = at + (offset + 1 if offset is not None else 0)
-    position = embeddings.position_embeddings.weight.detach().float().cpu()[position_ids]
+    position = table.weight.detach().float().cpu()[position_ids]
     vectors, parts = [token, position], [Part("token"), Part("position")]
-    if getattr(embeddings, "token_type_embeddings", None) is not None:
-        vectors.append(embeddings.token_type_embeddings.weight.detach().float().cpu()[torch.zeros_like(at)])
+    segments = layout.embedding_part(model, "segments")
+    if segments is not None:
+        vectors.append(segments.weight.detach().float().cpu()[torch.zeros_like(at)])
         parts.append(Part("segment"))
     stacked = torch.stack(vectors)
-    norm = frozen(embeddings.LayerNorm, stacked.sum(0))
+    norm = frozen(norm_module, stacked.sum(0), layout.norm_offset)
     out = torch.cat((norm.apply(stacked), norm.bias_at(len(positions))[None]))
     if not torch.allclose(out.sum(0), embed, atol=1e-4 * (1 + embed.abs().max().item())):
         raise CannotDecompose("The recorded embeddings are not LayerNorm(token + position + segment) here.")
@@ -155,7 +159,7 @@ def _through(block, layout: Layout, role: str, parts, vectors, x):
     """Parts through a post-LN norm frozen at its recorded input ``x``; its bias joins the bias part. Also the
     norm's own output at ``x``."""
     module = block.get_submodule(layout.record.norm(role))
-    norm = frozen(module, x)
+    norm = frozen(module, x, layout.norm_offset)
     vectors = norm.apply(vectors)
     bias = norm.bias_at(vectors.shape[1])
     if Part("bias") in parts:
