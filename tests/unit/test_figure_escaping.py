@@ -856,9 +856,9 @@ def _():
 
 
 def lecture_question(kind: str, **fields):
-    from txviz.lecture.questions import Question
+    from txviz.lecture.questions import question_from
 
-    return Question(kind, BOLD, text=LINK, layer=1, head=2, **fields)
+    return question_from({"kind": kind, "prompt": BOLD, "text": LINK, "layer": 1, "head": 2, **fields})
 
 
 @case("lecture.figures.bars")
@@ -894,7 +894,7 @@ def _():
     from txviz.lecture import figures
     from txviz.lecture.files import Lecture, Step
 
-    steps = tuple(Step(text, "Attention_Explorer", {}) for text in HOSTILE)
+    steps = tuple(Step("Attention_Explorer", {}, title=text) for text in HOSTILE)
     return figures.outline_figure(Lecture("x", BOLD, LINK, "minilm", steps)), HOSTILE
 
 

@@ -3,13 +3,32 @@ scoring and tallies."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
 from tiny_models import tiny_model, word_tokenizer
 
 from txviz.core.errors import UserError
-from txviz.lecture.questions import choices, is_right, question_from, tally, truth
+from txviz.lecture.questions import (
+    KINDS,
+    NUMBER,
+    AnswerForm,
+    Question,
+    Truth,
+    choices,
+    fields,
+    is_right,
+    need,
+    question_from,
+    register,
+    tally,
+    text_tokens,
+    truth,
+    truth_label,
+)
 from txviz.models import LoadedModel
 
 WORDS = ["the", "cat", "sat", "on", "mat", "it", "was", "warm", "dog"]
@@ -139,3 +158,61 @@ def test_token_tallies_name_the_tokens(bert):
     assert tally(question, [2, 2, 3, -1, "2"], got) == {f"2: {got.tokens[2]}": 2, f"3: {got.tokens[3]}": 1}
     next_q = question_from({"kind": "next_token", "prompt": "Next?", "text": "x"})
     assert tally(next_q, ["Mat", " mat", "dog", 3]) == {"mat": 2, "dog": 1}
+
+
+@pytest.fixture
+def token_count():
+    """A kind no lecture has, registered for one test: one class, nothing else changed."""
+
+    @dataclass(frozen=True)
+    class TokenCount(Question):
+        """How many tokens the model makes of the text, guessed up to ``most``."""
+
+        most: int = 20
+
+        @classmethod
+        def check(cls, data: dict) -> None:
+            need(data, ("text",), "token_count", "the text")
+
+        @property
+        def answer_form(self) -> AnswerForm:
+            return AnswerForm(NUMBER, 0, self.most)
+
+        def truth(self, loaded=None) -> Truth:
+            count = len(text_tokens(loaded, self))
+            return Truth("token_count", count, str(count))
+
+        def is_right(self, answer: Any, truth: Truth) -> bool:
+            return self.label(answer, ()) == truth.label
+
+        def label(self, answer: Any, tokens: tuple[str, ...]) -> str | None:
+            ok = isinstance(answer, int | float) and not isinstance(answer, bool) and 0 <= answer <= self.most
+            return str(round(answer)) if ok else None
+
+    register("token_count")(TokenCount)
+    try:
+        yield TokenCount
+    finally:
+        del KINDS["token_count"]
+
+
+def test_a_kind_registered_in_one_class_is_read_answered_and_tallied(token_count, bert):
+    question = question_from({"kind": "token_count", "prompt": "How many?", "text": TEXT, "most": "30"})
+    assert type(question) is token_count and question.most == 30 and "most" in fields()
+    assert question.answer_form == AnswerForm(NUMBER, 0, 30)
+    got = truth(question, bert)
+    assert got.value == len(TEXT.split()) + 2  # [CLS] and [SEP]
+    assert is_right(question, float(got.value), got) and not is_right(question, None, got)
+    assert tally(question, [11, 11.2, 3, 31, "x", True], got) == {"11": 2, "3": 1}
+    assert truth_label(question, got) == "11"
+    with pytest.raises(UserError, match="no answer rule"):
+        question_from({"kind": "token_count", "prompt": "How many?"})
+    with pytest.raises(UserError, match="stores an answer"):
+        question_from({"kind": "token_count", "prompt": "How many?", "text": TEXT, "answer": 11})
+
+
+def test_a_kind_unregistered_is_refused_again():
+    with pytest.raises(
+        UserError, match="kind must be one of attends_to, next_token, number, choice, not 'token_count'"
+    ):
+        question_from({"kind": "token_count", "prompt": "How many?", "text": TEXT})

@@ -12,12 +12,11 @@ from txviz.figures.axes import margin, ticks
 from txviz.figures.counts import count_axis
 from txviz.figures.text import plain
 from txviz.lecture.files import Lecture
-from txviz.lecture.questions import Question, Truth
+from txviz.lecture.questions import KINDS, TOKEN, Question, Truth
 
 TRUTH_COLOUR = "#2ca02c"
 OTHER_COLOUR = "#9aa5b1"
 ANSWER_OUTLINE = "#d62728"
-SYMBOLS = {"attends_to": "square", "next_token": "diamond", "number": "triangle-up", "choice": "star"}
 
 
 def bars(
@@ -54,8 +53,9 @@ def truth_figure(question: Question, truth: Truth, answer=None) -> go.Figure | N
     if truth.row is not None:
         labels = [f"{i}: {t}" for i, t in enumerate(truth.tokens)]
         title = f"Layer {question.layer}, head {question.head}: the row of {truth.tokens[truth.query]!r}"
-        picked = answer if question.kind == "attends_to" and type(answer) is int else None
-        best = truth.value if question.kind == "attends_to" else None
+        clicked = question.answer_form.shape == TOKEN  # the answer and the truth are tokens of the row
+        picked = answer if clicked and type(answer) is int else None
+        best = truth.value if clicked else None
         return bars(labels, truth.row, title, "attention weight", best, picked)
     if truth.candidates is not None:
         tokens = list(truth.candidates.tokens)
@@ -76,6 +76,11 @@ def tally_figure(counts: Mapping[str, int], truth_label: str | None = None) -> g
     return figure.update_traces(hovertemplate="%{x} answers<extra></extra>")
 
 
+def _marker(kind: str) -> str:
+    """The outline's symbol for a question kind (its class says it; a step without a question, a circle)."""
+    return KINDS[kind].marker if kind in KINDS else "circle"
+
+
 def outline_figure(lecture: Lecture) -> go.Figure:
     """The lecture at a glance: each step's page along the lecture, its question's kind by marker."""
     kinds = [s.question.kind if s.question else "no question" for s in lecture.steps]
@@ -90,7 +95,7 @@ def outline_figure(lecture: Lecture) -> go.Figure:
                 y=[order.index(pages[i]) for i in steps],
                 mode="markers",
                 name=kind.replace("_", " "),
-                marker={"size": 14 if kind != "no question" else 9, "symbol": SYMBOLS.get(kind, "circle")},
+                marker={"size": 14 if kind != "no question" else 9, "symbol": _marker(kind)},
                 customdata=[plain(lecture.steps[i].title) for i in steps],
                 hovertemplate="step %{x}: %{customdata}<extra></extra>",
             )

@@ -9,6 +9,7 @@ import streamlit as st
 from txviz.app import caching, projector, sessions
 from txviz.lecture import figures
 from txviz.lecture.questions import Question, Truth, choices, is_right, truth
+from txviz.lecture.questions.base import NUMBER, OPTION, TOKEN, TYPED_TOKEN
 
 TYPED = "Type another token"
 
@@ -33,7 +34,7 @@ def offered(question: Question, loaded=None) -> tuple[str, ...]:
 
     A model question needs ``loaded``, the model that answers it; a UserError says when it cannot.
     """
-    if not question.asks_model or question.kind == "number":
+    if not question.choices_need_model:
         return choices(question)
     return _offered(loaded, question)
 
@@ -48,9 +49,10 @@ def live_truth(question: Question, loaded=None) -> Truth:
 def _picked(question: Question, key: str) -> Any:
     """The answer the widgets hold now (None when there is none yet)."""
     value = st.session_state.get(f"{key}_pick")
-    if question.kind == "next_token" and value == TYPED:
+    shape = question.answer_form.shape
+    if shape == TYPED_TOKEN and value == TYPED:
         return str(st.session_state.get(f"{key}_typed") or "").strip() or None
-    if question.kind == "number" and value is not None:
+    if shape == NUMBER and value is not None:
         return float(value)
     return value
 
@@ -60,11 +62,12 @@ def _lock(question: Question, key: str) -> None:
 
 
 def _answer_widget(question: Question, key: str, options: tuple[str, ...], locked: bool) -> None:
-    pick = f"{key}_pick"
-    if question.kind == "attends_to":
+    """The widget of the question's answer form (by its shape, whatever the kind)."""
+    pick, form = f"{key}_pick", question.answer_form
+    if form.shape == TOKEN:
         clickable = [i for i, token in enumerate(options) if token]  # "" marks a special token
         st.pills("Click a token", clickable, format_func=lambda i: options[i], key=pick, disabled=locked)
-    elif question.kind == "next_token":
+    elif form.shape == TYPED_TOKEN:
         choice = st.radio(
             "The next token", [*options, TYPED], index=None, key=pick, disabled=locked, horizontal=True
         )
@@ -72,11 +75,11 @@ def _answer_widget(question: Question, key: str, options: tuple[str, ...], locke
             st.text_input(
                 "Your token", key=f"{key}_typed", max_chars=sessions.max_text_chars(50), disabled=locked
             )
-    elif question.kind == "number":
-        step = (question.high - question.low) / 100
-        middle = round((question.low + question.high) / 2, 6)
-        st.slider("Your guess", question.low, question.high, middle, step, key=pick, disabled=locked)
-    else:
+    elif form.shape == NUMBER:
+        step = (form.high - form.low) / 100
+        middle = round((form.low + form.high) / 2, 6)
+        st.slider("Your guess", form.low, form.high, middle, step, key=pick, disabled=locked)
+    elif form.shape == OPTION:
         st.radio(
             "Your answer",
             range(len(options)),
@@ -85,13 +88,15 @@ def _answer_widget(question: Question, key: str, options: tuple[str, ...], locke
             key=pick,
             disabled=locked,
         )
+    else:
+        raise ValueError(f"no answer widget for the answer shape {form.shape!r}")
 
 
 def ask(question: Question, key: str, options: tuple[str, ...] = ()) -> Any | None:
     """The question and its answer widget; the answer once locked in with the button, else None.
 
     ``options`` come from ``offered`` (they depend on the model). Answers are plain JSON values: a token
-    index (attends_to), a token's text (next_token), a float (number), an option's index (choice).
+    index (a token to click), a token's text (one to pick or type), a float (a number), an option's index.
     """
     answered = f"{key}_answer"
     st.markdown(f"**Predict:** {question.prompt}")  # the lecture file's own text, not a reader's
@@ -110,7 +115,8 @@ def ask(question: Question, key: str, options: tuple[str, ...] = ()) -> Any | No
 
 def label(question: Question, answer: Any, options: tuple[str, ...] = ()) -> str:
     """An answer as the reader chose it: an option's or a token's text, a number, a typed token."""
-    if question.kind in ("choice", "attends_to") and isinstance(answer, int) and 0 <= answer < len(options):
+    picked = question.answer_form.shape in (OPTION, TOKEN)  # an index into the options
+    if picked and isinstance(answer, int) and 0 <= answer < len(options):
         return options[answer]
     return str(answer)
 
