@@ -17,7 +17,7 @@ STEPS = [(lecture, i) for lecture in LECTURES.values() for i in range(len(lectur
 def test_each_step_opens_its_page_with_its_settings(lecture, index):
     step = lecture.steps[index]
     app = AppTest.from_file(str(page_map.page(step.page).path), default_timeout=300)
-    app.query_params.update(step.settings)
+    app.query_params.update(step.query_params())
     app.run()
     assert_clean(app, (lecture.name, step.title))
     for key, value in step.settings.items():  # a value the page refused would fall back to its default

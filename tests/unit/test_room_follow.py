@@ -3,20 +3,19 @@ switch (a fragment rerun merged into the pending switch with its older page), ne
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from txviz.app.lecture import room
+from txviz.lecture.steps import Step
 
-STEP = {"page": "pages/2_Attention_Explorer.py", "settings": {"layer": 3}, "title": "A head"}
-HERE, THERE = "pages/1_Self_Attention.py", STEP["page"]
+STEP = Step("Attention_Explorer", {"layer": 3}, title="A head")
+HERE, THERE = "Self_Attention", STEP.page
 
 
-def follow(page_script: str, at: str | None, switching: str | None, step: dict) -> None:
-    """The bar's decision on ``page_script``, with the session's last step and a switch under way (run
-    as an AppTest script: only its arguments come in)."""
+def follow(page: str, at: str | None, switching: str | None, step: dict) -> None:
+    """The bar's decision on ``page`` (its name), with the session's last step and a switch under way (run
+    as an AppTest script: only its arguments come in; the room keeps the step as a dict)."""
     import time
 
     import streamlit as st
@@ -28,12 +27,12 @@ def follow(page_script: str, at: str | None, switching: str | None, step: dict) 
     if switching:
         st.session_state[room.SWITCHING] = (switching, time.monotonic())
     state = RoomState(code="ABCDEF", title="t", lecture="", index=1, step=step, version=2)
-    st.session_state["following"] = room_bars._follow_step(state, page_script, following=True)
+    st.session_state["following"] = room_bars._follow_step(state, page, following=True)
 
 
 @pytest.fixture
-def opened(monkeypatch) -> list[dict]:
-    opened: list[dict] = []
+def opened(monkeypatch) -> list[Step]:
+    opened: list[Step] = []
     monkeypatch.setattr(room, "go_to", opened.append)
     monkeypatch.setattr(room, "warm_from", lambda lecture, index: None)
     return opened
@@ -43,13 +42,13 @@ def opened(monkeypatch) -> list[dict]:
     ("page", "at", "switching", "opens", "following"),
     [
         (HERE, None, None, True, True),  # the lecturer moved: open the step
-        (HERE, json.dumps(STEP, sort_keys=True), THERE, True, True),  # asked, undone, still here: again
-        (THERE, json.dumps(STEP, sort_keys=True), None, False, True),  # arrived: nothing to do
-        (HERE, json.dumps(STEP, sort_keys=True), None, False, False),  # opened another page: wandering
+        (HERE, STEP.key, THERE, True, True),  # asked, undone, still here: again
+        (THERE, STEP.key, None, False, True),  # arrived: nothing to do
+        (HERE, STEP.key, None, False, False),  # opened another page: wandering
     ],
 )
 def test_the_bar_opens_the_step_when_it_must(opened, page, at, switching, opens, following):
-    at_test = AppTest.from_function(follow, args=(page, at, switching, STEP)).run()
+    at_test = AppTest.from_function(follow, args=(page, at, switching, STEP.shared())).run()
     assert not at_test.exception
     assert (opened == [STEP]) is opens
     assert at_test.session_state["following"] is following
