@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-import argparse
 import time
-from pathlib import Path
 
 from txviz.entailment.train import ASSETS_DIR, TrainConfig, save, train_all
+from txviz.training import _trainer
 
 
 def main(argv: list[str] | None = None) -> int:
     """Reproduce the shipped models (fixed seed); print held-out accuracy of both."""
-    parser = argparse.ArgumentParser(prog="python -m txviz train entailment", description=__doc__)
-    parser.add_argument("--out", type=Path, default=ASSETS_DIR, help="output folder")
-    parser.add_argument("--seed", type=int, default=TrainConfig.seed)
-    parser.add_argument("--steps", type=int, default=TrainConfig.steps)
+    parser = _trainer.parser("entailment", __doc__, TrainConfig, ASSETS_DIR)
     parser.add_argument("--train-pairs", type=int, default=TrainConfig.train_pairs)
     args = parser.parse_args(argv)
-    import torch
-
     from txviz import models
     from txviz.entailment.vectors import WordVectors
 
-    torch.set_num_threads(
-        1
-    )  # a tiny model: a second thread only adds contention, and one keeps runs identical
+    _trainer.one_thread()
     vectors = WordVectors.from_loaded(models.load("minilm", "cpu"))
     config = TrainConfig(seed=args.seed, steps=args.steps, train_pairs=args.train_pairs)
     start = time.perf_counter()

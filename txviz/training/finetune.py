@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 from txviz.objectives.finetune import ASSETS_FILE, RUNS, FinetuneConfig, measure, save
+from txviz.training import _trainer
 
 
 def main(argv: list[str] | None = None) -> int:
     """Reproduce assets/finetune/runs.json (fixed seed, one thread); print held-out numbers against the baselines."""
-    parser = argparse.ArgumentParser(prog="python -m txviz train finetune", description=__doc__)
-    parser.add_argument("--out", type=Path, default=ASSETS_FILE, help="output JSON file")
-    parser.add_argument("--seed", type=int, default=FinetuneConfig.seed)
-    parser.add_argument("--steps", type=int, default=FinetuneConfig.steps)
-    args = parser.parse_args(argv)
-    import torch
-
-    torch.set_num_threads(1)  # a tiny model: one thread keeps runs identical and leaves the other core free
-    weights, runs = measure(FinetuneConfig(seed=args.seed, steps=args.steps))
+    config, out = _trainer.config_and_out(
+        argv, "finetune", __doc__, FinetuneConfig, ASSETS_FILE, out_help="output JSON file"
+    )
+    _trainer.one_thread()
+    weights, runs = measure(config)
     print(
         f"baselines: majority {runs['majority_accuracy']:.4f}; each word's most frequent tag "
         f"{runs['word_tag_baseline']['word_accuracy']:.4f} ({runs['heldout_sentences']} held-out sentences)"
@@ -30,8 +24,8 @@ def main(argv: list[str] | None = None) -> int:
             f"false sentences exact {held['tagger']['false_sentences_exact']:.4f}; "
             f"{runs[name]['trained_weights']:,} weights trained in {runs[name]['seconds']} s"
         )
-    save(weights, runs, args.out)
-    print(f"wrote {args.out} and the runs' weights beside it")
+    save(weights, runs, out)
+    print(f"wrote {out} and the runs' weights beside it")
     return 0
 
 

@@ -2,34 +2,26 @@
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 from txviz.seq2seq.nat import ASSETS_DIR, MODELS, NatConfig, save, train
+from txviz.training import _trainer
+
+
+def _describe(name: str, m: dict) -> str:
+    """One model's line: its decoding, answers, held-out shares, decoder passes and time."""
+    shares = ", ".join(f"{k} {v:.4f}" for k, v in m["heldout"].items())
+    return (
+        f"{name} ({m['decoding']}, answers {m['answers']}): held-out {shares}; "
+        f"{m['decoder_passes']} decoder passes; {m['seconds']} s"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Reproduce the shipped translators (fixed seed, one thread); print held-out English/French/neither."""
-    parser = argparse.ArgumentParser(prog="python -m txviz train nat", description=__doc__)
-    parser.add_argument("--out", type=Path, default=ASSETS_DIR, help="output folder")
-    parser.add_argument("--seed", type=int, default=NatConfig.seed)
-    parser.add_argument("--steps", type=int, default=NatConfig.steps)
-    args = parser.parse_args(argv)
-    import torch
-
-    torch.set_num_threads(1)  # a tiny model: one thread keeps runs identical and leaves the other core free
-    config = NatConfig(seed=args.seed, steps=args.steps)
-    models, metrics = {}, {}
-    for name in MODELS:
-        models[name], metrics[name] = train(name, config)
-        m = metrics[name]
-        shares = ", ".join(f"{k} {v:.4f}" for k, v in m["heldout"].items())
-        print(
-            f"{name} ({m['decoding']}, answers {m['answers']}): held-out {shares}; "
-            f"{m['decoder_passes']} decoder passes; {m['seconds']} s"
-        )
-    save(models, metrics, config, args.out)
-    print(f"wrote {', '.join(MODELS)} (.safetensors) and runs.json to {args.out}")
+    config, out = _trainer.config_and_out(argv, "nat", __doc__, NatConfig, ASSETS_DIR)
+    _trainer.one_thread()
+    models, metrics = _trainer.train_each(MODELS, lambda name: train(name, config), _describe)
+    save(models, metrics, config, out)
+    print(f"wrote {', '.join(MODELS)} (.safetensors) and runs.json to {out}")
     return 0
 
 
