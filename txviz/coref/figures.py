@@ -12,6 +12,7 @@ from plotly.subplots import make_subplots
 from txviz.core.trace import AttentionTrace
 from txviz.coref.scoring import CrossValidation, coin_flip_band
 from txviz.coref.spans import PairAttention, TokenSpans
+from txviz.figures.attention import weights_heatmap
 from txviz.figures.axes import PAGE_WIDTH, margin, plot_length, token_axis
 from txviz.figures.colors import scale
 from txviz.figures.grids import head_grid
@@ -101,15 +102,11 @@ def pair_heatmaps(
     across, down = plot_length(PAGE_WIDTH, columns=2), plot_length(height, reserved=200)
     for col, (trace, spans) in enumerate(((trace_a, spans_a), (trace_b, spans_b)), start=1):
         weights = trace.head(layer, head)  # [query_pos, key_pos]
-        n_query, n_key = weights.shape
+        n_key = weights.shape[1]
         fig.add_trace(
-            go.Heatmap(
-                z=weights,
-                x=list(range(n_key)),
-                y=list(range(n_query)),
-                zmin=0,
-                zmax=1,
-                colorscale=scale("sequential", presenting),
+            weights_heatmap(
+                weights,
+                presenting,
                 showscale=col == 2,
                 customdata=[
                     [[q, k] for k in plain_all(trace.key_tokens)] for q in plain_all(trace.query_tokens)

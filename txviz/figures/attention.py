@@ -36,6 +36,20 @@ def scale_values(matrix: np.ndarray, log_scale: bool, threshold: float) -> np.nd
     return np.log10(np.clip(shown, LOG_FLOOR, None)) if log_scale else shown
 
 
+def weights_heatmap(weights: np.ndarray, presenting: bool = False, **kwargs) -> go.Heatmap:
+    """Attention weights as a heatmap on the fixed 0-1 scale, rows and columns numbered by position."""
+    n_rows, n_columns = weights.shape
+    return go.Heatmap(
+        z=weights,
+        x=list(range(n_columns)),
+        y=list(range(n_rows)),
+        zmin=0.0,
+        zmax=1.0,
+        colorscale=scale("sequential", presenting),
+        **kwargs,
+    )
+
+
 def above(title: str) -> dict:
     """A figure title at the very top, over a top axis' labels and title (TITLE_ROOM keeps them room)."""
     return {"text": plain(title), "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 10}}

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from txviz.figures.attention import weights_heatmap
 from txviz.figures.axes import PAGE_WIDTH, margin, plot_length, ticks
 from txviz.figures.colors import scale
 from txviz.figures.text import in_template, plain, plain_all
@@ -90,13 +91,9 @@ def newest_attention_all_heads(
     matrix = step.attention[layer].astype(np.float32)  # (H, K)
     n_heads, n_keys = matrix.shape
     figure = go.Figure(
-        go.Heatmap(
-            z=matrix,
-            x=list(range(n_keys)),
-            y=list(range(n_heads)),
-            zmin=0.0,
-            zmax=1.0,
-            colorscale=scale("sequential", presenting),
+        weights_heatmap(
+            matrix,
+            presenting,
             colorbar={"title": "weight"},
             customdata=np.array([plain_all(tokens[:n_keys])] * n_heads, dtype=object),
             hovertemplate="head %{y}, key %{x} %{customdata}: %{z:.4f}<extra></extra>",

@@ -10,8 +10,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from txviz.figures.attention import weights_heatmap
 from txviz.figures.axes import PAGE_WIDTH, margin, plot_length, ticks
-from txviz.figures.colors import scale
 from txviz.figures.text import in_template, plain, plain_all
 
 if TYPE_CHECKING:  # figures need no torch at run time
@@ -49,15 +49,10 @@ def side_by_side_heatmaps(
     query_length = plot_length(height, reserved=200)
     for column, panel in enumerate(panels, start=1):
         weights = np.asarray(panel.weights, dtype=np.float32)
-        n_query, n_key = weights.shape
         figure.add_trace(
-            go.Heatmap(
-                z=weights,
-                x=list(range(n_key)),
-                y=list(range(n_query)),
-                zmin=0.0,
-                zmax=1.0,
-                colorscale=scale("sequential", presenting),
+            weights_heatmap(
+                weights,
+                presenting,
                 showscale=column == len(panels),
                 colorbar={"title": "weight"},
                 customdata=np.array(
