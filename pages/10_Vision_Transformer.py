@@ -15,6 +15,7 @@ ui.page_tabs(
     {
         "This model's attention": views.model_attention,
         "ViT-Base as the books draw it": views.book_patches,
+        "SAGAN and DETR": views.sagan_and_detr,
     },
     key="vit_view",
 )

@@ -5,8 +5,10 @@ import streamlit as st
 from PIL import Image
 
 from txviz.app import sessions, teaching, ui, widgets
-from txviz.vision import book, curves, figures
+from txviz.core.threads import torch_threads
+from txviz.vision import book, curves, detr, figures, sagan
 from txviz.vision import book_figures as book_figs
+from txviz.vision import gan_detr_figures as gd_figures
 from txviz.vision.ablation import ablate_head
 from txviz.vision.ablation_figure import ablation_figure
 from txviz.vision.images import load_image
@@ -295,3 +297,99 @@ def book_patches() -> None:
         ],
         hide_index=True,
     )
+
+
+@ui.shared_resource(spinner="Computing SAGAN's attention over the photograph...")
+def sagan_query(photo: str, row: int, col: int):
+    with torch_threads(1):
+        return sagan.query_view(photo, row, col)
+
+
+@ui.shared_resource(spinner="Matching the object queries...")
+def detr_scene(seed: int, n_digits: int):
+    return detr.scene(seed, n_digits)
+
+
+def sagan_and_detr() -> None:
+    """SAGAN's self-attention over a photograph's feature map, and DETR's Hungarian matching of object queries."""
+    st.markdown(
+        "**SAGAN** (Zhang et al. 2019) puts one self-attention layer among a GAN's convolutions. Three 1x1 "
+        "convolutions give f(x) = W_f x, g(x) = W_g x and h(x) = W_h x at every position of the C x H x W "
+        "feature map; each position j weighs all N = H · W positions i, not only a 3 x 3 window:"
+    )
+    st.latex(
+        r"\beta_{j,i} = \frac{\exp(s_{ij})}{\sum_{i=1}^{N} \exp(s_{ij})},\; s_{ij} = f(x_i)^\top g(x_j),"
+        r"\qquad o_j = W_v \sum_{i=1}^{N} \beta_{j,i}\, h(x_i),\qquad y_j = \gamma\, o_j + x_j"
+    )
+    left, middle, right = st.columns([2, 2, 2])
+    with left:
+        photo = st.radio(
+            "Photograph (scikit-learn's samples)", book.PHOTOS, horizontal=True, key="sagan_photo"
+        )
+    with middle:
+        row = st.slider("Query row", 0, sagan.SIDE - 1, 10, key="sagan_row")
+    with right:
+        col = st.slider("Query column", 0, sagan.SIDE - 1, 20, key="sagan_col")
+    view = sagan_query(photo, row, col)
+    ui.show_figure(gd_figures.sagan_figure(view), key="sagan_figure")
+    st.caption(
+        f"Computed here on the photograph downsampled to {sagan.SIDE} x {sagan.SIDE}: the feature map x is its "
+        f"RGB pixels scaled to [-1, 1] (C = 3). No SAGAN is trained in txviz: W_f, W_g, W_h (3 x 3 each, "
+        f"SAGAN's C/8 would leave nothing of C = 3) and W_v are random, seed {sagan.SEED}, so the score is a "
+        "fixed bilinear form of two colours and the map shows which colours this query favours, wherever they "
+        f"are. The query at (row {row}, column {col}) puts {1 - view.outside_window:.1%} of its weight inside "
+        f"its 3 x 3 window and {view.outside_window:.1%} beyond, where a 3 x 3 convolution cannot see. "
+        "SAGAN starts γ at 0, so the layer begins as the identity (y = x) and learns how much of o to let in."
+    )
+    st.markdown(
+        "**DETR** (Carion et al. 2020) predicts a set: N object queries each give one (class, box), the class "
+        'possibly "no object" (∅). Training matches them one to one to the ground-truth objects by the '
+        "Hungarian algorithm at the least total cost; the queries left over are told ∅. The matching cost of "
+        "query q and object t, with DETR's weights 1, 5 and 2 and boxes (cx, cy, w, h) as fractions of the image:"
+    )
+    st.latex(
+        r"C_{q,t} = -1 \cdot \hat p_q(c_t) + 5\, \lVert b_q - b_t \rVert_1 - 2\, \mathrm{GIoU}(b_q, b_t),"
+        r"\qquad \mathrm{GIoU} = \mathrm{IoU} - \frac{|C \setminus (A \cup B)|}{|C|}"
+    )
+    left, right = st.columns(2)
+    with left:
+        seed = int(st.number_input("Canvas and noise seed", 0, 999, 0, key="detr_seed"))
+    with right:
+        n_digits = st.selectbox("Digits on the canvas", [2, 3, 4], index=1, key="detr_digits")
+    found = detr_scene(seed, n_digits)
+    ui.show_figure(gd_figures.detr_figure(found), key="detr_figure")
+    st.dataframe(matching_rows(found), hide_index=True)
+    st.caption(
+        f"Computed here: the canvas is {n_digits} scikit-learn digits placed by the captioning page's canvas "
+        f"maker (seed {seed}); the ground truth is each digit's 8 x 8 px box. No DETR is trained in txviz: the "
+        f"{detr.QUERIES} predictions are made up from the truth, {n_digits} of them its boxes plus Gaussian noise "
+        f"(σ = {detr.BOX_NOISE} of the image) with the right class favoured, the other {detr.QUERIES - n_digits} "
+        "distractors with random boxes that favour ∅, in shuffled order and with noisy class probabilities. "
+        "scipy's linear_sum_assignment finds the matching, the least total cost over all one-to-one choices "
+        f"({found.total_cost():.2f} here); no query predicts two objects, so DETR needs no non-maximum suppression."
+    )
+
+
+def matching_rows(found) -> list[dict]:
+    """One row per query: what it predicts, the object it is matched to (or none) and the cost's three terms."""
+    costs = found.costs
+    terms = {
+        "-p(class)": costs.class_term,
+        "5 L1": costs.l1_term,
+        "-2 GIoU": costs.giou_term,
+        "cost": costs.total,
+    }
+    rows = []
+    for query, target in enumerate(found.assigned.tolist()):
+        predicted = found.predicted(query)
+        row = {
+            "query": f"q{query}",
+            "predicts": detr.CLASSES[predicted],
+            "p": round(float(found.probs[query, predicted]), 2),
+            "matched to": gd_figures.object_label(found, target) if target >= 0 else "∅: no object",
+        }
+        row.update(
+            {name: round(float(m[query, target]), 2) if target >= 0 else None for name, m in terms.items()}
+        )
+        rows.append(row)
+    return rows
