@@ -78,6 +78,30 @@ def range_picker(label: str, high: int, key: str, default: tuple[int, int], wher
     return int(first), int(last)
 
 
+def linked_slider(
+    label: str, key: str, default: float, step: float, low: float = 0.0, high: float = 1.0, where=st, **kwargs
+) -> float:
+    """A slider over [low, high] (a share by default) whose value comes from a shared link when in range."""
+    value = ui.link_value(key, default, lambda v: low <= v <= high)
+    return where.slider(label, low, high, value, step, key=key, **kwargs)
+
+
+def linked_count(label: str, key: str, default: int = 0, step: int = 1, where=st, **kwargs) -> int:
+    """A number box from 0 up (a seed, a count) whose value comes from a shared link when not negative."""
+    value = ui.link_value(key, default, lambda v: v >= 0)
+    return where.number_input(label, min_value=0, value=value, step=step, key=key, **kwargs)
+
+
+def linked_toggle(label: str, key: str, default: bool = False, where=st, **kwargs) -> bool:
+    """A toggle whose state comes from a shared link, else ``default``."""
+    return where.toggle(label, ui.link_value(key, default), key=key, **kwargs)
+
+
+def linked_radio(label: str, options: Sequence[T], key: str, where=st, **kwargs) -> T:
+    """A horizontal radio whose choice comes from a shared link when it is one of ``options``."""
+    return where.radio(label, options, index=ui.link_index(key, options), horizontal=True, key=key, **kwargs)
+
+
 def steering_sets(
     keys: tuple[str, str], defaults: tuple[str, str], max_chars: int = 4000
 ) -> tuple[list, list]:
@@ -104,14 +128,7 @@ def steering_strength(
     """The layer a steering vector is added after (a third of the way in by default) and its strength."""
     layer_col, strength_col = columns
     layer = index_picker(layer_label, n_layers, keys[0], n_layers // 3, widget, layer_col)
-    strength = strength_col.slider(
-        "Strength",
-        -10.0,
-        10.0,
-        ui.link_value(keys[1], default_strength, lambda v: -10 <= v <= 10),
-        0.5,
-        key=keys[1],
-    )
+    strength = linked_slider("Strength", keys[1], default_strength, 0.5, -10.0, 10.0, strength_col)
     return layer, float(strength)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from txviz.app import teaching, ui
+from txviz.app import teaching, ui, widgets
 from txviz.captioning import figures, store
 from txviz.captioning.canvas import MAX_DIGITS
 from txviz.captioning.evaluate import held_out_canvases
@@ -79,13 +79,7 @@ def choose_canvas() -> Canvas:
             index=ui.link_index("cap_digits", digit_counts, 1),
             key="cap_digits",
         )
-        seed = right.number_input(
-            "Canvas seed",
-            min_value=0,
-            value=ui.link_value("cap_seed", 0, lambda v: v >= 0),
-            step=1,
-            key="cap_seed",
-        )
+        seed = widgets.linked_count("Canvas seed", "cap_seed", where=right)
         with ui.user_errors():
             canvas = random_canvas(x_test, y_test, int(n_digits), int(seed))
         return Canvas(canvas.pixels[0], " ".join(canvas.words(0)))

@@ -77,42 +77,15 @@ def settings(loaded, name: str) -> Settings:
             key="gen_chat",
             help="Instruct models were trained on prompts wrapped as a user turn.",
         ) and has_chat_template(loaded)
-        max_new = st.number_input(
-            "Max new tokens",
-            min_value=0,
-            value=ui.link_value("gen_max", 32, lambda v: v >= 0),
-            step=8,
-            key="gen_max",
-            help=f"1 to {MAX_NEW_TOKENS}",
-        )
+        max_new = widgets.linked_count("Max new tokens", "gen_max", 32, step=8, help=f"1 to {MAX_NEW_TOKENS}")
     with middle:
-        temperature = st.slider(
-            "Temperature (0 = greedy)",
-            0.0,
-            MAX_TEMPERATURE,
-            ui.link_value("gen_temperature", 0.0, lambda v: 0 <= v <= MAX_TEMPERATURE),
-            0.05,
-            key="gen_temperature",
+        temperature = widgets.linked_slider(
+            "Temperature (0 = greedy)", "gen_temperature", 0.0, 0.05, high=MAX_TEMPERATURE
         )
-        seed = st.number_input(
-            "Seed", min_value=0, value=ui.link_value("gen_seed", 0, lambda v: v >= 0), step=1, key="gen_seed"
-        )
+        seed = widgets.linked_count("Seed", "gen_seed")
     with right:
-        top_k = st.number_input(
-            "Top-k (0 = off)",
-            min_value=0,
-            value=ui.link_value("gen_top_k", 0, lambda v: v >= 0),
-            step=1,
-            key="gen_top_k",
-        )
-        top_p = st.slider(
-            "Top-p (1 = off)",
-            0.05,
-            1.0,
-            ui.link_value("gen_top_p", 1.0, lambda v: 0.05 <= v <= 1),
-            0.05,
-            key="gen_top_p",
-        )
+        top_k = widgets.linked_count("Top-k (0 = off)", "gen_top_k")
+        top_p = widgets.linked_slider("Top-p (1 = off)", "gen_top_p", 1.0, 0.05, low=0.05)
     if temperature == 0 and (top_k or top_p < 1):
         st.caption("Temperature 0 is greedy: top-k and top-p change nothing until it is above 0.")
     sampling = SamplingSettings(float(temperature), int(top_k), float(top_p), int(seed))
@@ -123,10 +96,9 @@ def settings(loaded, name: str) -> Settings:
 
 def steering_settings(loaded) -> Steering | None:
     """The steer toggle and, when on, the prompt sets, the layer and the strength."""
-    steer = st.toggle(
+    steer = widgets.linked_toggle(
         "Steer",
-        ui.link_value("gen_steer", False),
-        key="gen_steer",
+        "gen_steer",
         help="Also generate with a steering vector added, and show that text beside the unsteered one.",
     )
     if not steer:

@@ -187,10 +187,10 @@ def attention_vs_attribution(loaded, settings: Settings) -> None:
             max_chars=ui.max_text_chars(2000),
         )
     )
-    skip = st.toggle(
+    skip = widgets.linked_toggle(
         "Leave special tokens ([CLS], [SEP]) and a decoder's first token out of the ranks",
-        ui.link_value("attr_skip", True),
-        key="attr_skip",
+        "attr_skip",
+        True,
         help="They are kept in the integrated-gradients baseline, so they get no attribution; "
         "attention sinks on them.",
     )
@@ -250,14 +250,7 @@ def two_models(loaded, settings: Settings) -> None:
         with column:
             ui.show_figure(figures.depth_profiles(a, b, quantity), key=f"cmp_depth_{quantity}")
     st.subheader("One head of each")
-    rel = st.slider(
-        "Relative depth (0 = first layer, 1 = last)",
-        0.0,
-        1.0,
-        ui.link_value("cmp_rel_depth", 0.5, lambda v: 0 <= v <= 1),
-        0.05,
-        key="cmp_rel_depth",
-    )
+    rel = widgets.linked_slider("Relative depth (0 = first layer, 1 = last)", "cmp_rel_depth", 0.5, 0.05)
 
     text = st.selectbox("Text", settings.texts.texts, key="cmp_text", format_func=lambda t: t[:80])
     left, right = st.columns(2)

@@ -5,7 +5,7 @@ import time
 import numpy as np
 import streamlit as st
 
-from txviz.app import teaching, ui
+from txviz.app import teaching, ui, widgets
 from txviz.generation.sampling import SamplingSettings
 from txviz.imagegpt import data, drawing, figures
 from txviz.vision.images import load_image
@@ -161,9 +161,7 @@ def complete_held_out(loaded) -> None:
         ui.link_value("igpt_heldout", 0, range(len(images))),
         key="igpt_heldout",
     )
-    told = st.toggle(
-        "Tell the model which digit it is", value=ui.link_value("igpt_told", False), key="igpt_told"
-    )
+    told = widgets.linked_toggle("Tell the model which digit it is", "igpt_told")
     settings = sampling_controls("complete")
     image, label = images[number].astype(np.int64), int(labels[number])
     with ui.user_errors():

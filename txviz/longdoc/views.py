@@ -116,11 +116,11 @@ def read(loaded, text: str, max_tokens: int) -> Reading:
         f"{view.tile} x {view.tile}-token tiles, {view.spans.n} sentences and "
         f"{len(view.spans.paragraph_labels)} paragraphs."
     )
-    heads_mean = c3.toggle("Mean over heads", ui.link_value("heads_mean", True), key="heads_mean")
+    heads_mean = widgets.linked_toggle("Mean over heads", "heads_mean", True, where=c3)
     d1, d2, d3 = st.columns(3)
     stat = _linked_radio(d1, "Tiles show", view_model.TILE_STATS, "tile_stat", "mean")
     level = _linked_radio(d2, "Aggregate to", view_model.LEVELS, "level", "sentences")
-    log_scale = d3.toggle("Log colour scale", ui.link_value("log_scale", True), key="log_scale")
+    log_scale = widgets.linked_toggle("Log colour scale", "log_scale", True, where=d3)
     return Reading(text, max_tokens, layer, None if heads_mean else head, view, stat, level, log_scale)
 
 

@@ -108,9 +108,7 @@ def position_similarity(settings: Settings) -> None:
     """How alike two positions are, by their distance."""
     base, encoding = settings.base, settings.encoding
     measures = ["dot product", "cosine"]
-    measure = st.radio(
-        "Measure", measures, index=ui.link_index("measure", measures), horizontal=True, key="measure"
-    )
+    measure = widgets.linked_radio("Measure", measures, "measure")
     similarity = pe.dot_similarity(encoding) if measure == "dot product" else pe.cosine_similarity(encoding)
     cols = st.columns(2)
     with cols[0]:
@@ -178,13 +176,7 @@ def rotary_positions(settings: Settings) -> None:
 def x_plus_p(settings: Settings) -> None:
     """X + P against [X | P], and the embedding lookup as a matrix product."""
     loaded, text = short_text("xp_text")
-    source = st.radio(
-        "Positions P",
-        pe.POSITION_SOURCES,
-        index=ui.link_index("xp_source", pe.POSITION_SOURCES),
-        horizontal=True,
-        key="xp_source",
-    )
+    source = widgets.linked_radio("Positions P", pe.POSITION_SOURCES, "xp_source")
 
     with ui.user_errors():
         tokens, x = pe.token_embeddings(loaded, text)  # (n, 384)

@@ -78,9 +78,7 @@ def on_a_real_model(loaded, settings: Settings) -> None:
         "scoring; txviz does not show those."
     )
     measures = ["entropy", "keys kept"]
-    measure = st.radio(
-        "Per head", measures, index=ui.link_index("measure", measures), horizontal=True, key="measure"
-    )
+    measure = widgets.linked_radio("Per head", measures, "measure")
     values = comparison.entropy() if measure == "entropy" else comparison.kept_fraction()
     labelled = {comparison.labels[n]: v for n, v in values.items()}
     if measure == "entropy":

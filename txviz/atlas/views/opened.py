@@ -25,9 +25,7 @@ def _shipped(corpus_name: str):
 def corpus_choice():
     """The corpus: one an installed package ships, or an upload."""
     names = [*opening.shipped(), UPLOAD]
-    choice = st.radio(
-        "Corpus", names, key="atlas_corpus", index=ui.link_index("atlas_corpus", names), horizontal=True
-    )
+    choice = widgets.linked_radio("Corpus", names, "atlas_corpus")
     if choice != UPLOAD:
         return _shipped(choice)
     file = st.file_uploader(

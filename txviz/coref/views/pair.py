@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import ui, widgets
 from txviz.coref import pairs as coref_pairs
 from txviz.coref.marking import find_marking
 from txviz.coref.pairs import CorefInputError, CorefPair, differing_words, make_pair, split_words
@@ -92,9 +92,7 @@ def choose_pair() -> CorefPair:
     """A minimal pair from the set or one the user writes, shown as two lines of text."""
     pairs = coref_pairs.load_pairs()  # read through the module: tests put a smaller set in its place
     sources = ["From the set", "Write your own"]
-    source = st.radio(
-        "Pair", sources, index=ui.link_index("pair_source", sources), horizontal=True, key="pair_source"
-    )
+    source = widgets.linked_radio("Pair", sources, "pair_source")
     if source == "From the set":
         labels = [f"{i + 1}. {p.label} [{p.kind}]" for i, p in enumerate(pairs)]
         pair = pairs[

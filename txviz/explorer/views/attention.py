@@ -40,24 +40,14 @@ def sidebar() -> Settings:
     """Special tokens, whole words, the colour scale and the threshold, in the sidebar."""
     with st.sidebar:
         st.subheader("View options")
-        hide_special = st.toggle(
+        hide_special = widgets.linked_toggle(
             "Hide special tokens and renormalise",
-            ui.link_value("hide_special", False),
-            key="hide_special",
+            "hide_special",
             help="[CLS], [SEP] and similar often soak up attention (attention sinks).",
         )
-        whole_words = st.toggle(
-            "Whole words (merge sub-word pieces)", ui.link_value("whole_words", False), key="whole_words"
-        )
-        log_scale = st.toggle("Log colour scale", ui.link_value("log_scale", False), key="log_scale")
-        threshold = st.slider(
-            "Hide weights below",
-            0.0,
-            0.5,
-            ui.link_value("threshold", 0.0, lambda v: 0 <= v <= 0.5),
-            0.01,
-            key="threshold",
-        )
+        whole_words = widgets.linked_toggle("Whole words (merge sub-word pieces)", "whole_words")
+        log_scale = widgets.linked_toggle("Log colour scale", "log_scale")
+        threshold = widgets.linked_slider("Hide weights below", "threshold", 0.0, 0.01, high=0.5)
     return Settings(hide_special, whole_words, log_scale, threshold)
 
 
@@ -131,9 +121,7 @@ def token_focus(shown: Shown) -> None:
             key="focus_token",
         )
     )
-    mean_heads = st.toggle(
-        "Mean over heads instead of the chosen head", ui.link_value("focus_mean", False), key="focus_mean"
-    )
+    mean_heads = widgets.linked_toggle("Mean over heads instead of the chosen head", "focus_mean")
 
     matrix = explorer.aggregated(trace, "mean over heads")[layer] if mean_heads else trace.head(layer, head)
     ui.show_figure(figures.token_focus_arcs(matrix, trace.query_tokens, token))

@@ -62,16 +62,17 @@ def controls(name: str, loaded) -> Settings:
         index=figures.COLOR_BY.index(ui.link_value("qk_color", "query / key", figures.COLOR_BY)),
     )
     left, right = st.columns(2)
-    translate = left.toggle(
+    translate = widgets.linked_toggle(
         "Key translation and norm balance (AttentionViz)",
-        ui.link_value("qk_translate", True),
-        key="qk_translate",
+        "qk_translate",
+        True,
+        where=left,
         help="Off: raw queries and keys, which often sit in two separate clouds.",
     )
-    skip_first = right.toggle(
+    skip_first = widgets.linked_toggle(
         "Leave out each text's first token",
-        ui.link_value("qk_skip_first", False),
-        key="qk_skip_first",
+        "qk_skip_first",
+        where=right,
         help="The first token is often an attention sink whose key lies far from every other point.",
     )
     return Settings(name, tuple(traces), layer, head, method, color_by, translate, skip_first)

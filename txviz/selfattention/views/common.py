@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import ui, widgets
 from txviz.selfattention import figures as figs
 from txviz.selfattention import prince
 from txviz.selfattention import toy as ta
@@ -36,9 +36,7 @@ def sidebar() -> ToySettings:
     """The sidebar's toy input; the book's preset replaces its size and seed."""
     with st.sidebar:
         st.subheader("Toy input")
-        book = st.toggle(
-            "Prince's Fig. 12.1 (first tab)", value=ui.link_value("fig_12_1", False), key="fig_12_1"
-        )
+        book = widgets.linked_toggle("Prince's Fig. 12.1 (first tab)", "fig_12_1")
         n_tokens = st.slider(
             "N tokens", 1, 8, ui.link_value("n_tokens", 3, range(1, 9)), key="n_tokens", disabled=book
         )
@@ -48,7 +46,7 @@ def sidebar() -> ToySettings:
         seed = st.number_input(
             "Seed", 0, 10_000, ui.link_value("seed", 0, range(10_001)), key="seed", disabled=book
         )
-        scaled = st.toggle("Divide scores by √d", value=ui.link_value("scaled", True), key="scaled")
+        scaled = widgets.linked_toggle("Divide scores by √d", "scaled", True)
     book_x = book_head = None
     if book:  # the book's own numbers: three tokens, weights solved for its attention
         book_x, book_head = prince.figure_12_1(scaled)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from txviz.app import ui
+from txviz.app import ui, widgets
 from txviz.why import cost, table
 from txviz.why import figures as figs
 from txviz.why.views import COLUMNS, Sizes
@@ -63,9 +63,7 @@ def show_cost(sizes: Sizes) -> None:
         return
     d, k, by_n = measured.d, sizes.k, measured.by_n
     metrics = ["FLOPs (counted)", "wall time"]
-    metric = st.radio(
-        "Measure", metrics, index=ui.link_index("metric", metrics), horizontal=True, key="metric"
-    )
+    metric = widgets.linked_radio("Measure", metrics, "metric")
 
     key = "flops" if metric.startswith("FLOPs") else "seconds"
     left, right = st.columns(2)
