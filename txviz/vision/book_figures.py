@@ -9,7 +9,7 @@ from plotly.subplots import make_subplots
 
 from txviz.figures.axes import margin, ticks
 from txviz.vision.book import Embedded
-from txviz.vision.figures import patch_grid_figure
+from txviz.vision.figures import outline_patch, patch_grid_figure
 
 CHANNELS = (("R", "#d62728"), ("G", "#2ca02c"), ("B", "#1f77b4"))
 
@@ -18,15 +18,7 @@ def cut_figure(embedded: Embedded, chosen: int) -> go.Figure:
     """The 224 px photo with its 14 x 14 grid of 16 px patches and the chosen patch outlined."""
     grid = embedded.grid
     fig = patch_grid_figure(embedded.image, grid, label_patches=False)
-    row, col = grid.position(chosen)
-    fig.add_shape(
-        type="rect",
-        x0=col * grid.patch_width - 0.5,
-        x1=(col + 1) * grid.patch_width - 0.5,
-        y0=row * grid.patch_height - 0.5,
-        y1=(row + 1) * grid.patch_height - 0.5,
-        line={"color": "yellow", "width": 3},
-    )
+    outline_patch(fig, grid, chosen, "yellow")
     fig.update_layout(
         title=f"{grid.image_height} x {grid.image_width} px: {grid.rows} x {grid.cols} = {grid.n_patches} "
         f"patches of {grid.patch_height} x {grid.patch_width} px; patch {chosen} outlined"

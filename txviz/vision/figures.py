@@ -189,15 +189,7 @@ def attention_overlay_figure(
         )
     )
     if marked_patch is not None:
-        row, col = grid.position(marked_patch)
-        fig.add_shape(
-            type="rect",
-            x0=col * grid.patch_width - 0.5,
-            x1=(col + 1) * grid.patch_width - 0.5,
-            y0=row * grid.patch_height - 0.5,
-            y1=(row + 1) * grid.patch_height - 0.5,
-            line=dict(color="cyan", width=3),
-        )
+        outline_patch(fig, grid, marked_patch, "cyan")
     return _image_layout(fig, title)
 
 
@@ -308,3 +300,16 @@ def learning_curves_figure(curves: Curves) -> go.Figure:
         legend={"orientation": "h", "y": -0.25},
     )
     return fig
+
+
+def outline_patch(fig: go.Figure, grid, patch: int, colour: str) -> None:
+    """A rectangle around one patch of the grid, in the image's pixel coordinates."""
+    row, col = grid.position(patch)
+    fig.add_shape(
+        type="rect",
+        x0=col * grid.patch_width - 0.5,
+        x1=(col + 1) * grid.patch_width - 0.5,
+        y0=row * grid.patch_height - 0.5,
+        y1=(row + 1) * grid.patch_height - 0.5,
+        line={"color": colour, "width": 3},
+    )

@@ -101,6 +101,16 @@ def _outline(box: np.ndarray, size: int) -> tuple[list[float], list[float]]:
     return [x0, x1, x1, x0, x0], [y0, y0, y1, y1, y0]
 
 
+def _box_trace(fig, xs, ys, label: str, line: dict, group: str, name: str, first: bool) -> None:
+    """One box's outline on the image (left panel), its label on hover, in the legend once per group."""
+    fig.add_trace(
+        go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="text", text=plain(label), line=line, legendgroup=group,
+                   name=name, showlegend=first),
+        1,
+        1,
+    )  # fmt: skip
+
+
 def query_label(found: Scene, query: int) -> str:
     """A query as the axis names it: its number and the class it predicts, with that probability."""
     predicted = found.predicted(query)
@@ -139,43 +149,19 @@ def detr_figure(found: Scene) -> go.Figure:
     )
     for index, box in enumerate(found.targets):
         xs, ys = _outline(box, size)
-        fig.add_trace(
-            go.Scatter(
-                x=xs,
-                y=ys,
-                mode="lines",
-                line={"color": TRUTH_COLOUR, "width": 3},
-                legendgroup="truth",
-                name="ground truth",
-                showlegend=index == 0,
-                hoverinfo="text",
-                text=plain(object_label(found, index)),
-            ),
-            1,
-            1,
-        )
+        line = {"color": TRUTH_COLOUR, "width": 3}
+        _box_trace(fig, xs, ys, object_label(found, index), line, "truth", "ground truth", index == 0)
     for query, box in enumerate(found.boxes):
         matched = found.assigned[query] >= 0
         xs, ys = _outline(box, size)
-        fig.add_trace(
-            go.Scatter(
-                x=xs,
-                y=ys,
-                mode="lines",
-                hoverinfo="text",
-                text=plain(query_label(found, query)),
-                line={
-                    "color": MATCHED_COLOUR if matched else UNMATCHED_COLOUR,
-                    "width": 2,
-                    "dash": "dash" if matched else "dot",
-                },
-                legendgroup="matched" if matched else "unmatched",
-                name="matched query" if matched else "query: no object",
-                showlegend=bool(query == np.flatnonzero((found.assigned >= 0) == matched)[0]),
-            ),
-            1,
-            1,
-        )
+        line = {
+            "color": MATCHED_COLOUR if matched else UNMATCHED_COLOUR,
+            "width": 2,
+            "dash": "dash" if matched else "dot",
+        }
+        first = bool(query == np.flatnonzero((found.assigned >= 0) == matched)[0])
+        group, name = ("matched", "matched query") if matched else ("unmatched", "query: no object")
+        _box_trace(fig, xs, ys, query_label(found, query), line, group, name, first)
         centre = box[:2] * size - 0.5
         fig.add_trace(
             go.Scatter(  # the name at the box's top left corner, clear of the link from its centre
