@@ -182,7 +182,7 @@ def _interventions(loaded):
     from txviz.interventions import ablation, metrics, patching, steering
 
     metric = metrics.make_metric(loaded, "logit_difference", " park", " house")
-    component = ablation.Component("head", 0, 0)
+    component = ablation.Component("head_out", 0, 0)
     found = steering.direction(loaded, ["I love it", "I like it"], ["I hate it", "I fear it"], 1)
     clean, corrupt = patching.paired_ids(loaded, SHORT, "The dog sat on the")
     return {

@@ -211,7 +211,7 @@ def check_family(model_type: str) -> str:
         try:
             edited = run(
                 ours,
-                CaptureSettings(interventions=[Ablate("head", layer, head=HEAD)]),
+                CaptureSettings(interventions=[Ablate("head_out", layer, head=HEAD)]),
                 ("logits",),
                 input_ids=IDS,
             ).logits
@@ -268,7 +268,7 @@ def test_sweep_and_patching_ask_only_for_what_they_place(tmp_path):
     text, corrupt = "the cat sat on the mat and the", "the dog sat on the mat and the"
     metric = metrics.make_metric(loaded, "logit", "dog")
     swept = ablation.sweep(loaded, text, metric, batch_size=4)
-    assert np.isnan(swept.mlp).all() and "feed-forward network" in swept.notice and "phi" in swept.notice
+    assert np.isnan(swept.ffn).all() and "feed-forward network" in swept.notice and "phi" in swept.notice
     ids = torch.tensor([loaded.tokenizer(text)["input_ids"]])
     projection, _ = _output_projection(model, LAYER)
 
@@ -294,12 +294,12 @@ def test_sweep_and_patching_ask_only_for_what_they_place(tmp_path):
     assert np.ptp(hand) > 1e-3, "the heads' ablations are alike: the comparison proves nothing"
 
     mean = ablation.sweep(loaded, text, metric, "mean", corrupt, batch_size=4)  # records heads only
-    assert np.isfinite(mean.heads).all() and np.isnan(mean.mlp).all()
+    assert np.isfinite(mean.heads).all() and np.isnan(mean.ffn).all()
     with pytest.raises(UserError, match="feed-forward network"):
-        ablation.ablate(loaded, text, metric, [ablation.Component("mlp", 0)])
+        ablation.ablate(loaded, text, metric, [ablation.Component("ffn", 0)])
 
     patched = patching.patch(loaded, text, corrupt, metric, batch_size=8)
-    assert np.isnan(patched.mlp).all() and np.isnan(patched.estimate.mlp).all()
+    assert np.isnan(patched.ffn).all() and np.isnan(patched.estimate.ffn).all()
     assert "feed-forward network" in patched.notice
     assert np.isfinite(patched.heads).all() and np.isfinite(patched.residual).all()
     np.testing.assert_allclose(patched.residual[0, :1], 0, atol=1e-5)  # the first token is the same in both
@@ -317,10 +317,10 @@ def test_a_hybrid_has_its_heads_placed_in_the_blocks_that_call_attention():
     by_class = tuple(i for i, b in enumerate(blocks) if type(b.mixer).__name__.endswith("Attention"))
     layout = layout_of(ours)
     assert layout.attention_layers == by_class and 0 < len(by_class) < len(blocks)
-    assert layout.unplaced("head") == "" and "feed-forward network" in layout.unplaced("ffn")
+    assert layout.unplaced("head_out") == "" and "feed-forward network" in layout.unplaced("ffn")
     other = next(i for i in range(len(blocks)) if i not in by_class)
     with pytest.raises(InterventionError, match=f"Block {other} of this nemotron_h model does not call"):
-        run(ours, CaptureSettings(interventions=[Ablate("head", other, head=0)]), input_ids=IDS)
+        run(ours, CaptureSettings(interventions=[Ablate("head_out", other, head=0)]), input_ids=IDS)
 
 
 def test_a_hybrids_sweep_ablates_the_heads_of_its_attention_blocks(tmp_path):
@@ -340,7 +340,7 @@ def test_a_hybrids_sweep_ablates_the_heads_of_its_attention_blocks(tmp_path):
     blocks = model.model.layers
     with_heads = [i for i, b in enumerate(blocks) if type(b.mixer).__name__.endswith("Attention")]
     assert f"Only blocks {', '.join(map(str, with_heads))} call the attention function" in swept.notice
-    assert np.isnan(swept.mlp).all()
+    assert np.isnan(swept.ffn).all()
     ids = torch.tensor([loaded.tokenizer(text)["input_ids"]])
     with torch.no_grad():
         base = float(metric(model(input_ids=ids).logits[:, -1])[0])

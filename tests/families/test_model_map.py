@@ -54,7 +54,9 @@ def test_head_ablation_equals_zeroing_its_slice_by_hand(name):
     ours, eager = _pair(name)
     width = ours.config.hidden_size // ours.config.num_attention_heads
     width = getattr(ours.config, "head_dim", None) or width
-    edited = run(ours, CaptureSettings(interventions=[Ablate("head", 1, head=2)]), ("logits",), input_ids=IDS)
+    edited = run(
+        ours, CaptureSettings(interventions=[Ablate("head_out", 1, head=2)]), ("logits",), input_ids=IDS
+    )
     plain = run(ours, outputs=("logits",), input_ids=IDS)
     expected = _by_hand(eager, _o_path(ours), 1, 2, width)
     torch.testing.assert_close(edited.logits, expected, atol=TOL, rtol=0)
@@ -72,7 +74,7 @@ def test_head_patch_equals_writing_its_slice_by_hand(name):
         getattr(ours.config, "head_dim", None) or ours.config.hidden_size // ours.config.num_attention_heads
     )
     value = torch.randn(width, generator=torch.Generator().manual_seed(1))
-    settings = CaptureSettings(interventions=[Patch("head", 0, head=3, value=value)])
+    settings = CaptureSettings(interventions=[Patch("head_out", 0, head=3, value=value)])
     edited = run(ours, settings, ("logits",), input_ids=IDS)
     torch.testing.assert_close(
         edited.logits, _by_hand(eager, _o_path(ours), 0, 3, width, value), atol=TOL, rtol=0
@@ -86,7 +88,9 @@ def test_a_model_with_no_record_has_its_heads_discovered(monkeypatch):
     layout = layout_of(ours)
     assert (layout.record, layout.attention, layout.family) == (None, "self_attn", "generic")
     assert layout.attention_name("decoder", 1) == "model.layers.1.self_attn"
-    edited = run(ours, CaptureSettings(interventions=[Ablate("head", 1, head=0)]), ("logits",), input_ids=IDS)
+    edited = run(
+        ours, CaptureSettings(interventions=[Ablate("head_out", 1, head=0)]), ("logits",), input_ids=IDS
+    )
     expected = _by_hand(eager, "model.layers.{layer}.self_attn.o_proj", 1, 0, ours.config.head_dim)
     torch.testing.assert_close(edited.logits, expected, atol=TOL, rtol=0)
     with pytest.raises(UnknownLayoutError, match="feed-forward network adds"):
@@ -121,7 +125,7 @@ def test_every_record_places_its_family():
 def test_a_layer_out_of_range_is_refused():
     ours, _ = _pair("OPT")
     with pytest.raises(InterventionError, match="layers 0 to 1"):
-        run(ours, CaptureSettings(interventions=[Ablate("head", 2, head=0)]), input_ids=IDS)
+        run(ours, CaptureSettings(interventions=[Ablate("head_out", 2, head=0)]), input_ids=IDS)
 
 
 @pytest.mark.parametrize("name", ("T5", "Marian", "OPT", "Gemma 2"))

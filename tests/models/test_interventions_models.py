@@ -38,7 +38,7 @@ def test_patch_writes_exact_and_estimated_grids(folder, tmp_path, capsys):
     data = np.load(out)
     n = len(data["tokens"])
     assert data["residual"].shape == data["residual_attribution"].shape == (3, n)
-    assert data["heads"].shape == data["heads_attribution"].shape == (2, 4) and data["mlp"].shape == (2,)
+    assert data["heads"].shape == data["heads_attribution"].shape == (2, 4) and data["ffn"].shape == (2,)
     assert data["residual"][-1, -1] == pytest.approx(1.0, abs=1e-4)  # the whole last stream is the clean one
     loaded = models.load(folder, "cpu")
     api = patching.patch(
@@ -57,7 +57,7 @@ def test_patch_refuses_prompts_of_different_lengths_and_encoders(folder, tmp_pat
 
 
 @pytest.mark.parametrize("mode", ["zero", "mean"])
-def test_ablate_writes_every_head_and_mlp(folder, tmp_path, capsys, mode):
+def test_ablate_writes_every_head_and_ffn(folder, tmp_path, capsys, mode):
     out = tmp_path / "ablate.npz"
     argv = ["ablate", "--model", folder, "--text", CLEAN, "--answer", " Mary Ann", "--out", str(out)]
     assert main([*argv, "--mode", mode, "--reference", CORRUPT]) == 0
@@ -65,8 +65,8 @@ def test_ablate_writes_every_head_and_mlp(folder, tmp_path, capsys, mode):
     data = np.load(out)
     loaded = models.load(folder, "cpu")
     metric = metrics.make_metric(loaded, "log_probability", " Mary")
-    alone = ablation.ablate(loaded, CLEAN, metric, [ablation.Component("head", 1, 2)], mode, CORRUPT)
-    assert data["heads"].shape == (2, 4) and data["mlp"].shape == (2,)
+    alone = ablation.ablate(loaded, CLEAN, metric, [ablation.Component("head_out", 1, 2)], mode, CORRUPT)
+    assert data["heads"].shape == (2, 4) and data["ffn"].shape == (2,)
     assert data["heads"][1, 2] == pytest.approx(alone.change, abs=1e-5)
 
 
@@ -82,7 +82,7 @@ def run_script(script: str, tmp_path) -> dict:
 def test_an_exported_ablation_reproduces_its_numbers_on_smollm2(smollm2, tmp_path):
     metric = metrics.make_metric(smollm2, "logit_difference", " Mary", " John")
     parts, edges = (
-        [ablation.Component("head", 3, 4), ablation.Component("mlp", 0)],
+        [ablation.Component("head_out", 3, 4), ablation.Component("ffn", 0)],
         [ablation.Edge(10, 1, (5,))],
     )
     result = ablation.ablate(smollm2, CLEAN, metric, parts, "zero", "", edges)

@@ -55,11 +55,11 @@ def exact(loaded: LoadedModel, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     """One window's exact weights [L, H, T, T] and head outputs through W_O, norms [L, H, T]."""
     result = run(
         loaded.model,
-        CaptureSettings(record=frozenset({"weights", "heads"})),
+        CaptureSettings(record=frozenset({"weights", "head_out"})),
         input_ids=torch.as_tensor(np.asarray(ids)[None]),
     )
     weights = result.stack("weights").astype(np.float64)
-    heads = result.stack("heads")  # [L, H, T, D]
+    heads = result.stack("head_out")  # [L, H, T, D]
     layout = cached_layout(loaded.model)
     if layout.record is None:  # the map cannot place W_O: the norm before the projection
         return weights, np.linalg.norm(heads, axis=-1)

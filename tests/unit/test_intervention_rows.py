@@ -17,13 +17,13 @@ def logits(model, interventions=(), ids=IDS):
 
 def test_each_row_gets_only_its_own_intervention():
     model = tiny_model("llama", 50, hidden_size=16, intermediate_size=32, max_position_embeddings=64)
-    head = Ablate("head", layer=0, head=1)
+    head = Ablate("head_out", layer=0, head=1)
     patch_value = torch.randn(6, 16)
     ffn = Patch("ffn", layer=1, positions=[2], value=patch_value)
     batched = logits(
         model,
         (
-            Ablate("head", layer=0, head=1, rows=[1]),
+            Ablate("head_out", layer=0, head=1, rows=[1]),
             Patch("ffn", layer=1, positions=[2], value=patch_value, rows=[2]),
         ),
         IDS.repeat(3, 1),

@@ -78,7 +78,7 @@ def test_bad_metrics_and_models_are_refused(tiny):
 
 
 def test_ablating_a_head_equals_zeroing_its_slice_of_the_output_projection_input(tiny, metric):
-    result = ablation.ablate(tiny, CLEAN, metric, [Component("head", 1, 2)])
+    result = ablation.ablate(tiny, CLEAN, metric, [Component("head_out", 1, 2)])
     o_proj = tiny.model.model.layers[1].self_attn.o_proj
     width = o_proj.in_features // tiny.n_heads
 
@@ -109,7 +109,7 @@ def test_a_batched_sweep_equals_each_ablation_alone(tiny, metric, mode):
     ]
     n = tiny.n_layers * tiny.n_heads
     np.testing.assert_allclose(swept.heads.ravel(), alone[:n], atol=1e-5)
-    np.testing.assert_allclose(swept.mlp, alone[n:], atol=1e-5)
+    np.testing.assert_allclose(swept.ffn, alone[n:], atol=1e-5)
     assert np.abs(swept.heads).max() > 1e-5
 
 
@@ -117,10 +117,10 @@ def test_mean_ablation_sets_the_head_to_its_mean_over_the_reference(tiny, metric
     reference = "the dog sat on the mat"
     ref = ablation.reference_run(tiny, "mean", reference)
     mean = ref.head_output(0, 1)[0].mean(0)
-    value = ablation.replacement(Component("head", 0, 1), "mean", ref, 5)
+    value = ablation.replacement(Component("head_out", 0, 1), "mean", ref, 5)
     torch.testing.assert_close(value, mean)
     with pytest.raises(UserError, match="at least"):
-        ablation.replacement(Component("head", 0, 1), "resample", ref, 50)
+        ablation.replacement(Component("head_out", 0, 1), "resample", ref, 50)
 
 
 def test_an_edge_knockout_changes_attention_of_its_layer_only(tiny, metric):
@@ -135,7 +135,7 @@ def test_patching_clean_into_clean_changes_nothing(tiny, metric):
     ids = tiny.tokenizer(CLEAN)["input_ids"]
     acts = patching.activations(tiny, ids, ids, metric)
     jobs = patching.patch_jobs(acts, tiny.n_layers, tiny.n_heads, len(ids))
-    every = jobs["residual"] + jobs["heads"] + jobs["mlp"]
+    every = jobs["residual"] + jobs["heads"] + jobs["ffn"]
     values = ablation.batched_metrics(tiny, ids, metric, every, 7)
     np.testing.assert_allclose(values, acts.clean_value, atol=1e-5)
 
@@ -196,8 +196,8 @@ def test_steering_every_head_at_once_equals_steering_each_head(tiny):
     ids = torch.tensor([tiny.tokenizer(CLEAN)["input_ids"]])
     vector = torch.randn(ids.shape[1], tiny.n_heads, tiny.config.hidden_size // tiny.n_heads)
     logits = lambda edits: runs.forward(tiny, ids, edits).logits  # noqa: E731
-    each = [Steer("head", 1, h, vector=vector[:, h]) for h in range(tiny.n_heads)]
-    torch.testing.assert_close(logits([Steer("heads", 1, vector=vector)]), logits(each))
+    each = [Steer("head_out", 1, h, vector=vector[:, h]) for h in range(tiny.n_heads)]
+    torch.testing.assert_close(logits([Steer("head_out", 1, vector=vector)]), logits(each))
     assert not torch.allclose(logits([]), logits(each))
 
 
@@ -209,8 +209,8 @@ def test_the_two_row_pass_gives_each_run_alone_and_the_corrupted_gradients(tiny,
     # The corrupted run alone, one zero vector per head: what the two-row pass must reproduce.
     width = tiny.config.hidden_size // tiny.n_heads
     vectors = [torch.zeros(len(corrupt), width, requires_grad=True) for _ in range(tiny.n_heads)]
-    steers = [Steer("head", 1, h, vector=v) for h, v in enumerate(vectors)]
-    alone = runs.forward(tiny, torch.tensor([corrupt]), steers, frozenset({"heads"}), grad=True)
+    steers = [Steer("head_out", 1, h, vector=v) for h, v in enumerate(vectors)]
+    alone = runs.forward(tiny, torch.tensor([corrupt]), steers, frozenset({"head_out"}), grad=True)
     grads = torch.autograd.grad(metric(alone.logits[:, -1])[0], vectors)
     np.testing.assert_allclose(acts.head_grad[1], torch.stack(grads).numpy(), atol=1e-5)
     np.testing.assert_allclose(acts.heads[1][1], alone.head_output(1)[0].detach().numpy(), atol=1e-5)
@@ -263,7 +263,7 @@ def test_steering_with_strength_zero_is_the_plain_run_and_the_direction_is_a_mea
 
 
 def test_concurrent_sessions_never_see_each_others_interventions(tiny, metric):
-    targets = [Component("head", 0, 1), Component("head", 1, 3), Component("mlp", 0)]
+    targets = [Component("head_out", 0, 1), Component("head_out", 1, 3), Component("ffn", 0)]
     expected = [ablation.ablate(tiny, CLEAN, metric, [c]).after for c in targets]
     got: dict[int, list[float]] = {i: [] for i in range(len(targets))}
 
@@ -328,3 +328,14 @@ def test_steer_tells_its_progress_with_the_time_left_and_matches_its_parts(tiny)
     assert "estimating the time left" in told[0][1]
     assert all(text.endswith(" left") and " of 15" in text for _, text in told[1:])
     assert len(told) >= 1 + len(positive) + len(negative) + 1  # the passes, then at least one token
+
+
+def test_scripts_exported_with_the_old_component_kinds_still_run(tiny, metric):
+    assert Component("head", 1, 2) == Component("head_out", 1, 2) and Component("mlp", 0).kind == "ffn"
+    old = ablation.ablate(tiny, CLEAN, metric, [Component("head", 1, 2), Component("mlp", 0)])
+    new = ablation.ablate(tiny, CLEAN, metric, [Component("head_out", 1, 2), Component("ffn", 0)])
+    assert old.after == new.after
+    swept = ablation.SweepResult((), metric, "zero", 0.0, np.zeros((1, 1)), np.ones(1), 0.0)
+    assert swept.mlp is swept.ffn  # an exported sweep script prints result.mlp
+    with pytest.raises(UserError, match="head_out"):
+        Component("neuron", 0)

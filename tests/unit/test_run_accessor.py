@@ -12,7 +12,7 @@ from txviz.core.running import NotRecorded, run
 
 IDS = torch.tensor([[1, 5, 7, 9, 3, 11]])
 EVERYTHING = CaptureSettings(
-    record={"weights", "queries", "keys", "values", "heads"},
+    record={"weights", "queries", "keys", "values", "head_out"},
     stages={"attn", "ffn", "resid", "embed", "final_norm"},
 )
 
@@ -31,9 +31,11 @@ def test_attention_items_by_layer_and_head_equal_the_records_and_the_model():
     for layer in range(2):
         torch.testing.assert_close(got["weights", layer], eager.attentions[layer].float(), atol=1e-5, rtol=0)
         torch.testing.assert_close(got["weights", "decoder", layer], got["weights", layer])
-    heads = got.attention["decoder.1.attn"][-1].heads
+    heads = got.attention["decoder.1.attn"][-1].head_out
     torch.testing.assert_close(got["head_out", 1, 3], heads[:, 3])
     assert got["head_out", 1].shape == (1, 4, 6, 4)
+    with pytest.raises(ValueError, match="head_out"):  # one spelling of the place: not "heads"
+        CaptureSettings(record={"heads"})
 
 
 def test_values_are_the_value_projection_of_the_normed_stream_by_hand():

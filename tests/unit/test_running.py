@@ -109,12 +109,12 @@ def test_ablating_a_head_equals_zeroing_its_slice_of_the_output_projection_input
         return x
 
     expected, _ = _o_proj_input(model, family, 1, zero_head_2)
-    got = logits(model, CaptureSettings(record=record, interventions=[Ablate("head", 1, head=2)]))
+    got = logits(model, CaptureSettings(record=record, interventions=[Ablate("head_out", 1, head=2)]))
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
     assert not torch.allclose(got, logits(model), atol=1e-4)
     # the recorded heads are that input, head by head
     plain, o_input = _o_proj_input(model, family, 0)
-    heads = run(model, CaptureSettings(record={"heads"}), input_ids=IDS).head_output(0)  # (B, H, T, D)
+    heads = run(model, CaptureSettings(record={"head_out"}), input_ids=IDS).head_output(0)  # (B, H, T, D)
     torch.testing.assert_close(heads.transpose(1, 2).reshape(1, 6, 16), o_input, atol=1e-6, rtol=1e-6)
 
 
@@ -126,7 +126,7 @@ def test_ablating_a_head_at_chosen_positions_only():
         return x
 
     expected, _ = _o_proj_input(model, "llama", 0, zero_head_1_at_3)
-    got = logits(model, CaptureSettings(interventions=[Ablate("head", 0, head=1, positions=[3])]))
+    got = logits(model, CaptureSettings(interventions=[Ablate("head_out", 0, head=1, positions=[3])]))
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(got[:, :3], logits(model)[:, :3])  # causal: earlier tokens unchanged
 
@@ -135,12 +135,12 @@ def test_patching_clean_into_clean_changes_nothing():
     model = tiny_llama()
     clean = run(
         model,
-        CaptureSettings(record={"heads"}, stages={"ffn", "resid", "attn", "embed"}),
+        CaptureSettings(record={"head_out"}, stages={"ffn", "resid", "attn", "embed"}),
         ("logits",),
         input_ids=IDS,
     )
     patches = [
-        Patch("head", 0, head=3, value=clean.head_output(0, 3)),
+        Patch("head_out", 0, head=3, value=clean.head_output(0, 3)),
         Patch("ffn", 1, value=clean.stage_output("ffn", 1)),
         Patch("attn", 0, value=clean.stage_output("attn", 0)),
         Patch("resid", 0, value=clean.stage_output("resid", 0), positions=[1, 4]),
@@ -158,9 +158,9 @@ def test_patching_the_whole_residual_stream_from_the_clean_run_gives_the_clean_l
     patch = Patch("resid", layer, value=clean.stage_output("resid", layer))
     torch.testing.assert_close(logits(model, CaptureSettings(interventions=[patch]), OTHER), clean.logits)
     # a head patched from the other run moves the logits toward it, and only from its layer on
-    other = run(model, CaptureSettings(record={"heads"}), input_ids=OTHER)
+    other = run(model, CaptureSettings(record={"head_out"}), input_ids=OTHER)
     partly = logits(
-        model, CaptureSettings(interventions=[Patch("head", 1, head=0, value=other.head_output(1, 0))])
+        model, CaptureSettings(interventions=[Patch("head_out", 1, head=0, value=other.head_output(1, 0))])
     )
     assert not torch.allclose(partly, clean.logits, atol=1e-4)
 
@@ -223,17 +223,19 @@ def logits_of_encoder(model, settings):
 def test_mistakes_are_refused_with_a_message():
     model = tiny_llama()
     with pytest.raises(InterventionError, match="no head 7"):
-        logits(model, CaptureSettings(interventions=[Ablate("head", 0, head=7)]))
+        logits(model, CaptureSettings(interventions=[Ablate("head_out", 0, head=7)]))
     with pytest.raises(InterventionError, match="no layer 5"):
         logits(model, CaptureSettings(interventions=[Ablate("ffn", 5)]))
     with pytest.raises(InterventionError, match="outside"):
         logits(model, CaptureSettings(interventions=[Ablate("resid", 0, positions=[9])]))
     with pytest.raises(InterventionError, match="shape"):
         logits(model, CaptureSettings(interventions=[Patch("resid", 0, value=torch.zeros(3, 16))]))
-    with pytest.raises(InterventionError, match="Give a head"):
+    with pytest.raises(InterventionError, match="head_out. only"):
         Ablate("ffn", 0, head=1)
     with pytest.raises(InterventionError, match="Cannot change"):
         Ablate("neuron", 0)
+    with pytest.raises(InterventionError, match="Cannot change"):  # one spelling: "head_out"
+        Ablate("head", 0, head=1)
     with pytest.raises(ValueError, match="Cannot record the stage"):
         CaptureSettings(stages={"mlp_in"})
 
@@ -241,7 +243,7 @@ def test_mistakes_are_refused_with_a_message():
 def test_concurrent_runs_with_different_interventions_each_get_their_own_result():
     model = tiny_llama()
     settings = {
-        "head": CaptureSettings(interventions=[Ablate("head", 1, head=0)]),
+        "head": CaptureSettings(interventions=[Ablate("head_out", 1, head=0)]),
         "steer": CaptureSettings(interventions=[Steer("resid", 0, vector=torch.ones(16), strength=3.0)]),
         "plain": CaptureSettings(record={"weights"}),
     }

@@ -216,7 +216,7 @@ def build(
         feats, rows = features(loaded.tokenizer, ids, loaded.is_causal)
         fold = Fold(feats.to(loaded.device), rows.float().to(loaded.device), min(settings.sink, n - 1))
         capture = CaptureSettings(
-            record=frozenset({"heads"}),
+            record=frozenset({"head_out"}),
             reduction=Reduction(fold, chunk=n, modules=None if names is None else frozenset(names)),
         )
         outputs = ("last_logits",) if loaded.kind == "decoder" else ()

@@ -49,7 +49,7 @@ class Scan:
         key = torch.where(seen, key, -1)
         flat = lambda x: x.transpose(1, 2).reshape(x.shape[0], x.shape[2], -1)  # noqa: E731  (L, H, B*T)
         key = flat(key.to(torch.int32))
-        norms = torch.stack([self._norm(r.heads, i) for i, r in enumerate(records)]).cpu()
+        norms = torch.stack([self._norm(r.head_out, i) for i, r in enumerate(records)]).cpu()
         norms = torch.where(seen, norms, -torch.inf)  # a sink's own row: the same output in every window
         self.running["attention"].add(flat(best), place, key)
         self.running["output"].add(flat(norms), place, key)  # the same keys: stored once

@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [int(r) for r in np.linspace(0, n_layers, args.patch_layers + 2)[1:-1].round()]
     patch_rows = len(rows)
 
-    heads = [c for c in ablation.every_component(loaded, mlps=False) if c.layer < sweep_layers]
+    heads = [c for c in ablation.every_component(loaded, ffns=False) if c.layer < sweep_layers]
     head_jobs = [[ablation.intervention(c, None)] for c in heads]
     batch = ablation.SWEEP_BATCH
     n_batches = -(-len(head_jobs) // batch)
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             forward(loaded, repeated(ids, min(patching.PATCH_BATCH, len(cells) - start)))
 
     one = repeated(ids, 1)
-    interventions = [Ablate("head", n_layers // 2, 0)]
+    interventions = [Ablate("head_out", n_layers // 2, 0)]
     print(
         f"## interventions: SmolLM2, {N_TOKENS}-token prompts, {torch.get_num_threads()} threads, "
         f"load average {load:.2f} at start, medians of {args.repeats}\n"
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     page = medians(
         {
             "page": lambda: ablation.ablate(
-                loaded, page_text, metric, [ablation.Component("head", 5, 1)], view=(6, 1)
+                loaded, page_text, metric, [ablation.Component("head_out", 5, 1)], view=(6, 1)
             )
         },
         args.repeats,

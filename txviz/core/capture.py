@@ -30,9 +30,9 @@ from txviz.core.routes import UnsupportedAttention
 from txviz.core.stages import StageRecord
 
 IMPLEMENTATION = "txviz"
-# What the attention function can record of each call; "heads" is each head's output before the
-# output projection, (B, H, Q, D_head) (``run["head_out", layer]``).
-RecordItem = Literal["weights", "scores", "queries", "keys", "values", "heads"]
+# What the attention function can record of each call; "head_out" is each head's output before the
+# output projection, (B, H, Q, D_head) (``run["head_out", layer]``), the place edits call "head_out" too.
+RecordItem = Literal["weights", "scores", "queries", "keys", "values", "head_out"]
 RECORDABLE = frozenset(get_args(RecordItem))
 # What the stage hooks can record inside a block (txviz.core.stages): what attention, cross-attention
 # and the FFN add, the stream after each block, the stream entering block 0, the final norm.
@@ -122,7 +122,7 @@ class AttentionRecord:
     queries: torch.Tensor | None = None  # (B, H, Q, D)
     keys: torch.Tensor | None = None  # (B, H, K, D), KV heads expanded to query heads
     values: torch.Tensor | None = None  # (B, H, K, D), KV heads expanded to query heads
-    heads: torch.Tensor | None = None  # (B, H, Q, D): each head's output before the output projection
+    head_out: torch.Tensor | None = None  # (B, H, Q, D): each head's output before the output projection
     is_causal: bool = False
     reduced: Any = None  # the Reduction's last state, when the call was reduced
     row_stats: rowstats.RowStats | None = None  # when CaptureSettings.row_stats asked for them
@@ -244,13 +244,13 @@ def txviz_attention(
         settings, plan.knockouts.get(name), kwargs, into,
     )  # fmt: skip
     output, weights, record = routes.plan(call, reductions)(call)
-    head_edits = plan.heads.get(name)
+    head_edits = plan.head_out.get(name)
     if head_edits:
-        output = edits.edit_heads(output, head_edits)  # (B, Q, H, D), before the output projection
+        output = edits.edit_head_out(output, head_edits)  # (B, Q, H, D), before the output projection
     if recorder is not None and (settings.record or reductions):
         rows = slice(-1, None) if settings.newest_query_only else slice(None)
-        if "heads" in settings.record:
-            record["heads"] = routes.keep(output.transpose(1, 2)[..., rows, :], "heads", settings)
+        if "head_out" in settings.record:
+            record["head_out"] = routes.keep(output.transpose(1, 2)[..., rows, :], "head_out", settings)
         recorder.add(module, AttentionRecord(**record, is_causal=call.causal))
     return output, weights
 

@@ -4,9 +4,9 @@ An intervention is a frozen value carried by ``CaptureSettings.interventions`` i
 ``ContextVar``: it applies to the call it was given to and to nothing else, it never touches a
 weight, and it adds no hook. Points:
 
-- ``"head"``: one head's output before the output projection, (B, T, D_head) of (B, T, H, D_head);
-  edited inside the attention function, so it works on the SDPA fast path too. ``"heads"``: every
-  head of the block at once, (B, T, H, D_head).
+- ``"head_out"``: the heads' outputs before the output projection, (B, T, H, D_head), or one head's
+  (B, T, D_head) with ``head=``; edited inside the attention function, so it works on the SDPA fast
+  path too.
 - ``"attn"``, ``"cross"``, ``"ffn"``: what a block's self-attention, cross-attention or FFN adds to
   the residual stream (before the add), (B, T, D).
 - ``"resid"``: the residual stream after block ``layer``; ``"embed"``: the stream entering block 0.
@@ -28,7 +28,7 @@ import torch
 from txviz.core.errors import UserError
 from txviz.core.layouts import Layout
 
-Point = Literal["head", "heads", "attn", "cross", "ffn", "resid", "embed"]
+Point = Literal["head_out", "attn", "cross", "ffn", "resid", "embed"]
 POINTS = frozenset(get_args(Point))
 
 
@@ -38,21 +38,21 @@ class InterventionError(UserError):
 
 @dataclass(frozen=True, eq=False)
 class Where:
-    """A point of the model: ``point`` of block ``layer`` (head ``head`` for point "head")."""
+    """A point of the model: ``point`` of block ``layer`` (head ``head`` alone for point "head_out")."""
 
     point: Point
     layer: int = 0  # ignored for "embed"
-    head: int | None = None  # only for "head"
+    head: int | None = None  # only for "head_out"; None: every head
     positions: Sequence[int] | None = None  # None: every position
     rows: Sequence[int] | None = None  # batch rows changed; None: every row
     stack: str | None = None  # "encoder" or "decoder"; None: the stack that makes the output
-    cross: bool = False  # "head" or "heads" of cross-attention (encoder-decoder models)
+    cross: bool = False  # "head_out" of cross-attention (encoder-decoder models)
 
     def __post_init__(self) -> None:
         if self.point not in POINTS:
             raise InterventionError(f"Cannot change {self.point!r}; choose from {sorted(POINTS)}.")
-        if (self.point == "head") != (self.head is not None):
-            raise InterventionError("Give a head exactly when the point is 'head'.")
+        if self.head is not None and self.point != "head_out":
+            raise InterventionError("A head is a part of the point 'head_out' only.")
         for name in ("positions", "rows"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, tuple(int(p) for p in getattr(self, name)))
@@ -60,8 +60,8 @@ class Where:
     def place(self, layout: Layout, places: Places) -> None:
         """File this edit under the attention module (head points) or the stage point it changes."""
         stack = self.stack or layout.last_stack
-        if self.point in ("head", "heads"):
-            places.heads.setdefault(layout.attention_name(stack, self.layer, self.cross), []).append(self)
+        if self.point == "head_out":
+            places.head_out.setdefault(layout.attention_name(stack, self.layer, self.cross), []).append(self)
             return
         places.streams.setdefault(layout.point_name(self.point, stack, self.layer), []).append(self)
 
@@ -165,12 +165,12 @@ Intervention = Ablate | Patch | Steer | Knockout
 class Plan:
     """Interventions resolved against one model: by attention module name and by stage point name."""
 
-    heads: Mapping[str, tuple[Edit, ...]] = field(default_factory=dict)
+    head_out: Mapping[str, tuple[Edit, ...]] = field(default_factory=dict)
     streams: Mapping[str, tuple[Edit, ...]] = field(default_factory=dict)
     knockouts: Mapping[str, tuple[Knockout, ...]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.heads or self.streams or self.knockouts)
+        return bool(self.head_out or self.streams or self.knockouts)
 
 
 EMPTY = Plan()
@@ -180,7 +180,7 @@ EMPTY = Plan()
 class Places:
     """Where each edit was filed while planning: mutable lists, frozen into a ``Plan``."""
 
-    heads: dict[str, list] = field(default_factory=dict)
+    head_out: dict[str, list] = field(default_factory=dict)
     streams: dict[str, list] = field(default_factory=dict)
     knockouts: dict[str, list] = field(default_factory=dict)
 
@@ -198,7 +198,7 @@ def plan(layout: Layout, interventions: Sequence[Intervention]) -> Plan:
             raise
         raise InterventionError(str(error)) from error
     freeze = lambda found: {name: tuple(items) for name, items in found.items()}  # noqa: E731
-    return Plan(freeze(places.heads), freeze(places.streams), freeze(places.knockouts))
+    return Plan(freeze(places.head_out), freeze(places.streams), freeze(places.knockouts))
 
 
 def _fit(value: torch.Tensor, like: torch.Tensor, what: str) -> torch.Tensor:
@@ -239,13 +239,13 @@ def edit_stream(x: torch.Tensor, edits: Sequence[Edit]) -> torch.Tensor:
     return x
 
 
-def edit_heads(output: torch.Tensor, edits: Sequence[Edit]) -> torch.Tensor:
-    """The attention output (B, Q, H, D) before the output projection with head ``edits`` applied."""
+def edit_head_out(output: torch.Tensor, edits: Sequence[Edit]) -> torch.Tensor:
+    """The attention output (B, Q, H, D) before the output projection with its ``edits`` applied."""
     n_heads = output.shape[2]
     if any(edit.head is not None for edit in edits):  # one head is written in place: not the caller's tensor
         output = output.clone()
     for edit in edits:
-        if edit.head is None:  # point "heads": a new tensor
+        if edit.head is None:  # every head at once: a new tensor
             output = edited(output, edit)
             continue
         if not 0 <= edit.head < n_heads:

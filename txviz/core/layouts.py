@@ -165,14 +165,14 @@ class Layout:
         return f"{stack}.{layer}.{point}"
 
     def unplaced(self, point: str, stack: str | None = None) -> str:
-        """Why ``point`` ('ffn', 'attn', 'head', ...) cannot be placed in this model ("" when it can).
+        """Why ``point`` ('ffn', 'attn', 'head_out', ...) cannot be placed in this model ("" when it can).
 
         A feature asks only for the points it needs: a head edit needs its attention module, not
         what the FFN adds, so a model placed by discovery runs it and refuses only the rest.
         """
         stack = stack or self.last_stack
         try:
-            if point in ("head", "heads"):
+            if point == "head_out":
                 self.attention_name(stack, (self.attention_layers or (0,))[0])
             else:
                 self.point_name(point, stack, 0)

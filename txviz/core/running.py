@@ -3,7 +3,7 @@
     run(model, settings=PLAIN, outputs=(), *, grad=False, part="model", **inputs) -> Run
 
 - ``settings`` (txviz.core.capture.CaptureSettings) says, for this call only, what to record and
-  what to change: ``record`` attention items ("weights", "scores", "queries", "keys", "heads" =
+  what to change: ``record`` attention items ("weights", "scores", "queries", "keys", "head_out" =
   each head's output before the output projection), ``stages`` of each block ("attn", "cross",
   "ffn", "resid", "embed", "final_norm"), ``normalize`` (softmax, hard, top-k...), ``extra_mask``
   (every layer), ``newest_query_only`` (generation) and ``interventions``.
@@ -19,7 +19,7 @@
 ``Run`` is frozen: ``attention`` (module name -> records of each call), ``stages`` (point name ->
 records), the asked outputs, and one accessor by the model map's names (txviz.core.model_map):
 ``run["weights", 3]`` (B, H, Q, K) of block 3's self-attention, ``run["head_out", 3, 7]`` (B, T,
-D_head) head 7's output before the output projection (recorded as "heads"), ``run["values", 3]``,
+D_head) head 7's output before the output projection (recorded as "head_out"), ``run["values", 3]``,
 ``run["ffn", 3]``, ``run["resid", 3]``, ``run["embed"]``, ``run["final_norm"]``, and with the stack
 first when there are two: ``run["weights", "decoder", 3]``; ``run.get(..., cross=True)`` for
 cross-attention. ``run.head_output`` and ``run.stage_output`` are the same for patching code.
@@ -28,10 +28,10 @@ One device and dtype rule: what the accessor hands out (every attention and stag
 float32 on the CPU; the asked outputs (logits, hidden, hidden_states) are float32 on the model's
 device, where the caller computes on with them. Interventions (txviz.core.edits), all frozen and
 per call: ``Ablate(point, layer, head=..., positions=...)`` zeroes, ``Patch(..., value=t)``
-replaces, ``Steer(..., vector=v, strength=s)`` adds, on points "head", "attn", "cross", "ffn",
-"resid", "embed"; ``Knockout(edges=[(q, k)], layers=[...], heads=None)`` cuts attention edges in
-the chosen layers only. ``step`` is ``run`` for one generation step with a KV cache, and
-``generate`` is the one way to call ``model.generate``.
+replaces, ``Steer(..., vector=v, strength=s)`` adds, on points "head_out" (one head with ``head=``,
+else all), "attn", "cross", "ffn", "resid", "embed"; ``Knockout(edges=[(q, k)], layers=[...],
+heads=None)`` cuts attention edges in the chosen layers only. ``step`` is ``run`` for one
+generation step with a KV cache, and ``generate`` is the one way to call ``model.generate``.
 
 ``run_module(module, *args, **kwargs)`` is the one way to run a piece of a model on its own (the
 embedding table, a rotary table, the final norm, the output head, a projection): a partial forward
@@ -164,11 +164,10 @@ class Run:
         if layer is None:
             raise ValueError(f"Give the layer of {item!r}.")
         name = self._attention_name(layout, stack, layer, cross)
-        field_name = "heads" if item == "head_out" else item
         calls = self.attention.get(name)
-        value = getattr(calls[call], field_name) if calls else None
+        value = getattr(calls[call], item) if calls else None
         if value is None:
-            raise NotRecorded(f"This run did not record the {item} of {name}: record {field_name!r}.")
+            raise NotRecorded(f"This run did not record the {item} of {name}: record {item!r}.")
         return value if head is None else value[:, head]
 
     def _attention_name(self, layout, stack: str, layer: int, cross: bool) -> str:

@@ -244,10 +244,10 @@ def check_interventions(loaded, reference: torch.nn.Module) -> str:
     inputs = {"input_ids": ids}
     if loaded.kind == "encoder-decoder":
         inputs["decoder_input_ids"] = ids[:, :6]
-    settings = CaptureSettings(record={"heads"}, interventions=[Ablate("head", 0, head=0)])
+    settings = CaptureSettings(record={"head_out"}, interventions=[Ablate("head_out", 0, head=0)])
     got = run(loaded.model, settings, ("output",), **inputs)
-    zeroed = next(iter(r for rs in got.attention.values() for r in rs if r.heads is not None and
-                       not r.heads[:, 0].any()), None)  # fmt: skip
+    zeroed = next(iter(r for rs in got.attention.values() for r in rs if r.head_out is not None and
+                       not r.head_out[:, 0].any()), None)  # fmt: skip
     if zeroed is None:
         raise Mismatch("ablating head 0 of layer 0 left every recorded head 0 non-zero")
     layout = cached_layout(loaded.model)

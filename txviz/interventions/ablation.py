@@ -31,31 +31,37 @@ SWEEP_BATCH = 27  # rows per forward in a sweep (3 of SmolLM2's layers of 9 head
 TOP = 10
 
 
+# Scripts exported by the Interventions page before issue 47 name a component "head" or "mlp";
+# a saved script still runs, so its kinds are read as the points they are.
+OLD_KINDS = {"head": "head_out", "mlp": "ffn"}
+
+
 @dataclass(frozen=True)
 class Component:
-    """A head (layer, head) or the MLP of a layer."""
+    """A head's output (layer, head) before the output projection, or the FFN of a layer."""
 
-    kind: Literal["head", "mlp"]
+    kind: Literal["head_out", "ffn"]  # the point of txviz.core.edits it ablates
     layer: int
     head: int | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", OLD_KINDS.get(self.kind, self.kind))
+        if self.kind not in ("head_out", "ffn"):
+            raise UserError(f"Cannot ablate {self.kind!r}; choose 'head_out' or 'ffn'.")
+
     @property
     def label(self) -> str:
-        return f"L{self.layer} H{self.head}" if self.kind == "head" else f"MLP {self.layer}"
-
-    @property
-    def point(self) -> str:
-        return "head" if self.kind == "head" else "ffn"
+        return f"L{self.layer} H{self.head}" if self.kind == "head_out" else f"MLP {self.layer}"
 
 
-def every_component(loaded: LoadedModel, mlps: bool = True) -> list[Component]:
-    heads = [Component("head", la, h) for la in range(loaded.n_layers) for h in range(loaded.n_heads)]
-    return heads + ([Component("mlp", la) for la in range(loaded.n_layers)] if mlps else [])
+def every_component(loaded: LoadedModel, ffns: bool = True) -> list[Component]:
+    heads = [Component("head_out", la, h) for la in range(loaded.n_layers) for h in range(loaded.n_heads)]
+    return heads + ([Component("ffn", la) for la in range(loaded.n_layers)] if ffns else [])
 
 
 def check_components(loaded: LoadedModel, components: Sequence[Component]) -> None:
     for c in components:
-        if not 0 <= c.layer < loaded.n_layers or (c.kind == "head" and not 0 <= c.head < loaded.n_heads):
+        if not 0 <= c.layer < loaded.n_layers or (c.kind == "head_out" and not 0 <= c.head < loaded.n_heads):
             raise UserError(
                 f"{loaded.name} has layers 0-{loaded.n_layers - 1} and heads 0-{loaded.n_heads - 1}: "
                 f"there is no {c.label}."
@@ -74,11 +80,10 @@ def reference_run(
         raise UserError(f"Unknown ablation {mode!r}; choose from {', '.join(MODES)}.")
     if mode == "zero":
         return None
-    kinds = {c.kind for c in components} if components is not None else {"head", "mlp"}
+    kinds = {c.kind for c in components} if components is not None else {"head_out", "ffn"}
     ids = prompt_ids(loaded, reference, "reference text")
-    record = frozenset({"heads"} if "head" in kinds else ())
     return forward(
-        loaded, repeated(ids, 1), record=record, stages=frozenset({"ffn"} if "mlp" in kinds else ())
+        loaded, repeated(ids, 1), record=frozenset(kinds & {"head_out"}), stages=frozenset(kinds & {"ffn"})
     )
 
 
@@ -88,7 +93,7 @@ def replacement(
     """The value an ablated component takes: None (zero), its mean (D,) or a resample (T, D)."""
     if reference is None:
         return None
-    if component.kind == "head":
+    if component.kind == "head_out":
         values = reference.head_output(component.layer, component.head)[0]  # (T_ref, D_head)
     else:
         values = reference.stage_output("ffn", component.layer)[0].float().cpu()  # (T_ref, D)
@@ -104,10 +109,10 @@ def replacement(
 
 def intervention(component: Component, value: torch.Tensor | None, rows: Sequence[int] | None = None):
     """An Ablate (zero) or Patch (mean, resample) of one component, in the given batch rows."""
-    head = component.head if component.kind == "head" else None
+    head = component.head if component.kind == "head_out" else None
     if value is None:
-        return Ablate(component.point, component.layer, head, rows=rows)
-    return Patch(component.point, component.layer, head, rows=rows, value=value)
+        return Ablate(component.kind, component.layer, head, rows=rows)
+    return Patch(component.kind, component.layer, head, rows=rows, value=value)
 
 
 @dataclass(frozen=True)
@@ -209,14 +214,19 @@ class SweepResult:
     mode: Mode
     base: float  # the metric with nothing ablated
     heads: np.ndarray  # (L, H) float32: ablated - base
-    mlp: np.ndarray  # (L,) float32; NaN where the MLPs were not ablated
+    ffn: np.ndarray  # (L,) float32; NaN where the MLPs were not ablated
     seconds: float
     notice: str = ""  # why the MLPs were not ablated, when they were asked for and cannot be placed
+
+    @property
+    def mlp(self) -> np.ndarray:
+        """``ffn``: scripts exported before issue 47 print ``result.mlp``."""
+        return self.ffn
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {
             "heads": self.heads,
-            "mlp": self.mlp,
+            "ffn": self.ffn,
             "base": np.float32(self.base),
             "tokens": np.array(self.tokens),
         }
@@ -253,7 +263,7 @@ def sweep(
     mode: Mode = "zero",
     reference: str = "",
     batch_size: int = SWEEP_BATCH,
-    mlps: bool = True,
+    ffns: bool = True,
     progress: Callable[[float], object] | None = None,
 ) -> SweepResult:
     """Every head (and MLP) ablated alone: the metric's change for each, batched one per row.
@@ -264,34 +274,34 @@ def sweep(
     """
     start = time.perf_counter()
     ids = prompt_ids(loaded, text)
-    missing = unplaced(loaded, "ffn") if mlps else ""
+    missing = unplaced(loaded, "ffn") if ffns else ""
     notice = f"The MLPs are left out: {missing}" if missing else ""
-    mlps = mlps and not notice
+    ffns = ffns and not notice
     with_heads = head_layers(loaded)
     if len(with_heads) < loaded.n_layers:
         blocks = ", ".join(map(str, with_heads))
         notice = (
             f"Only blocks {blocks} call the attention function: the others have no heads. {notice}".strip()
         )
-    components = [c for c in every_component(loaded, mlps) if c.kind == "mlp" or c.layer in with_heads]
+    components = [c for c in every_component(loaded, ffns) if c.kind == "ffn" or c.layer in with_heads]
     ref = reference_run(loaded, mode, reference, components)
     jobs = [[intervention(c, replacement(c, mode, ref, len(ids)))] for c in components]
     base = float(metric(forward(loaded, repeated(ids, 1)).logits[:, -1])[0])
     values = batched_metrics(loaded, ids, metric, jobs, batch_size, progress) - base
     heads = np.full((loaded.n_layers, loaded.n_heads), np.nan, np.float32)
-    mlp = np.full(loaded.n_layers, np.nan, np.float32)
+    ffn = np.full(loaded.n_layers, np.nan, np.float32)
     for c, value in zip(components, values, strict=True):
-        if c.kind == "head":
+        if c.kind == "head_out":
             heads[c.layer, c.head] = value
         else:
-            mlp[c.layer] = value
+            ffn[c.layer] = value
     return SweepResult(
         tokens=tokens_of(loaded, ids),
         metric=metric,
         mode=mode,
         base=base,
         heads=heads,
-        mlp=mlp,
+        ffn=ffn,
         seconds=time.perf_counter() - start,
         notice=notice,
     )

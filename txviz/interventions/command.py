@@ -57,7 +57,7 @@ def run_patch(args: argparse.Namespace) -> int:
         print(metric.notice, file=sys.stderr)
     np.savez_compressed(args.out, **result.arrays())
     print(
-        f"{args.out}: residual {result.residual.shape}, heads {result.heads.shape}, mlp {result.mlp.shape}; "
+        f"{args.out}: residual {result.residual.shape}, heads {result.heads.shape}, ffn {result.ffn.shape}; "
         f"{metric.label}: clean {result.clean_value:.3f}, corrupt {result.corrupt_value:.3f}; "
         f"rank correlation of the attribution estimate: residual {result.residual_rho:.2f}, "
         f"heads {result.heads_rho:.2f}"
@@ -81,8 +81,8 @@ def run_ablate(args: argparse.Namespace) -> int:
     np.savez_compressed(args.out, **result.arrays())
     layer, head = np.unravel_index(int(np.argmin(result.heads)), result.heads.shape)
     print(
-        f"{args.out}: heads {result.heads.shape}, mlp {result.mlp.shape} ({args.mode} ablation); "
+        f"{args.out}: heads {result.heads.shape}, ffn {result.ffn.shape} ({args.mode} ablation); "
         f"log p('{metric.answer_token}') = {result.base:.3f}; largest drop: layer {layer} head {head} "
-        f"({result.heads[layer, head]:+.3f}), MLP {int(np.argmin(result.mlp))} ({result.mlp.min():+.3f})"
+        f"({result.heads[layer, head]:+.3f}), MLP {int(np.argmin(result.ffn))} ({result.ffn.min():+.3f})"
     )
     return 0

@@ -56,7 +56,7 @@ def sweep_script(
         "Every head and MLP ablated alone", "ablation, metrics", model, device, metric, answer, wrong
     ) + (
         f"result = ablation.sweep(loaded, {text!r}, metric, {mode!r}, {reference!r})\n"
-        'print(json.dumps({"base": result.base, "heads": result.heads.tolist(), "mlp": result.mlp.tolist()}))\n'
+        'print(json.dumps({"base": result.base, "heads": result.heads.tolist(), "ffn": result.ffn.tolist()}))\n'
     )
 
 

@@ -62,26 +62,26 @@ class Activations:
     corrupt_value: float
     streams: tuple[np.ndarray, np.ndarray]  # clean, corrupt: (L + 1, T, D), row 0 the embeddings
     heads: tuple[np.ndarray, np.ndarray]  # (L, H, T, D_head)
-    mlp: tuple[np.ndarray, np.ndarray]  # (L, T, D)
+    ffn: tuple[np.ndarray, np.ndarray]  # (L, T, D)
     stream_grad: np.ndarray  # (L + 1, T, D)
     head_grad: np.ndarray  # (L, H, T, D_head)
-    mlp_grad: np.ndarray  # (L, T, D)
-    mlp_missing: str = ""  # why the MLPs are NaN: txviz cannot place what this model's FFN adds
+    ffn_grad: np.ndarray  # (L, T, D)
+    ffn_missing: str = ""  # why the MLPs are NaN: txviz cannot place what this model's FFN adds
 
 
 def _stacked(tensors: list[torch.Tensor]) -> np.ndarray:
     return torch.stack(tensors).detach().float().cpu().numpy()
 
 
-def _recorded(result, n_layers: int, mlps: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _recorded(result, n_layers: int, ffns: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(streams (L + 1, B, T, D), heads (L, B, H, T, D_head), MLPs (L, B, T, D)) of a run, every row;
     the MLPs NaN when they were not recorded."""
     streams = _stacked([result.stage_output(*stream_point(r)) for r in range(n_layers + 1)])
     heads = _stacked([result.head_output(la) for la in range(n_layers)])
-    if not mlps:
+    if not ffns:
         return streams, heads, np.full((n_layers, *streams.shape[1:]), np.nan, np.float32)
-    mlp = _stacked([result.stage_output("ffn", la) for la in range(n_layers)])
-    return streams, heads, mlp
+    ffn = _stacked([result.stage_output("ffn", la) for la in range(n_layers)])
+    return streams, heads, ffn
 
 
 def activations(loaded: LoadedModel, clean: list[int], corrupt: list[int], metric: Metric) -> Activations:
@@ -94,7 +94,7 @@ def activations(loaded: LoadedModel, clean: list[int], corrupt: list[int], metri
     vectors cost 29 ms of a 326 ms pass.
 
     Only the points this model places are asked for: where txviz cannot place what the FFN adds
-    (a model placed by discovery) the MLPs are NaN and ``mlp_missing`` says why.
+    (a model placed by discovery) the MLPs are NaN and ``ffn_missing`` says why.
     """
     n_layers, n_heads, n = loaded.n_layers, loaded.n_heads, len(clean)
     width = loaded.config.hidden_size
@@ -103,27 +103,27 @@ def activations(loaded: LoadedModel, clean: list[int], corrupt: list[int], metri
     stream_vectors = [zeros(n, width) for _ in range(n_layers + 1)]
     head_vectors = [zeros(n, n_heads, head_width) for _ in range(n_layers)]
     missing = unplaced(loaded, "ffn")
-    mlp_vectors = [] if missing else [zeros(n, width) for _ in range(n_layers)]
+    ffn_vectors = [] if missing else [zeros(n, width) for _ in range(n_layers)]
     steers = [Steer(*stream_point(r), vector=v) for r, v in enumerate(stream_vectors)]
-    steers += [Steer("ffn", la, vector=v) for la, v in enumerate(mlp_vectors)]
-    steers += [Steer("heads", la, vector=v) for la, v in enumerate(head_vectors)]
-    record, stages = frozenset({"heads"}), frozenset({"embed", "resid"} | (set() if missing else {"ffn"}))
+    steers += [Steer("ffn", la, vector=v) for la, v in enumerate(ffn_vectors)]
+    steers += [Steer("head_out", la, vector=v) for la, v in enumerate(head_vectors)]
+    record, stages = frozenset({"head_out"}), frozenset({"embed", "resid"} | (set() if missing else {"ffn"}))
     both = forward(loaded, torch.tensor([clean, corrupt]), steers, record=record, stages=stages, grad=True)
     values = metric(both.logits[:, -1])
-    grads = list(torch.autograd.grad(values[1], stream_vectors + mlp_vectors + head_vectors))
-    if missing:  # NaN gradients stand in for the MLPs' own
+    grads = list(torch.autograd.grad(values[1], stream_vectors + ffn_vectors + head_vectors))
+    if missing:  # NaN gradients stand in for the FFNs' own
         grads[n_layers + 1 : n_layers + 1] = [torch.full((n, width), float("nan"))] * n_layers
-    streams, heads, mlp = _recorded(both, n_layers, not missing)  # row 0 clean, row 1 corrupted
+    streams, heads, ffn = _recorded(both, n_layers, not missing)  # row 0 clean, row 1 corrupted
     return Activations(
         clean_value=float(values[0].detach()),
         corrupt_value=float(values[1].detach()),
         streams=(streams[:, 0], streams[:, 1]),
         heads=(heads[:, 0], heads[:, 1]),
-        mlp=(mlp[:, 0], mlp[:, 1]),
+        ffn=(ffn[:, 0], ffn[:, 1]),
         stream_grad=_stacked(grads[: n_layers + 1]),
         head_grad=_stacked(grads[2 * n_layers + 1 :]).transpose(0, 2, 1, 3),  # (L, H, T, D_head)
-        mlp_grad=_stacked(grads[n_layers + 1 : 2 * n_layers + 1]),
-        mlp_missing=missing,
+        ffn_grad=_stacked(grads[n_layers + 1 : 2 * n_layers + 1]),
+        ffn_missing=missing,
     )
 
 
@@ -133,7 +133,7 @@ class Attribution:
 
     residual: np.ndarray  # (L + 1, T)
     heads: np.ndarray  # (L, H)
-    mlp: np.ndarray  # (L,)
+    ffn: np.ndarray  # (L,)
 
 
 def attribution(acts: Activations) -> Attribution:
@@ -142,8 +142,8 @@ def attribution(acts: Activations) -> Attribution:
     recovered(acts.clean_value, acts.clean_value, acts.corrupt_value)  # refuses a zero gap
     stream = (acts.stream_grad * (acts.streams[0] - acts.streams[1])).sum(-1)
     heads = (acts.head_grad * (acts.heads[0] - acts.heads[1])).sum((-1, -2))
-    mlp = (acts.mlp_grad * (acts.mlp[0] - acts.mlp[1])).sum((-1, -2))
-    return Attribution(*(np.float32(x / gap) for x in (stream, heads, mlp)))
+    ffn = (acts.ffn_grad * (acts.ffn[0] - acts.ffn[1])).sum((-1, -2))
+    return Attribution(*(np.float32(x / gap) for x in (stream, heads, ffn)))
 
 
 def rank_correlation(exact: np.ndarray, estimate: np.ndarray) -> float:
@@ -166,7 +166,7 @@ class PatchResult:
     corrupt_value: float
     residual: np.ndarray  # (L + 1, T) exact
     heads: np.ndarray  # (L, H) exact
-    mlp: np.ndarray  # (L,) exact; NaN where txviz cannot place what the FFN adds
+    ffn: np.ndarray  # (L,) exact; NaN where txviz cannot place what the FFN adds
     estimate: Attribution
     seconds: float
     notice: str = ""  # why the MLPs were not patched
@@ -183,10 +183,10 @@ class PatchResult:
         return {
             "residual": self.residual,
             "heads": self.heads,
-            "mlp": self.mlp,
+            "ffn": self.ffn,
             "residual_attribution": self.estimate.residual,
             "heads_attribution": self.estimate.heads,
-            "mlp_attribution": self.estimate.mlp,
+            "ffn_attribution": self.estimate.ffn,
             "tokens": np.array(self.tokens),
             "clean": np.float32(self.clean_value),
             "corrupt": np.float32(self.corrupt_value),
@@ -195,23 +195,23 @@ class PatchResult:
 
 def patch_jobs(acts: Activations, n_layers: int, n_heads: int, n_tokens: int) -> dict[str, list]:
     """The interventions of every exact cell: clean values patched into the corrupted run."""
-    clean_streams, clean_heads, clean_mlp = acts.streams[0], acts.heads[0], acts.mlp[0]
+    clean_streams, clean_heads, clean_ffn = acts.streams[0], acts.heads[0], acts.ffn[0]
     residual = [
         [Patch(*stream_point(r), positions=[p], value=torch.from_numpy(clean_streams[r]))]
         for r in range(n_layers + 1)
         for p in range(n_tokens)
     ]
     heads = [
-        [Patch("head", la, h, value=torch.from_numpy(clean_heads[la, h]))]
+        [Patch("head_out", la, h, value=torch.from_numpy(clean_heads[la, h]))]
         for la in range(n_layers)
         for h in range(n_heads)
     ]
-    mlp = (
+    ffn = (
         []
-        if acts.mlp_missing
-        else [[Patch("ffn", la, value=torch.from_numpy(clean_mlp[la]))] for la in range(n_layers)]
+        if acts.ffn_missing
+        else [[Patch("ffn", la, value=torch.from_numpy(clean_ffn[la]))] for la in range(n_layers)]
     )
-    return {"residual": residual, "heads": heads, "mlp": mlp}
+    return {"residual": residual, "heads": heads, "ffn": ffn}
 
 
 def patch(
@@ -229,10 +229,10 @@ def patch(
     acts = activations(loaded, clean_ids, corrupt_ids, metric)
     estimate = attribution(acts)  # also refuses prompts that give the same metric
     jobs = patch_jobs(acts, n_layers, n_heads, n)
-    every = jobs["residual"] + jobs["heads"] + jobs["mlp"]
+    every = jobs["residual"] + jobs["heads"] + jobs["ffn"]
     values = batched_metrics(loaded, corrupt_ids, metric, every, batch_size, progress)
     fractions = recovered(values, acts.clean_value, acts.corrupt_value).astype(np.float32)
-    if acts.mlp_missing:
+    if acts.ffn_missing:
         fractions = np.concatenate([fractions, np.full(n_layers, np.nan, np.float32)])
     n_res, n_head = (n_layers + 1) * n, n_layers * n_heads
     return PatchResult(
@@ -242,8 +242,8 @@ def patch(
         corrupt_value=acts.corrupt_value,
         residual=fractions[:n_res].reshape(n_layers + 1, n),
         heads=fractions[n_res : n_res + n_head].reshape(n_layers, n_heads),
-        mlp=fractions[n_res + n_head :],
+        ffn=fractions[n_res + n_head :],
         estimate=estimate,
         seconds=time.perf_counter() - start,
-        notice=f"The MLPs are not patched: {acts.mlp_missing}" if acts.mlp_missing else "",
+        notice=f"The MLPs are not patched: {acts.ffn_missing}" if acts.ffn_missing else "",
     )

@@ -101,7 +101,7 @@ def likeliest_next_tokens(loaded: LoadedModel, text: str, k: int = 2) -> list[st
 
 
 def unplaced(loaded: LoadedModel, point: str) -> str:
-    """Why this model's ``point`` ("ffn", "head", ...) cannot be placed, "" when it can: a feature asks
+    """Why this model's ``point`` ("ffn", "head_out", ...) cannot be placed, "" when it can: a feature asks
     only for the points it needs, so a model placed by discovery runs the rest."""
     return cached_layout(loaded.model).unplaced(point)
 

@@ -159,9 +159,9 @@ def ablate(loaded, settings: Settings) -> None:
     reference, parts, edges, head = "", (), (), 0
     if target == "head":
         head = widgets.index_picker("Head", loaded.n_heads, "iv_head", widget="number", where=middle)
-        parts = (ablation.Component("head", layer, head),)
+        parts = (ablation.Component("head_out", layer, head),)
     elif target == "MLP":
-        parts = (ablation.Component("mlp", layer),)
+        parts = (ablation.Component("ffn", layer),)
     else:
         edges = (edge_inputs(loaded, text, layer),)
     if target != "attention edge" and mode != "zero":
@@ -259,7 +259,7 @@ def every_head(loaded, settings: Settings) -> None:
         st.info(swept.notice)
     else:
         ui.show_figure(
-            figs.layer_bars(swept.mlp, "Change when each MLP is ablated alone", "change"), key="sweep_mlp"
+            figs.layer_bars(swept.ffn, "Change when each MLP is ablated alone", "change"), key="sweep_mlp"
         )
     script_download(
         export.sweep_script(settings.name, loaded.device, text, swept.metric, answer, wrong, mode, reference),
@@ -319,7 +319,7 @@ def patch(loaded, settings: Settings) -> None:
     if result.notice:  # a model placed by discovery: its MLPs cannot be placed
         st.info(result.notice)
     else:
-        ui.show_figure(figs.layer_bars(result.mlp, "MLPs, exact"), key="patch_mlp")
+        ui.show_figure(figs.layer_bars(result.ffn, "MLPs, exact"), key="patch_mlp")
     st.caption(
         "The estimate is a forward of each prompt and one backward: gradient x (clean - corrupted) at every point "
         "(Nanda 2023). Where the rank correlation is low, trust the exact grid."

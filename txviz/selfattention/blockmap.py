@@ -51,7 +51,7 @@ def minilm_head_matrices(loaded, text: str, layer: int, head: int) -> HeadAsMatr
     if not 0 <= layer < loaded.n_layers or not 0 <= head < loaded.n_heads:
         raise BlockMapError(f"Layer {layer}, head {head} is outside {loaded.name}.")
     trace, result = trace_run(
-        loaded, text, max_tokens=MAX_TOKENS, record=("weights", "heads"), outputs=("hidden_states",)
+        loaded, text, max_tokens=MAX_TOKENS, record=("weights", "head_out"), outputs=("hidden_states",)
     )
     layout = cached_layout(loaded.model)
     parts = layout.record.attention if layout.record else None

@@ -52,7 +52,7 @@ def ablate_head(loaded, image: Image.Image, layer: int, head: int) -> HeadAblati
     if loaded.processor is None:
         raise UserError(f"{loaded.name} has no image processor, so it cannot read an image.")
     pixels = pixel_values(loaded.processor, image).to(loaded.device)
-    edit = Ablate("head", layer, head=head, rows=(1,))  # row 0 stays intact: before and after in one call
+    edit = Ablate("head_out", layer, head=head, rows=(1,))  # row 0 stays intact: before and after in one call
     output = run(
         loaded.model,
         CaptureSettings(interventions=[edit]),

@@ -23,7 +23,9 @@ from txviz.whyattend.linear import CannotDecompose
 from txviz.whyattend.stream import Part, stream
 
 # What one decomposition records: every head's output, what attention and the FFN add, the stream.
-SETTINGS = CaptureSettings(record=frozenset({"heads"}), stages=frozenset({"attn", "ffn", "resid", "embed"}))
+SETTINGS = CaptureSettings(
+    record=frozenset({"head_out"}), stages=frozenset({"attn", "ffn", "resid", "embed"})
+)
 MODES = ("edge", "contrast", "row")
 
 
