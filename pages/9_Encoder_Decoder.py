@@ -3,7 +3,7 @@
 import streamlit as st
 
 from txviz.app import ui
-from txviz.seq2seq.views import parallel, settings, steps, textbook
+from txviz.seq2seq.views import parallel, settings, steps, textbook, training
 
 ui.setup_page(
     "Encoder_Decoder",
@@ -26,6 +26,8 @@ ui.page_tabs(
         "Teacher forcing": textbook.forcing_tab,
         "All positions at once": parallel.parallel_tab,
         "NAT trained for it": parallel.nat_tab,
+        "Cross-attention reads layer l": training.cross_layer_tab,
+        "Training on exact match": training.metric_tab,
     },
     loaded,
     chosen,
