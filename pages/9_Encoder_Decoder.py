@@ -3,6 +3,7 @@
 import streamlit as st
 
 from txviz.app import ui
+from txviz.grammar import views as grammar
 from txviz.seq2seq.views import parallel, settings, steps, textbook, training
 
 ui.setup_page(
@@ -28,6 +29,7 @@ ui.page_tabs(
         "NAT trained for it": parallel.nat_tab,
         "Cross-attention reads layer l": training.cross_layer_tab,
         "Training on exact match": training.metric_tab,
+        grammar.TAB_LABEL: grammar.show,
     },
     loaded,
     chosen,

@@ -208,7 +208,7 @@ PAGES: tuple[Page, ...] = (
             "model", "method", S("beams", 4), S("max_steps", 40), "source_*", "view", Setting("step", int),
             "kind",
             *(f"{part}_{kind}" for kind in ("cross", "decoder", "encoder") for part in ("layer", "head")),
-            "x_layer", "x_head", "x_query",
+            "x_layer", "x_head", "x_query", "grammar_*",
         ),
     ),
     Page(

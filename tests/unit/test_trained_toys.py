@@ -101,3 +101,17 @@ def test_word_overlap_and_errors_against_their_formulas():
     assert e["mae"] == pytest.approx(np.mean(np.abs(predicted - gold)), abs=1e-4)
     assert e["pearson"] == pytest.approx(pearsonr(predicted, gold)[0], abs=1e-4)
     assert rel.errors(np.full(50, 2.5), gold)["pearson"] == 0
+
+
+def test_a_digit_reader_keeps_separate_source_target_and_output_tables():
+    torch.manual_seed(0)
+    reader = nat.Translator(autoregressive=False)
+    rows = {row["table"]: row for row in nat.embedding_rows(reader)}
+    d, v = nat.NatConfig().d_model, len(nb.WORDS)
+    assert [row["rows x columns"] for row in rows.values()] == [f"{v} x {d}"] * 3
+    assert all(row["weights"] == v * d and row["shared with"] == "none" for row in rows.values())
+    assert not torch.equal(reader.source_embed.token.weight, reader.target_embed.token.weight)
+    # Tied, as the 2017 Transformer ties them, the rows say so.
+    reader.target_embed.token.weight = reader.source_embed.token.weight
+    tied = {row["table"]: row["shared with"] for row in nat.embedding_rows(reader)}
+    assert tied["source (encoder input)"] == "target (decoder input)"

@@ -210,6 +210,23 @@ def load(directory: Path = ASSETS_DIR) -> tuple[dict, dict]:
     return models, runs
 
 
+def embedding_rows(model: Translator) -> list[dict]:
+    """The reader's token tables: the encoder's and the decoder's are two matrices, and the output layer a
+    third; the 2017 Transformer ties all three into one shared matrix (Vaswani et al. 2017, section 3.4)."""
+    tables = {
+        "source (encoder input)": model.source_embed.token.weight,
+        "target (decoder input)": model.target_embed.token.weight,
+        "output (pre-softmax)": model.out.weight,
+    }
+    shared = {name: [other for other, w in tables.items() if other != name and w.data_ptr() == t.data_ptr()]
+              for name, t in tables.items()}  # fmt: skip
+    return [
+        {"table": name, "rows x columns": " x ".join(map(str, t.shape)), "weights": t.numel(),
+         "shared with": ", ".join(shared[name]) or "none"}
+        for name, t in tables.items()
+    ]  # fmt: skip
+
+
 def score_rows(runs: dict) -> list[dict]:
     """Held-out answers of each model: English, French or neither, and decoder passes per answer."""
     return [

@@ -85,6 +85,11 @@ def nat_tab(loaded, settings: Settings) -> None:
     st.markdown(f"The NAT trained on both languages predicts the length first ({lengths}), then:")
     st.dataframe(shown["positions"], hide_index=True, width="stretch")
     st.markdown(nat.WHY_AT_WINS)
+    st.markdown(
+        "Each reader keeps **separate source and target embedding tables** (and a third matrix for the output "
+        "layer); the 2017 Transformer shares one matrix between its two embeddings and the pre-softmax layer:"
+    )
+    st.dataframe(nat.embedding_rows(readers["nat"]), hide_index=True, width="stretch")
     config = nat_runs["config"]
     st.caption(
         f"Each model: encoder and decoder of {config['layers']} layers × {config['heads']} heads, d = "
