@@ -59,7 +59,8 @@ with second:
 st.subheader("Found here: items the pages keep in later tabs")
 st.caption(
     "Efficient transformers span two pages; the objectives and using the encoder are the last tabs of Masking "
-    "Patterns, mixture of experts a late tab of Transformer Block, il/elle the end of Coreference."
+    "Patterns, mixture of experts a late tab of Transformer Block, il/elle the end of Coreference (and the "
+    "grammar model's translations on Encoder Decoder)."
 )
 columns = st.columns(2)
 for i, item in enumerate(BURIED):

@@ -12,13 +12,15 @@ from txviz.figures.axes import margin
 from txviz.figures.colors import TEXT
 from txviz.figures.text import plain
 
-ROWS = (  # (y, label, parts): the chain, what wraps it, what the pages bury (two rows of three)
+ROWS = (  # (y, label, parts): the chain, what wraps it, what the pages bury (two rows of three), the
+    # demos added since (rows of three)
     (3.0, "Self-attention and CS60010's four additions", (CORE, *ADDITIONS)),
     (2.0, "The transformer summary", SUMMARY),
     (1.0, "Found here: items the pages keep in later tabs", BURIED[:3]),
     (0.25, "", BURIED[3:]),
     (-0.65, "Demos added since the map was first drawn", ADDED[:3]),
-    (-1.4, "", ADDED[3:]),
+    (-1.4, "", ADDED[3:6]),
+    (-2.15, "", ADDED[6:]),
 )
 HIGHLIGHT = "#d62728"
 LABEL_FONT = 14  # px: a row's heading
@@ -84,7 +86,7 @@ def course_map_figure(
             x=width / 2, y=2.3, ax=width / 2, ay=2.7, xref="x", yref="y", axref="x", ayref="y",
             text="", showarrow=True, arrowhead=2, arrowcolor="grey",
         )  # fmt: skip
-    top, bottom = drawn[0][0] + 0.55, drawn[-1][0] - 0.35  # the whole map: 3.55 to -1.75, 950 px
+    top, bottom = drawn[0][0] + 0.55, drawn[-1][0] - 0.35  # the whole map: 3.55 to -2.5, 1,084 px
     figure.update_layout(
         title="From self-attention to the transformer: each box names the page and tab that shows it"
         if drawn[0] == ROWS[0]

@@ -170,7 +170,16 @@ BURIED = (  # items the pages keep in later tabs or at their end: the map is whe
         "il_elle",
         "il / elle",
         "the book's translation example: which heads link 'it' to the animal or the street",
-        (Link("Coreference", "the book's il/elle example, at the end of the page"),),
+        (
+            Link("Coreference", "the book's il/elle example, at the end of the page"),
+            tab(
+                "Encoder_Decoder",
+                "view",
+                "Grammar as a foreign language",
+                "a model trained here writes il or elle; the pronoun's cross-attention",
+                grammar_task="translate:",
+            ),
+        ),
     ),
     Part(
         "vit_book",
@@ -190,7 +199,12 @@ ADDED = (  # demos added after the map was first drawn, each with the settings i
             tab(
                 "Masking_Patterns", "view", "Why a decoder needs its mask", "the same decoder, masked and not"
             ),
-            tab("Encoder_Decoder", "view", "NAT trained for it", "a non-autoregressive reader beside the AT"),
+            tab(
+                "Encoder_Decoder",
+                "view",
+                "NAT trained for it",
+                "a non-autoregressive reader beside the AT, and each reader's separate embedding tables",
+            ),
         ),
     ),
     Part(
@@ -242,6 +256,55 @@ ADDED = (  # demos added after the map was first drawn, each with the settings i
         "Entailment retargeted",
         "the same decomposable attention trained for a 0 to 5 relatedness score (STS-B's task)",
         (Link("Entailment", "relatedness, 0 to 5, at the end of the page"),),
+    ),
+    Part(
+        "seq2seq_variants",
+        "date-bart retrained",
+        "its decoder's cross-attention reading encoder layer 0, 1 or 2 instead of the last, and trained on "
+        "exact match itself by self-critical REINFORCE beside continued cross-entropy",
+        (
+            tab(
+                "Encoder_Decoder",
+                "view",
+                "Cross-attention reads layer l",
+                "held-out exact match of each variant, and each on the source",
+            ),
+            tab(
+                "Encoder_Decoder",
+                "view",
+                "Training on exact match",
+                "REINFORCE on the metric against cross-entropy, from one start",
+            ),
+        ),
+    ),
+    Part(
+        "grammar",
+        "Seq2seq for every task",
+        "one tiny encoder-decoder parses, tags, counts and translates, the task named by the source's first "
+        "word (Grammar as a foreign language, Vinyals et al. 2015)",
+        (
+            tab(
+                "Encoder_Decoder",
+                "view",
+                "Grammar as a foreign language",
+                "parse: the tree as brackets, and each output token's cross-attention",
+                grammar_task="parse:",
+            ),
+        ),
+    ),
+    Part(
+        "sagan_detr",
+        "Attention in vision: SAGAN and DETR",
+        "a self-attention layer over a feature map reaches past a 3 x 3 convolution's window; object "
+        "queries matched one to one to the objects (Hungarian), so no non-maximum suppression",
+        (
+            tab(
+                "Vision_Transformer",
+                "vit_view",
+                "SAGAN and DETR",
+                "SAGAN's weights over a photograph, DETR's matching costs",
+            ),
+        ),
     ),
 )
 
