@@ -151,6 +151,16 @@ def load() -> str:
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def shipped_state(model) -> dict:
+    """The weights in float16, each tensor once: a tied output layer shares the token table's storage."""
+    seen, state = set(), {}
+    for name, tensor in model.state_dict().items():
+        if tensor.data_ptr() not in seen:
+            seen.add(tensor.data_ptr())
+            state[name] = tensor.half().contiguous()
+    return state
+
+
 def main(argv: list[str] | None = None) -> int:
     """Train the three variants and both continuations with one seed; print held-out numbers and times."""
     parser = argparse.ArgumentParser(prog="python -m txviz train date_variants", description=__doc__)
@@ -185,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             "final_loss": round(final_loss, 4),
             "seconds": round(seconds, 1),
         }
-        state = {k: v.half().contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}
+        state = shipped_state(model)
         save_file(state, args.out / f"reads_layer_{layer}.safetensors")
         print(
             f"reads {variants.LAYER_NAMES[layer]}: held-out exact match {acc:.4f}, {seconds:.0f} s, load {load()}"
