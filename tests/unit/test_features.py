@@ -182,3 +182,15 @@ def test_build_stores_resumes_after_an_interruption_and_reopens(tmp_path, monkey
     fresh = build(loaded, text, place, settings)
     torch.testing.assert_close(fresh.sae.W_dec, again.sae.W_dec, rtol=0, atol=0)
     assert whole.meta["model_id"] == model_id(loaded)
+
+
+def test_a_full_disk_keeps_the_dictionary_in_memory_with_a_notice(tmp_path, monkeypatch):
+    monkeypatch.setenv("TXVIZ_FEATURES_DIR", str(tmp_path))
+
+    def full(*_args, **_kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store, "save", full)
+    found = build(decoder(), corpus(120), Place("head_out", 0), dataclasses.replace(SMALL, tokens=256))
+    assert found.done and any("could not be stored" in n and "TXVIZ_FEATURES_DIR" in n for n in found.notices)
+    assert not any(tmp_path.iterdir())

@@ -59,8 +59,8 @@ class Place:
         return cls(found.group(2), int(found.group(1)))  # type: ignore[arg-type]
 
     def edit_point(self) -> tuple[str, int]:
-        """The front door's edit point holding this value: the stream after block L-1 (or entering
-        block 0) for resid_pre, the heads of block L for head_out."""
+        """The front door's edit point holding this value: (point, layer)."""
+        # resid_pre L is the stream after block L - 1 (entering block 0 for L = 0); head_out is block L's
         if self.kind == "head_out":
             return "head_out", self.layer
         return ("embed", 0) if self.layer == 0 else ("resid", self.layer - 1)
@@ -124,19 +124,17 @@ def at_place(loaded: LoadedModel, place: Place, ids: torch.Tensor) -> torch.Tens
 
 
 def token_windows(loaded: LoadedModel, corpus: AtlasCorpus, window: int) -> np.ndarray:
-    """The corpus as full windows of ``window`` tokens, each starting with the model's fixed first
-    token (as the atlas cuts them); a short last window is dropped so batches need no padding."""
+    """The corpus as full windows of ``window`` tokens cut as the atlas cuts them, int64 (W, T)."""
+    # each starts with the model's fixed first token; a short last window is dropped: no padding
     cut = windows(loaded, corpus, AtlasSettings(window=window))
     full = cut.ids[(cut.ids >= 0).all(axis=1)]
     return full.astype(np.int64)
 
 
 def collect(loaded: LoadedModel, place: Place, ids: np.ndarray, batch: int = 8, progress=None) -> np.ndarray:
-    """Activations at ``place`` of every window's positions after the first, (windows x (T - 1), width).
-
-    Position 0 is the fixed first token (an attention sink, with a norm many times the others'):
-    it is left out, as it would dominate the reconstruction loss.
-    """
+    """Activations at ``place`` of every window's positions after the first, (windows x (T - 1), width)."""
+    # position 0 is the fixed first token, an attention sink whose norm is many times the others':
+    # it would dominate the reconstruction loss
     parts = []
     for start in range(0, len(ids), batch):
         if progress:

@@ -38,8 +38,7 @@ def minimum_tokens(settings: Settings) -> int:
 
 
 def split(loaded, corpus: AtlasCorpus, settings: Settings) -> Split:
-    """Windows for ``settings.tokens`` training tokens and ``settings.held_out`` held-out ones, or a
-    clear refusal naming the minimum when the corpus is too small."""
+    """Training and held-out windows, or a refusal naming the minimum when the corpus is too small."""
     ids = token_windows(loaded, corpus, settings.window)
     per = ids.shape[1] - 1 if ids.size else max(1, settings.window - 1)  # position 0 is never used
     have, need = len(ids) * per, minimum_tokens(settings)

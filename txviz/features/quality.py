@@ -54,8 +54,8 @@ class Losses:
 
 
 def measured(held: np.ndarray, rebuilt: np.ndarray, l0: np.ndarray, active: np.ndarray) -> Reconstruction:
-    """The measures from held-out ``held`` (N, d), its reconstruction, each token's L0 and the latents ever
-    active: one formula for any dictionary, this module's or another library's."""
+    """FVE, L0 and dead latents from ``held`` (N, d), its reconstruction, per-token L0 and ever-active latents."""
+    # arrays, not a dictionary object: another library's dictionary is measured by the same formula
     x = held.astype(np.float64)
     error = float(((x - rebuilt.astype(np.float64)) ** 2).sum())
     total = float(((x - x.mean(0)) ** 2).sum())
@@ -92,8 +92,7 @@ def _loss(logits: torch.Tensor, ids: torch.Tensor) -> tuple[float, int]:
 def losses(
     loaded: LoadedModel, place: Place, ids: np.ndarray, reconstruct: Reconstruct, batch: int = 4
 ) -> Losses:
-    """Clean, spliced and zero-ablated loss over windows ``ids`` (W, T); ``reconstruct`` maps (N, width)
-    activations to their reconstruction (the identity gives the clean loss back)."""
+    """Clean, spliced and zero-ablated loss over windows ``ids`` (W, T); ``reconstruct``: (N, width) -> same."""
     sums = {"clean": 0.0, "spliced": 0.0, "zero": 0.0}
     count = 0
     heads = loaded.n_heads

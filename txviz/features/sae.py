@@ -147,8 +147,7 @@ class State:
 
 
 def steps_of(n_tokens: int, settings: Settings) -> int:
-    """Training steps for ``settings.tokens`` tokens in whole batches; a budget larger than the
-    ``n_tokens`` collected passes over them again, each epoch in a new order."""
+    """Training steps for ``settings.tokens`` tokens in whole batches (past ``n_tokens``, further epochs)."""
     if n_tokens < settings.batch:
         raise ValueError(f"{n_tokens} tokens do not fill one batch of {settings.batch}.")
     return max(1, settings.tokens // settings.batch)
@@ -221,11 +220,9 @@ def train(
     checkpoint: Callable[[State, int], None] | None = None,
     stop_after: int | None = None,
 ) -> State:
-    """Train on ``data`` (N, d) from ``state`` (a fresh one when None) to ``steps_of`` steps.
-
-    ``checkpoint(state, total)`` is called every ``settings.checkpoint_every`` steps and at the end;
-    ``stop_after`` ends early after that many steps (an interruption, as tests make one).
-    """
+    """Train on ``data`` (N, d) from ``state`` (fresh when None) to ``steps_of`` steps, checkpointing."""
+    # checkpoint(state, total) runs every settings.checkpoint_every steps and at the end; stop_after
+    # ends early after that many steps, the interruption a test makes
     state = state or start_state(data, settings)
     total = steps_of(len(data), settings)
     began, done_before = time.perf_counter(), state.step

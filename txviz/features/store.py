@@ -66,8 +66,7 @@ def save(folder: Path, state: State, meta: dict) -> Path:
 
 
 def load(folder: Path, model_id: str | None = None) -> tuple[State, dict]:
-    """The checkpoint in ``folder`` and its JSON; refused when it was built for weights other than
-    ``model_id``'s (None: any)."""
+    """The checkpoint in ``folder`` and its JSON; refused when built for weights other than ``model_id``."""
     folder = Path(folder)
     meta = json.loads((folder / META).read_text(encoding="utf-8"))
     if meta.get("format") != FORMAT:
