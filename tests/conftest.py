@@ -89,6 +89,22 @@ def drawing_files() -> list[Path]:
     )
 
 
+def page_files(script: Path) -> list[Path]:
+    """A page script and the views it imports (a views package whole), which draw its tabs."""
+    import ast
+
+    files = [script]
+    for node in ast.parse(script.read_text()).body:
+        if not isinstance(node, ast.ImportFrom) or not node.module:
+            continue
+        for dotted in (node.module, *(f"{node.module}.{alias.name}" for alias in node.names)):
+            if "views" in dotted.split("."):
+                where = ROOT.joinpath(*dotted.split("."))
+                found = sorted(where.glob("*.py")) if where.is_dir() else [where.with_suffix(".py")]
+                files += [f for f in found if f.exists() and f not in files]
+    return files
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -6,16 +6,18 @@ import ast
 from pathlib import Path
 
 import pytest
+from conftest import page_files
 from streamlit.testing.v1 import AppTest
 
 from txviz.app import navigation, teaching
 
 
 def teaching_calls(script: Path, name: str) -> list[ast.Call]:
-    """The script's calls of teaching.<name>(...)."""
+    """The calls of teaching.<name>(...) in the script and the views that draw its tabs."""
     return [
         node
-        for node in ast.walk(ast.parse(script.read_text()))
+        for path in page_files(script)
+        for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == name

@@ -253,7 +253,7 @@ def check_interventions(loaded, reference: torch.nn.Module) -> str:
     layout = cached_layout(loaded.model)
     if layout.record is None:
         return "ablate head 0 of layer 0 (heads found by discovery)"
-    width = zeroed.heads.shape[-1]
+    width = zeroed.head_out.shape[-1]
     projection = layout.block(reference, layout.last_stack, 0).get_submodule(layout.record.attention.o)
 
     def by_hand(module, args):
