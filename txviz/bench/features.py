@@ -172,13 +172,15 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     state = train(data, settings, start_state(data, settings))
     train_s = time.perf_counter() - began
+    trained = state.step * settings.batch  # past the corpus's size the same tokens are seen again
+    read_rate, train_rate = len(data) / forward_s, trained / train_s
     print(
-        f"training: {state.step:,} steps of {settings.batch} in {train_s:.1f} s, {len(data) / train_s:,.0f} tokens/s"
+        f"training: {state.step:,} steps of {settings.batch} ({trained:,} tokens) in {train_s:.1f} s, "
+        f"{train_rate:,.0f} tokens/s"
     )
-    per_m = (1e6 / (len(data) / forward_s) + 1e6 / (len(data) / train_s)) / 60
     print(
-        f"1M tokens extrapolated: {1e6 / (len(data) / forward_s) / 60:.1f} min forwards + "
-        f"{1e6 / (len(data) / train_s) / 60:.1f} min training = {per_m:.1f} min"
+        f"1M tokens extrapolated: {1e6 / read_rate / 60:.1f} min forwards + {1e6 / train_rate / 60:.1f} min "
+        f"training = {(1e6 / read_rate + 1e6 / train_rate) / 60:.1f} min"
     )
 
     ours = quality.reconstruction(state.sae, held)
