@@ -423,7 +423,10 @@ def place_names(model: torch.nn.Module) -> dict[int, str]:
             places = cached_layout(model).places()
         except (UnknownLayoutError, AttributeError):  # no record and no discovery: an encoder of its own
             places = {}
-        names = _places[model] = {id(model.get_submodule(path)): place for path, place in places.items()}
+        # By the ids module_names sees (named_modules), as the records' fallback keys are: the same module
+        # object the attention call receives, whatever get_submodule would return on a wrapped model.
+        by_path = {path: key for key, path in module_names(model).items()}
+        names = _places[model] = {by_path[path]: place for path, place in places.items() if path in by_path}
     return names
 
 
