@@ -11,7 +11,7 @@ from txviz.masks import patterns as masks
 from txviz.masks.effects import DecoderEffect, apply_pattern, prediction_rows
 from txviz.objectives import causal, encoder_tasks, finetune, masked
 from txviz.objectives import figures as objective_figs
-from txviz.seq2seq import numbers
+from txviz.seq2seq.views.parallel import digits_input
 
 PAIRS_NS = (16, 32, 64, 128, 256, 512, 1024, 2048)
 LABELS = {key: p.label for key, p in masks.PATTERNS.items()}
@@ -328,16 +328,8 @@ def why_the_mask() -> None:
         "token, it is reading it. Then it cannot write a single held-out answer."
     )
     st.dataframe(peeking.score_rows(peek_runs), hide_index=True, width="stretch")
-    with ui.user_errors():
-        digits = numbers.read_digits(
-            st.text_input(
-                "Digits to read aloud (2 to 4, from 1 to 9)",
-                "3 1 4",
-                key="peek_digits",
-                max_chars=ui.max_text_chars(12),
-            )
-        )
-        st.dataframe(peeking.examples(decoders, digits), hide_index=True, width="stretch")
+    digits = digits_input("peek_digits")
+    st.dataframe(peeking.examples(decoders, digits), hide_index=True, width="stretch")
     config = peek_runs["config"]
     st.caption(
         f"Both decoders: {config['layers']} layers × {config['heads']} heads, d = {config['d_model']}, the "

@@ -65,21 +65,21 @@ def parallel_tab(loaded, settings: Settings) -> None:
     )
 
 
+def digits_input(key: str) -> tuple[str, ...]:
+    """The digits a reader reads aloud, typed here (a clear message and a stop on anything else)."""
+    with ui.user_errors():
+        return numbers.read_digits(
+            st.text_input("Digits to read aloud (2 to 4, from 1 to 9)", "3 1 4", key=key,
+                          max_chars=ui.max_text_chars(12))
+        )  # fmt: skip
+
+
 def nat_tab(loaded, settings: Settings) -> None:
     """Digit readers trained left to right and all at once, scored, and reading the digits typed here."""
     st.markdown(nat.__doc__.split("\n\n", 1)[1].replace("\n", " "))
     readers, nat_runs = digit_readers()
     st.dataframe(nat.score_rows(nat_runs), hide_index=True, width="stretch")
-    with ui.user_errors():
-        digits = numbers.read_digits(
-            st.text_input(
-                "Digits to read aloud (2 to 4, from 1 to 9)",
-                "3 1 4",
-                key="nat_digits",
-                max_chars=ui.max_text_chars(12),
-            )
-        )
-    shown = nat.example(readers, digits)
+    shown = nat.example(readers, digits_input("nat_digits"))
     st.dataframe(shown["rows"], hide_index=True, width="stretch")
     lengths = ", ".join(f"{n} words: {p:.2f}" for n, p in shown["lengths"].items())
     st.markdown(f"The NAT trained on both languages predicts the length first ({lengths}), then:")
