@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -22,6 +23,7 @@ import torch
 from txviz.features.activations import FeaturesError
 from txviz.features.sae import PARAMS, Settings, State, TopKSAE
 
+log = logging.getLogger(__name__)
 ARRAYS, META = "dictionary.npz", "dictionary.json"
 FORMAT = 1
 
@@ -87,3 +89,22 @@ def load(folder: Path, model_id: str | None = None) -> tuple[State, dict]:
         sae, moments, arrays["since_fired"], int(meta["step"]), float(meta["seconds"]), meta["last_loss"]
     )
     return state, meta
+
+
+def find(model_id: str, place: str | None = None) -> list[tuple[Path, dict]]:
+    """Finished dictionaries of these weights (at ``place`` when given), newest first: (folder, JSON)."""
+    found = []
+    base = root()
+    if not base.is_dir():
+        return []
+    for meta_file in base.glob(f"*/{META}"):
+        try:
+            meta = json.loads(meta_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:  # a folder being written, or not ours: skipped, said
+            log.warning("skipped %s: %s", meta_file.parent, error)
+            continue
+        if meta.get("model_id") != model_id or (place is not None and meta.get("place") != place):
+            continue
+        if meta.get("format") == FORMAT and meta.get("step", 0) >= meta.get("total_steps", 1):
+            found.append((meta_file.parent, meta))
+    return sorted(found, key=lambda pair: pair[0].stat().st_mtime, reverse=True)
