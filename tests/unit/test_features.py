@@ -194,3 +194,12 @@ def test_a_full_disk_keeps_the_dictionary_in_memory_with_a_notice(tmp_path, monk
     found = build(decoder(), corpus(120), Place("head_out", 0), dataclasses.replace(SMALL, tokens=256))
     assert found.done and any("could not be stored" in n and "TXVIZ_FEATURES_DIR" in n for n in found.notices)
     assert not any(tmp_path.iterdir())
+
+
+def test_run_until_leaves_no_edit_behind_for_the_next_call():
+    loaded = decoder()
+    ids = torch.from_numpy(token_windows(loaded, corpus(60), 16)[:2])
+    before = run(loaded.model, CaptureSettings(), ("logits",), input_ids=ids).logits
+    at_place(loaded, Place("resid_pre", 1), ids)
+    after = run(loaded.model, CaptureSettings(), ("logits",), input_ids=ids).logits
+    torch.testing.assert_close(after, before, rtol=0, atol=0)

@@ -11,6 +11,9 @@ weight, and it adds no hook. Points:
   the residual stream (before the add), (B, T, D).
 - ``"resid"``: the residual stream after block ``layer``; ``"embed"``: the stream entering block 0.
 
+``Stop`` is an edit of its own kind: it ends the forward at its point, so reading a middle layer costs
+the blocks before it only.
+
 Positions index the query (token) axis of the call; a value given to ``Patch`` broadcasts against
 the whole point, (B, T, D) or (T, D) or (D,), and only the chosen positions take it. ``rows``
 picks batch rows the same way, so one batched call can run a different intervention in each row
@@ -111,6 +114,23 @@ class Steer(Where):
 
 
 Edit = Ablate | Patch | Steer
+
+
+class Reached(Exception):  # noqa: N818 (not an error: how a Stop hands its value out of the forward)
+    """Carries the value found at a ``Stop`` out of the forward."""
+
+    def __init__(self, value: torch.Tensor) -> None:
+        super().__init__("reached the point")
+        self.value = value
+
+
+@dataclass(frozen=True, eq=False)
+class Stop(Where):
+    """Hand back the value at the point and end the forward there: what comes after never runs
+    (``running.run_until`` catches it)."""
+
+    def new_value(self, x: torch.Tensor) -> torch.Tensor:
+        raise Reached(x.detach())
 
 
 @dataclass(frozen=True, eq=False)

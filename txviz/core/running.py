@@ -54,7 +54,7 @@ import torch
 
 from txviz.core import layouts
 from txviz.core.capture import IMPLEMENTATION, PLAIN, AttentionRecord, CaptureSettings, Recorder, capture
-from txviz.core.edits import InterventionError
+from txviz.core.edits import InterventionError, Point, Reached, Stop
 from txviz.core.errors import UserError
 from txviz.core.layouts import UnknownLayoutError, cached_layout
 from txviz.core.stages import StageRecord
@@ -286,6 +286,17 @@ def run(
     if eager and settings.record:
         _eager_records(model, output, recorder)
     return _result(model, recorder, output, outputs)
+
+
+def run_until(
+    model: torch.nn.Module, point: Point, layer: int = 0, stack: str | None = None, **inputs
+) -> torch.Tensor:
+    """The value at ``point`` of block ``layer``, the forward ended there (the blocks after it never run)."""
+    try:
+        run(model, CaptureSettings(interventions=(Stop(point, layer, stack=stack),)), **inputs)
+    except Reached as found:
+        return found.value
+    raise InterventionError(f"The forward never reached {point} of block {layer}.")
 
 
 def _result(model: torch.nn.Module, recorder: Recorder, output, outputs: Collection[str]) -> Run:

@@ -2,10 +2,10 @@
 
 A place is the residual stream entering block L ("decoder.L.resid_pre") or block L's attention
 output before the output projection, every head concatenated ("decoder.L.head_out"), so a
-feature's share per head can be read off its slice. ``collect`` runs ``run`` with one edit of this
-module's own kind, ``Reached``, at the place: the edit takes the value there and raises, so the
-forward stops at that layer and the blocks after it never run (about half the cost at a middle
-layer). The front door's ``capture`` resets its ContextVar on the way out, so nothing leaks.
+feature's share per head can be read off its slice. ``collect`` reads it with the front door's
+``run_until``: its ``Stop`` edit takes the value there and ends the forward, so the
+blocks after it never run (about half the cost at a middle layer). The front door's ``capture``
+resets its ContextVar on the way out, so nothing leaks.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from txviz.atlas.build import windows
 from txviz.atlas.corpus import AtlasCorpus
 from txviz.core import errors
 from txviz.core.capture import CaptureSettings
-from txviz.core.edits import Ablate, Patch, Where
+from txviz.core.edits import Ablate, Patch
 from txviz.core.errors import UserError
 from txviz.core.layouts import cached_layout
-from txviz.core.running import run
+from txviz.core.running import run_until
 from txviz.models import LoadedModel
 
 Kind = Literal["resid_pre", "head_out"]
@@ -91,22 +91,6 @@ def check_place(loaded: LoadedModel, place: Place) -> int:
     return int(loaded.n_heads * head_dim)
 
 
-class _Stop(Exception):
-    """Carries the value found at the place out of the forward."""
-
-    def __init__(self, value: torch.Tensor) -> None:
-        super().__init__("reached the place")
-        self.value = value
-
-
-@dataclass(frozen=True, eq=False)
-class Reached(Where):
-    """An edit that hands back the value at its point and ends the forward there."""
-
-    def new_value(self, x: torch.Tensor) -> torch.Tensor:
-        raise _Stop(x.detach())
-
-
 def flat(value: torch.Tensor) -> torch.Tensor:
     """(B, T, D) or the heads' (B, T, H, D_head) as (B, T, width) float32 on the CPU."""
     return value.reshape(*value.shape[:2], -1).float().cpu()
@@ -115,12 +99,7 @@ def flat(value: torch.Tensor) -> torch.Tensor:
 def at_place(loaded: LoadedModel, place: Place, ids: torch.Tensor) -> torch.Tensor:
     """The activations at ``place`` of a batch of windows, (B, T, width); the forward stops there."""
     point, layer = place.edit_point()
-    settings = CaptureSettings(interventions=(Reached(point, layer),))
-    try:
-        run(loaded.model, settings, (), input_ids=ids.to(loaded.device))
-    except _Stop as stop:
-        return flat(stop.value)
-    raise FeaturesError(f"The forward of {loaded.name} never reached {place.name}.")
+    return flat(run_until(loaded.model, point, layer, input_ids=ids.to(loaded.device)))
 
 
 def token_windows(loaded: LoadedModel, corpus: AtlasCorpus, window: int) -> np.ndarray:
