@@ -160,6 +160,10 @@ def test_activations_in_one_window_match_the_index_and_a_batch():
     with torch.no_grad():
         whole = sae.encode(at_place(loaded, place, torch.from_numpy(ids[window : window + 1]))[0])
     np.testing.assert_allclose(shading, whole[:, feature].numpy(), rtol=1e-5, atol=1e-6)
+    kept = found.activations(feature, window)  # from the kept firings, position 0 never read
+    np.testing.assert_allclose(kept[1:], shading[1:], rtol=1e-4, atol=1e-6)
+    assert kept[0] == 0
+    assert len(found.fired_value) == found.starts[-1] == int(round(found.density.sum() * found.tokens))
 
 
 def test_bad_input_is_refused_with_a_reason():
@@ -251,6 +255,7 @@ def test_written_by_ranks_by_share_times_density_times_mean():
     index = fi.FeatureIndex(
         np.zeros((1, 2), np.int64), 1, np.array([0.1, 0.5, 0.0, 0.9]), np.array([2.0, 1.0, 0.0, 3.0], np.float32),
         np.ones(4, np.float32), *(np.zeros((4, 1)),) * 3, *(np.zeros((4, 1, 1)),) * 3,
+        np.zeros(5, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32),
     )  # fmt: skip
     found = written_by(index, sae, 2, 0)
     assert [f for f, *_ in found] == [1, 0, 3]  # 0.5 x 0.5 x 1 > 1 x 0.1 x 2 > 0; feature 2 never fires

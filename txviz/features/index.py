@@ -32,7 +32,7 @@ from txviz.features.sae import TopKSAE
 from txviz.models import LoadedModel
 
 FILE = "index.npz"
-FORMAT = 1
+FORMAT = 2
 
 
 @dataclass
@@ -60,6 +60,9 @@ class FeatureIndex:
     band_window: np.ndarray  # int32 (m, bands, per_band), largest first within a band; -1 where empty
     band_position: np.ndarray  # int32 (m, bands, per_band)
     band_value: np.ndarray  # float32 (m, bands, per_band); NaN where empty
+    starts: np.ndarray  # int64 (m + 1,): feature f's firings are fired_*[starts[f]:starts[f + 1]]
+    fired_place: np.ndarray  # int64 (n,): every firing's window x T + position, grouped by feature
+    fired_value: np.ndarray  # float32 (n,)
 
     @property
     def width(self) -> int:
@@ -82,6 +85,18 @@ class FeatureIndex:
             _listed(w, p, v)
             for w, p, v in zip(self.band_window[f], self.band_position[f], self.band_value[f], strict=True)
         ]
+
+    def activations(self, feature: int, window: int) -> np.ndarray:
+        """The feature's activation at every position of one indexed window (0 where it did not fire, and at
+        position 0, never read), float32 (T,): from the kept firings, no forward."""
+        f = self._check(feature)
+        length = self.ids.shape[1]
+        place = self.fired_place[self.starts[f] : self.starts[f + 1]]
+        value = self.fired_value[self.starts[f] : self.starts[f + 1]]
+        mine = place // length == int(window)
+        out = np.zeros(length, np.float32)
+        out[place[mine] % length] = value[mine]
+        return out
 
     def save(self, folder: Path | str) -> Path:
         """Write ``index.npz`` into the dictionary's folder atomically (a temporary file replaced over it)."""
@@ -236,8 +251,12 @@ def summarise(
     # within a band largest first, as the Head Atlas shows its samples; empty slots (NaN) last
     by = np.argsort(-np.nan_to_num(band_v, nan=-np.inf), axis=-1, kind="stable")
     band_w, band_p, band_v = (np.take_along_axis(a, by, -1) for a in (band_w, band_p, band_v))
+    # every firing kept, grouped by feature: shading a context's tokens needs no forward
+    grouped = np.argsort(f, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(count)]).astype(np.int64)
     return FeatureIndex(
-        ids, found.tokens, density, mean, peak, top_w, top_p, top_v, band_w, band_p, band_v
+        ids, found.tokens, density, mean, peak, top_w, top_p, top_v, band_w, band_p, band_v,
+        starts, place[grouped].astype(np.int64), value[grouped].astype(np.float32),
     )  # fmt: skip
 
 
