@@ -47,7 +47,8 @@ def model_scores(
     return recorded.get("scores", layer, head, stack=stack)[0].numpy()
 
 
-def _explained(d: Decomposition, scores: np.ndarray) -> float:
+def explained(d: Decomposition, scores: np.ndarray) -> float:
+    """What ``d`` explains, read from the model's own scores (Q, K): the edge's, or its contrast or row."""
     row = scores[d.query]
     if d.mode == "contrast":
         return float(row[d.key] - row[d.contrast])
@@ -86,6 +87,6 @@ def patch_check(model, ids: torch.Tensor, d: Decomposition, side: str = "query",
     layout = cached_layout(model)
     stream = vectors.sum(0)
     return Check(
-        side, part, names[part].name, -float(sums[part]), _explained(d, after) - _explained(d, before),
+        side, part, names[part].name, -float(sums[part]), explained(d, after) - explained(d, before),
         _norm_scale(stream, layout.form), _norm_scale(stream - vectors[part], layout.form),
     )  # fmt: skip

@@ -4,7 +4,8 @@ With every norm's scale frozen at its value in the run, a head's query at i and 
 the stream, and the stream is a sum of parts (txviz.whyattend.stream), so
 s_ij = scaling * q_i . k_j = sum over (a, b) of scaling * q_i(a) . k_j(b). Contrast mode splits
 s_ij - s_ij'; row mode splits s_ij - sum_k w_ik s_ik (the score against the row's softmax mean). All of
-it comes from one recorded forward through the front door, then products of stored vectors.
+it comes from one recorded forward through the front door, then products of stored vectors. Given a
+dictionary at the block's input, the parts are its features instead (txviz.whyattend.features).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from txviz.core.capture import CaptureSettings
 from txviz.core.errors import UserError
 from txviz.core.layouts import cached_layout
 from txviz.core.running import Run, run
+from txviz.features.sae import TopKSAE
+from txviz.whyattend.features import check_mode, feature_stream
 from txviz.whyattend.heads import head_parts
 from txviz.whyattend.linear import CannotDecompose
 from txviz.whyattend.stream import Part, stream
@@ -107,10 +110,14 @@ def decompose(
     expand: bool = True,
     recorded: Run | None = None,
     stack: str | None = None,
+    features: TopKSAE | None = None,
 ) -> Decomposition:
-    """Split head ``head`` of block ``layer``'s score from ``query`` to ``key`` (see the module)."""
+    """Split head ``head`` of block ``layer``'s score from ``query`` to ``key`` (see the module); with
+    ``features``, a dictionary at the block's input, into (query feature) x (key feature) pairs."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
+    if features is not None:
+        check_mode(mode)
     layout = cached_layout(model)
     if layout.record is None:
         raise CannotDecompose(
@@ -136,7 +143,9 @@ def decompose(
         )
     positions = sorted({query, *keys})
     at = {p: n for n, p in enumerate(positions)}
-    flow = stream(recorded, model, layout, ids, layer, positions, expand, stack)
+    flow = stream(recorded, model, layout, ids, layer, positions, expand and features is None, stack)
+    if features is not None:  # the same recorded stream, written in the dictionary's features instead
+        flow = feature_stream(flow, features)
     shape = (n_heads, d_head)
     parts_q, q = head_parts(model, layout, flow, stack, layer, head, "q", shape, [at[query]])
     parts_k, k = head_parts(model, layout, flow, stack, layer, head, "k", shape, [at[p] for p in keys])

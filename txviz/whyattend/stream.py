@@ -23,20 +23,24 @@ FORMS = ("pre-norm", "post-LN")
 @dataclass(frozen=True)
 class Part:
     """One addend of the stream: its kind ('token', 'position', 'segment', 'head', 'o_bias', 'attn',
-    'ffn', 'bias'), the block that wrote it and the head."""
+    'ffn', 'bias'; in feature mode 'feature', 'dict_bias', 'error'), the block that wrote it and the head,
+    or the dictionary's feature."""
 
     kind: str
     layer: int | None = None
     head: int | None = None
+    feature: int | None = None
 
     @property
     def name(self) -> str:
         named = {"token": "token embedding", "position": "position embedding", "segment": "segment embedding",
-                 "bias": "biases"}  # fmt: skip
+                 "bias": "biases", "dict_bias": "dictionary bias", "error": "reconstruction error"}  # fmt: skip
         if self.kind in named:
             return named[self.kind]
         if self.kind == "head":
             return f"L{self.layer}H{self.head}"
+        if self.kind == "feature":
+            return f"feature {self.feature}"
         return {"o_bias": f"L{self.layer} output bias", "attn": f"L{self.layer} attention",
                 "ffn": f"L{self.layer} MLP"}[self.kind]  # fmt: skip
 

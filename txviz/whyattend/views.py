@@ -1,15 +1,21 @@
 """Why Attend's page body: the edge to explain (text, head, query and key), the score split into
-(query part) x (key part) pairs, the patching check and the composition with earlier heads."""
+(query part) x (key part) pairs, or into a dictionary's features, the patching check and the composition
+with earlier heads."""
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
 from txviz.app import projector, teaching, ui, widgets
+from txviz.atlas.build import model_id
+from txviz.core.errors import UserError
 from txviz.core.running import run
+from txviz.features import store
+from txviz.features.sae import TopKSAE
 from txviz.figures import grids
-from txviz.whyattend import check, composition, decompose, figures, words
+from txviz.whyattend import check, composition, decompose, features, figures, words
 
 MODES = {"this key": "edge", "this key rather than another": "contrast", "this key against the row": "row"}
 
@@ -31,6 +37,7 @@ class Edge:
     mode: str
     other: int | None  # the other key, in "contrast" mode
     expand: bool
+    features: bool = False  # also split the score into the features of a dictionary at the block's input
 
 
 def precision_note() -> None:
@@ -76,7 +83,8 @@ def edge(loaded, name: str) -> Edge:
     )
     with ui.user_errors():
         # one recorded forward: what the decomposition reads, and the weights the clickable map shows
-        settings = replace(decompose.SETTINGS, record=decompose.SETTINGS.record | {"weights"})
+        # the model's own scores too: the feature split's sum is checked against them
+        settings = replace(decompose.SETTINGS, record=decompose.SETTINGS.record | {"weights", "scores"})
         recorded = run(loaded.model, settings, input_ids=ids)
         weights = recorded["weights", layer, head][0].numpy()
     # it opens on an edge worth explaining: between words, not into [CLS], [SEP] or a sink
@@ -96,7 +104,15 @@ def edge(loaded, name: str) -> Edge:
     if mode == "contrast":
         other = _token_picker(tokens, "Rather than key", "why_other", 0)
     expand = st.toggle("One part per head (off: one per attention layer)", True, key="why_expand")
-    return Edge(name, text, ids, tokens, layer, head, recorded, weights, query, key, mode, other, expand)
+    split = False
+    if loaded.kind == "decoder":  # dictionaries are trained on decoders' streams only
+        split = st.toggle(
+            "Split into features", ui.link_value("why_features", False), key="why_features",
+            help="Write the stream entering the block in the features of a dictionary trained there.",
+        )  # fmt: skip
+    return Edge(
+        name, text, ids, tokens, layer, head, recorded, weights, query, key, mode, other, expand, split
+    )
 
 
 def explain(loaded, edge: Edge) -> decompose.Decomposition:
@@ -139,7 +155,73 @@ def explain(loaded, edge: Edge) -> decompose.Decomposition:
         widgets.ablate_head_link(
             edge.name, edge.text, top.layer, top.head, "this text (the query's largest part)"
         )
+    if edge.features:
+        feature_split(loaded, edge)
     return found
+
+
+@ui.shared_resource(max_entries=4, spinner="Loading the dictionary...")
+def _dictionary(folder: str, weights: str, stamp: float) -> TopKSAE:
+    """The dictionary stored in ``folder`` (``stamp``, its file's time: a rebuilt one is read again)."""
+    return store.load(Path(folder), weights)[0].sae
+
+
+def _no_dictionary(edge: Edge, place: str) -> None:
+    st.info(
+        f"No dictionary of {edge.name}'s features at block {edge.layer}'s input ({place}) is trained yet: "
+        "train one, and this split reads it."
+    )
+    widgets.page_link_to(
+        "Features", f"Train a dictionary at block {edge.layer}'s input on the Features page",
+        ":material/blur_on:", model=edge.name, place=place,
+    )  # fmt: skip
+
+
+def feature_split(loaded, edge: Edge) -> None:
+    """The score split into (query feature) x (key feature) pairs, with the error's share and the sum."""
+    st.subheader("Split into features")
+    place = features.place_name(edge.layer)
+    try:
+        features.check_mode(edge.mode)
+        weights = model_id(loaded)
+        stored = store.find(weights, place)
+        if not stored:
+            return _no_dictionary(edge, place)
+        folder, meta = stored[0]  # the newest
+        sae = _dictionary(str(folder), weights, (folder / store.META).stat().st_mtime)
+        split = decompose.decompose(loaded.model, edge.ids, edge.layer, edge.head, edge.query, edge.key,
+                                    mode=edge.mode, contrast=edge.other, recorded=edge.recorded, features=sae)  # fmt: skip
+    except UserError as error:  # the ordinary split above still stands: a note, not a stop
+        st.info(str(error))
+        return
+    _feature_words(split, edge, meta, sae)
+
+
+def _feature_words(split: decompose.Decomposition, edge: Edge, meta: dict, sae: TopKSAE) -> None:
+    """The largest feature pairs, the terms, the sum's check and a link to each feature's page."""
+    st.caption(
+        f"Dictionary at {meta['place']}: {sae.width:,} features, {sae.k} active per token, trained on "
+        f"{meta.get('corpus', 'a corpus')} ({meta.get('tokens', 0):,} tokens)."
+    )
+    st.markdown("**The largest feature pairs**")
+    st.text("\n".join(words.feature_ranked(split, edge.tokens, 8)) or "No feature is active at these tokens.")
+    terms = words.terms(split)
+    st.markdown(
+        f"Feature x feature pairs add {terms.features:+.3g}, pairs with a bias {terms.bias:+.3g}, and pairs "
+        f"with the reconstruction error (what the dictionary misses) {terms.error:+.3g}: "
+        f"{terms.error_share:.0%} of the pairs' total size."
+    )
+    own = check.explained(split, edge.recorded["scores", edge.layer, edge.head][0].numpy())
+    st.markdown(
+        f"Check: the {split.pairs.size:,} pairs sum to {split.score:+.4g}; the model's own score is "
+        f"{own:+.4g} (difference {abs(split.score - own):.1e})."
+    )
+    shown = list(dict.fromkeys(f for pair in words.feature_pairs(split, 8) for f in pair[:2]))
+    for n, column in enumerate(st.columns(4) if shown else []):  # each feature of the largest pairs
+        with column:
+            for feature in shown[n::4]:
+                widgets.page_link_to("Features", f"Feature {feature}", ":material/blur_on:", model=edge.name,
+                                     place=meta["place"], feature=feature)  # fmt: skip
 
 
 def patch_check(loaded, edge: Edge, found: decompose.Decomposition) -> None:
