@@ -287,7 +287,16 @@ PAGES: tuple[Page, ...] = (
         "pages/23_Why_Attend.py",
         _settings(
             "model", "why_text", "why_layer", "why_head", "why_query", "why_key", S("why_mode", "this key"),
-            "why_other",
+            "why_other", S("why_features", False),
+        ),
+    ),
+    Page(
+        "Features", "Features", "Features of your own model", ":material/blur_on:", "Research tools",
+        "Features of your own model: a sparse autoencoder trained here at a place, a page per feature.",
+        "pages/25_Features.py",
+        _settings(
+            "model", "place", Setting("feature", int), "features_corpus", S("features_tokens", 16_384),
+            "features_view",
         ),
     ),
     Page(

@@ -11,6 +11,7 @@ from txviz.atlas import circuits, figures, opening, view_model
 from txviz.atlas.views import Opened
 from txviz.core.errors import UserError
 from txviz.core.tokens import readable_tokens
+from txviz.features import views as features_views
 from txviz.figures import grids
 
 WHY_TOKENS = 128  # Why Attend reads the first 128 tokens of its text
@@ -137,3 +138,5 @@ def head_view(loaded, shown: Opened) -> None:
         st.subheader("Below the top: a sample from each decile band")
         st.dataframe(bands, hide_index=True, height=260)
     summary(loaded, layer, head)
+    if loaded.kind == "decoder":
+        features_views.written_by_head(loaded, shown.name, layer, head)

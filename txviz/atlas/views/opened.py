@@ -12,32 +12,9 @@ from txviz.atlas import opening, view_model
 from txviz.atlas.atlas import Settings
 from txviz.atlas.views import Opened
 from txviz.atlas.views import head as head_page
+from txviz.atlas.views.corpus import corpus_choice
 
-UPLOAD = "Upload a text file"
 PICKED = ("layer", "head")
-
-
-@ui.shared_resource(max_entries=4)
-def _shipped(corpus_name: str):
-    return opening.shipped()[corpus_name]()
-
-
-def corpus_choice():
-    """The corpus: one an installed package ships, or an upload."""
-    names = [*opening.shipped(), UPLOAD]
-    choice = widgets.linked_radio("Corpus", names, "atlas_corpus")
-    if choice != UPLOAD:
-        return _shipped(choice)
-    file = st.file_uploader(
-        f"A UTF-8 text file (the first {corpora.MAX_UPLOAD_BYTES:,} bytes are read)",
-        type=["txt", "md", "py", "rst"],
-        key="atlas_upload",
-    )
-    if file is None:
-        st.info("Choose a text file: the atlas is built over its tokens.")
-        st.stop()
-    with ui.user_errors():
-        return opening.from_upload(file.name, ui.checked_upload(file))
 
 
 def corpus_slice(whole):

@@ -1,0 +1,165 @@
+"""What the Features page opens: the places of a model, the memory a build needs, a dictionary and its index.
+
+``open_or_build`` opens a stored dictionary, resumes an interrupted one or trains it, then indexes what
+each feature does over the first windows of the corpus (kept beside the dictionary, so a link to a
+feature opens at once the next time).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from txviz.atlas.build import model_id
+from txviz.atlas.corpus import AtlasCorpus
+from txviz.features import build, store
+from txviz.features.activations import KINDS, FeaturesError, Place, check_place
+from txviz.features.index import FeatureIndex, index
+from txviz.features.sae import Settings, TopKSAE
+
+log = logging.getLogger(__name__)
+INDEX_TOKENS = 16_384  # the contexts a feature page draws from: the held-out windows, then the first ones
+BUDGETS = (16_384, 65_536, 262_144, 1_048_576)  # training tokens offered, 1M the benchmark's budget
+MEMORY_SHARE = 0.8  # of the memory free now: what a build may plan to use
+
+
+def places(loaded) -> list[str]:
+    """Every place the map can name on this decoder: each block's input stream, then its heads' output."""
+    found = []
+    for layer in range(loaded.n_layers):
+        for kind in KINDS:
+            try:
+                check_place(loaded, Place(kind, layer))
+            except FeaturesError:
+                continue
+            found.append(Place(kind, layer).name)
+    return found
+
+
+def place_label(name: str) -> str:
+    """A place's name in words ('block 15's input stream')."""
+    place = Place.parse(name)
+    if place.kind == "resid_pre":
+        return f"block {place.layer}'s input (the residual stream)"
+    return f"block {place.layer}'s heads, concatenated before the output projection"
+
+
+def default_place(loaded) -> str:
+    """The stream entering the middle block, where the benchmark measures."""
+    return Place("resid_pre", loaded.n_layers // 2).name
+
+
+@dataclass(frozen=True)
+class Memory:
+    """What a build would hold at once besides the model, against the memory free now (bytes)."""
+
+    needed: int
+    available: int | None
+
+    @property
+    def fits(self) -> bool:
+        return self.available is None or self.needed <= MEMORY_SHARE * self.available
+
+    def __str__(self) -> str:
+        free = "unknown" if self.available is None else f"{self.available / 2**30:.1f} GB"
+        return f"about {_size(self.needed)} of memory (free now: {free})"
+
+
+def _size(n: float) -> str:
+    return f"{n / 2**30:.1f} GB" if n >= 2**30 else f"{max(n, 2**20) / 2**20:.0f} MB"
+
+
+def available_memory() -> int | None:
+    """MemAvailable from /proc/meminfo (Linux), None where it cannot be read."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError) as error:
+        log.info("free memory unknown: %s", error)
+    return None
+
+
+def memory(loaded, place: Place, settings: Settings, corpus_tokens: int | None = None) -> Memory:
+    """The estimate said before a build starts: activations, the dictionary with Adam's two moments, a batch."""
+    d = check_place(loaded, place)
+    width = settings.expansion * d
+    tokens = min(settings.tokens, corpus_tokens) if corpus_tokens else settings.tokens
+    activations = (tokens + settings.held_out) * d * 4
+    dictionary = 3 * (2 * d * width + width + d) * 4  # weights, Adam's m and v
+    batch = 8 * settings.batch * width * 4  # pre-activations, latents, their gradients and the AuxK pass
+    return Memory(activations + dictionary + batch, available_memory())
+
+
+def check_memory(loaded, place: Place, settings: Settings) -> Memory:
+    """The estimate, or a refusal saying it when the build would not fit in the memory free now."""
+    found = memory(loaded, place, settings)
+    if not found.fits:
+        raise FeaturesError(
+            f"This dictionary needs {found}: more than this machine can spare. Choose fewer training tokens "
+            "or a narrower dictionary."
+        )
+    return found
+
+
+@dataclass
+class Opened:
+    """A finished dictionary, what each feature does, and what happened on the way."""
+
+    sae: TopKSAE
+    meta: dict
+    index: FeatureIndex
+    place: Place
+    notices: tuple[str, ...] = ()
+
+
+def stored(loaded, corpus: AtlasCorpus, place: Place, settings: Settings) -> bool:
+    """Whether a finished dictionary of this key is on disk (so the page opens it without asking)."""
+    folder = store.root() / store.key_of(model_id(loaded), corpus.hash, place.name, settings)
+    found = [f for f, _ in store.find(model_id(loaded), place.name)]
+    return folder in found
+
+
+def _indexed(
+    loaded, corpus: AtlasCorpus, place: Place, sae: TopKSAE, settings: Settings, folder: Path, progress
+):
+    """The stored index, or one made over the held-out and first windows and stored beside the dictionary."""
+    try:
+        return FeatureIndex.load(folder), ""
+    except (OSError, ValueError, KeyError):
+        pass  # not made yet (or from an older build): made now
+    cut = build.split(loaded, corpus, settings)
+    per = max(1, cut.held.shape[1] - 1)
+    ids = np.concatenate([cut.held, cut.train])[: max(1, min(INDEX_TOKENS, settings.tokens) // per)]
+    report = (lambda f, text: progress(f, f"indexing the features: {text}")) if progress else None
+    found = index(loaded, place, sae, ids, progress=report)
+    try:
+        found.save(folder)
+    except OSError as error:
+        log.warning("the feature index cannot be stored in %s: %s", folder, error)
+        return (
+            found,
+            f"The features' index could not be stored ({error.strerror or error}); it is kept in memory.",
+        )
+    return found, ""
+
+
+def open_or_build(loaded, corpus: AtlasCorpus, place: Place, settings: Settings, progress=None) -> Opened:
+    """The dictionary of ``place`` over ``corpus`` (opened, resumed or trained) and its index."""
+    check_memory(loaded, place, settings)
+    train = (lambda f, text: progress(0.85 * f, text)) if progress else None
+    made = build.build(loaded, corpus, place, settings, train)
+    rest = (lambda f, text: progress(0.85 + 0.15 * f, text)) if progress else None
+    found, notice = _indexed(loaded, corpus, place, made.sae, settings, made.folder, rest)
+    notices = (*made.notices, notice) if notice else made.notices
+    return Opened(made.sae, made.meta, found, place, notices)
+
+
+def open_stored(loaded, folder: Path) -> Opened:
+    """A finished dictionary from its folder (a link's), refused when built for other weights."""
+    state, meta = store.load(folder, model_id(loaded))
+    found = FeatureIndex.load(folder)
+    return Opened(state.sae, meta, found, Place.parse(meta["place"]))
