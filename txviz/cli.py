@@ -1,4 +1,4 @@
-"""Command line: `python -m txviz trace|lens|explain|patch|ablate|atlas|bench|train|models ...` for scripts, exports and
+"""Command line: `python -m txviz trace|lens|explain|patch|ablate|atlas|features|bench|train|models ...` for scripts, exports and
 benchmarks."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import txviz.training
 from txviz import logs
 from txviz.atlas import command as atlas_command
 from txviz.explain import command as explain_command
+from txviz.features import command as features_command
 from txviz.figures import export
 from txviz.heads import command as heads_command
 from txviz.interventions import command as interventions_command
@@ -194,6 +195,11 @@ def build_parser() -> argparse.ArgumentParser:
     atlas_command.add_arguments(
         sub.add_parser("atlas", help="build a model's Head Atlas over a corpus and store it (or open it)")
     )
+    features_command.add_arguments(
+        sub.add_parser(
+            "features", help="train a sparse autoencoder at a place of a model and store it (or open it)"
+        )
+    )
     sub.add_parser(
         "explain",
         parents=[explain_command.options()],
@@ -241,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         return heads_command.run(args)
     if args.command == "atlas":
         return atlas_command.run(args)
+    if args.command == "features":
+        return features_command.run(args)
     if args.command == "explain":
         return explain_command.run(args)
     if args.command == "patch":
