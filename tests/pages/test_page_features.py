@@ -59,7 +59,7 @@ def test_a_link_opens_a_feature_with_contexts_shaded_logit_effects_and_samples(d
     index = built[STREAM].index
     peak = index.contexts(feature)[0][2]
     assert abs(float(shading[0][~(shading[0] != shading[0])].max()) - peak) < 1e-4  # the first row's peak
-    assert any("Fires on" in m.label for m in at.metric)
+    assert any("fires on" in m.label for m in at.metric)
     assert any("[[" in str(v) for d in at.dataframe for v in d.value["context"])  # the decile samples
     at.number_input(key="feature").set_value(live_feature(built, STREAM) + 1).run()
     assert_clean(at)

@@ -27,11 +27,11 @@ def contexts(
     values = np.asarray(values, dtype=float)  # (rows, columns), NaN where a short context has no token
     width = values.shape[1] if values.size else 1
     text = [[plain(t) for t in row] + [""] * (width - len(row)) for row in rows]
-    labels = [f"#{i + 1}  {peak:.2f}" for i, peak in enumerate(peaks)]
+    labels = [f"#{i + 1} ({peak:.2f})" for i, peak in enumerate(peaks)]
     top = float(np.nanmax(values)) if np.isfinite(values).any() else 1.0
     figure = go.Figure(
         go.Heatmap(
-            z=values, text=text, texttemplate="%{text}", textfont=dict(size=16 if presenting else 12),
+            z=values, text=text, texttemplate="%{text}", textfont=dict(size=15 if presenting else 11),
             y=labels, colorscale=scale("sequential", presenting), zmin=0, zmax=max(top, 1e-6),
             colorbar=dict(title="activation"), xgap=1, ygap=3,
             hovertemplate="%{text}: %{z:.3f}<extra></extra>",
@@ -39,7 +39,7 @@ def contexts(
     )  # fmt: skip
     figure.update_layout(
         title=plain(title), height=max(260, 34 * len(rows) + 110), margin=margin(left=90),
-        xaxis=dict(visible=False), yaxis=dict(autorange="reversed", title="context, its peak"),
+        xaxis=dict(visible=False), yaxis=dict(type="category", autorange="reversed", title="context (its peak)"),
     )  # fmt: skip
     return figure
 

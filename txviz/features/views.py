@@ -19,7 +19,7 @@ from txviz.features.opening import Opened
 from txviz.features.sae import Settings
 
 NEW = "Train a new dictionary"
-SPAN = 12  # tokens either side of a context's peak
+SPAN = 8  # tokens either side of a context's peak: 17 cells a row stay readable
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,8 @@ def open_dictionary(loaded, name: str) -> Shown:
         st.error(f"The model map names no place of {loaded.name} to read features from.")
         st.stop()
     default = opening.default_place(loaded)
-    place_name = st.selectbox(
+    left, right = st.columns(2)
+    place_name = left.selectbox(
         "Place", names, index=names.index(ui.link_value("place", default, names)), key="place",
         format_func=opening.place_label,
         help="The residual stream entering a block, or a block's heads before their output projection "
@@ -97,7 +98,7 @@ def open_dictionary(loaded, name: str) -> Shown:
     found = store.find(model_id(loaded), place.name)
     choices = [str(folder) for folder, _ in found] + [NEW]
     labels = {str(folder): _describe(meta) for folder, meta in found} | {NEW: NEW}
-    choice = st.selectbox("Dictionary", choices, format_func=labels.get, key="features_dictionary")
+    choice = right.selectbox("Dictionary", choices, format_func=labels.get, key="features_dictionary")
     with ui.user_errors():
         shown = _train_form(loaded, place) if choice == NEW else _stored(loaded, choice)
     for notice in shown.notices:
@@ -116,8 +117,13 @@ def open_dictionary(loaded, name: str) -> Shown:
 
 
 def _around(values: np.ndarray, pieces: list[str], peak: int) -> tuple[list[str], np.ndarray]:
-    first, last = max(peak - SPAN, 1), min(peak + SPAN + 1, len(pieces))  # position 0 is never read
-    return pieces[first:last], values[first:last]
+    """The tokens within SPAN of the peak, the peak in the middle column (blank cells where the window ends)."""
+    text, shade = [""] * (2 * SPAN + 1), np.full(2 * SPAN + 1, np.nan)
+    for column in range(2 * SPAN + 1):
+        at = peak - SPAN + column
+        if 1 <= at < len(pieces):  # position 0 is never read
+            text[column], shade[column] = pieces[at], values[at]
+    return text, shade
 
 
 def _top_contexts(loaded, shown: Shown) -> None:
@@ -132,10 +138,7 @@ def _top_contexts(loaded, shown: Shown) -> None:
         pieces, shade = _around(acts, text_pieces(loaded.tokenizer, opened.index.ids[w].tolist()), p)
         texts.append(pieces)
         values.append(shade)
-    width = max(len(v) for v in values)
-    grid = np.full((len(values), width), np.nan)
-    for i, v in enumerate(values):
-        grid[i, : len(v)] = v
+    grid = np.stack(values)
     title = f"{shown.name}, {opening.place_label(opened.place.name)}: feature {f}'s top contexts"
     ui.show_figure(figures.contexts(texts, grid, [v for _, _, v in found], title, ui.presenting()),
                    key="features_contexts")  # fmt: skip
@@ -170,7 +173,7 @@ def feature_view(loaded, shown: Shown) -> None:
     index = opened.index
     density = float(index.density[f])
     cols = st.columns(4)
-    cols[0].metric("Fires on", f"{100 * density:.3f}% of tokens" if density else "never")
+    cols[0].metric("Share of tokens it fires on", f"{100 * density:.3g}%" if density else "never")
     cols[1].metric("Mean activation when firing", f"{index.mean[f]:.3f}")
     cols[2].metric("Largest activation", f"{index.peak[f]:.3f}")
     if opened.place.kind == "head_out":
