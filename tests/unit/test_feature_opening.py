@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 from atlas_helpers import corpus, decoder
 
@@ -108,3 +109,22 @@ def test_the_command_trains_then_opens_and_refuses_a_tiny_corpus(tmp_path, monke
     assert "at least" in capsys.readouterr().err
     assert cli.main(["features", "--model", "tiny", "--place", "decoder.1.mlp"]) == 2
     assert "not a place" in capsys.readouterr().err
+
+
+def test_a_dictionary_stored_without_its_index_is_indexed_when_opened(monkeypatch, tmp_path):
+    from txviz.atlas import opening as atlas_opening
+    from txviz.features import build
+
+    loaded, text, place = decoder(), corpus(120), Place("resid_pre", 1)
+    made = build.build(loaded, text, place, SMALL)  # the trainer alone stores no index
+    assert not (made.folder / "index.npz").exists()
+    with pytest.raises(FeaturesError, match="not at hand"):
+        opening.open_stored(loaded, made.folder)  # "tiny text" is no shipped corpus
+    monkeypatch.setattr(atlas_opening, "shipped", lambda: {text.name: lambda: text})
+    found = opening.open_stored(loaded, made.folder)
+    assert (made.folder / "index.npz").exists() and found.index.tokens > 0
+    # a fresh build elsewhere indexes from the activations it trained on: the same index as the forwards give
+    monkeypatch.setenv("TXVIZ_FEATURES_DIR", str(tmp_path / "elsewhere"))
+    fresh = opening.open_or_build(decoder(), text, place, SMALL)
+    np.testing.assert_allclose(fresh.index.density, found.index.density)
+    np.testing.assert_allclose(fresh.index.top_value, found.index.top_value, rtol=1e-5)

@@ -61,6 +61,8 @@ class Dictionary:
     meta: dict
     folder: Path
     notices: tuple[str, ...] = ()
+    windows: np.ndarray | None = None  # a fresh build's training windows and their activations (not stored),
+    activations: np.ndarray | None = None  # so the index needs no second pass over them
 
     @property
     def done(self) -> bool:
@@ -119,4 +121,4 @@ def build(
     on_train = (lambda f, text: progress(0.5 + 0.5 * f, f"training: {text}")) if progress else None
     state = train(data, settings, state, on_train, checkpoint, stop_after)
     final = {**meta, "step": state.step, "seconds": state.seconds, "k": state.sae.k, "scale": state.sae.scale}
-    return Dictionary(state.sae, final, folder, tuple(notices))
+    return Dictionary(state.sae, final, folder, tuple(notices), cut.train, data)

@@ -164,8 +164,10 @@ def triplets(
     ids: np.ndarray,
     batch: int = 8,
     progress: Callable[[float, str], None] | None = None,
+    activations: np.ndarray | None = None,
 ) -> Triplets:
-    """The nonzero latents of every window's positions after the first, batch by batch."""
+    """The nonzero latents of every window's positions after the first, batch by batch; ``activations``
+    (windows x (T - 1), width), as ``collect`` returns them for ``ids``, saves the forwards."""
     check_dictionary(loaded, place, sae)
     ids = check_windows(ids)
     n_windows, length = ids.shape
@@ -173,8 +175,11 @@ def triplets(
     for start in range(0, n_windows, batch):
         if progress:
             progress(start / max(1, n_windows), f"{start:,} of {n_windows:,} windows read")
-        found = at_place(loaded, place, torch.from_numpy(ids[start : start + batch]))
-        rows = found[:, 1:].reshape(-1, found.shape[-1])  # position 0: the sink the dictionary never saw
+        if activations is not None:
+            rows = torch.from_numpy(activations[start * (length - 1) : (start + batch) * (length - 1)])
+        else:
+            found = at_place(loaded, place, torch.from_numpy(ids[start : start + batch]))
+            rows = found[:, 1:].reshape(-1, found.shape[-1])  # position 0: the sink the dictionary never saw
         with torch.no_grad():
             z = sae.encode(rows)  # (batch x (T - 1), m): one batch dense, never all tokens
         token, feature = torch.nonzero(z, as_tuple=True)  # row-major: (place, feature) order
@@ -289,12 +294,18 @@ def index(
     seed: int = 0,
     batch: int = 8,
     progress: Callable[[float, str], None] | None = None,
+    activations: np.ndarray | None = None,
 ) -> FeatureIndex:
-    """Each feature's density, mean, peak, top contexts and band samples over windows ``ids`` (W, T)."""
+    """Each feature's density, mean, peak, top contexts and band samples over windows ``ids`` (W, T)
+    (``activations``: theirs at the place, when already read)."""
     if top < 1 or bands < 1 or per_band < 1:
         raise FeaturesError(f"top, bands and per_band must be at least 1 (got {top}, {bands}, {per_band}).")
     ids = check_windows(ids)
-    found = triplets(loaded, place, sae, ids, batch, progress)
+    if activations is not None and len(activations) != ids.shape[0] * (ids.shape[1] - 1):
+        raise FeaturesError(
+            f"{len(activations):,} activations do not fit {ids.shape[0]:,} windows of {ids.shape[1]}."
+        )
+    found = triplets(loaded, place, sae, ids, batch, progress, activations)
     return summarise(found, ids, sae.width, top, bands, per_band, seed)
 
 

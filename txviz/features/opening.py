@@ -1,8 +1,8 @@
 """What the Features page opens: the places of a model, the memory a build needs, a dictionary and its index.
 
 ``open_or_build`` opens a stored dictionary, resumes an interrupted one or trains it, then indexes what
-each feature does over the first windows of the corpus (kept beside the dictionary, so a link to a
-feature opens at once the next time).
+each feature does over the first training windows, from the activations the training just read (kept
+beside the dictionary, so a link to a feature opens at once the next time).
 """
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
 
 from txviz.atlas.build import model_id
 from txviz.atlas.corpus import AtlasCorpus
@@ -21,7 +19,7 @@ from txviz.features.index import FeatureIndex, index
 from txviz.features.sae import Settings, TopKSAE
 
 log = logging.getLogger(__name__)
-INDEX_TOKENS = 16_384  # the contexts a feature page draws from: the held-out windows, then the first ones
+INDEX_TOKENS = 16_384  # the tokens a feature page draws its contexts from: the first training windows
 BUDGETS = (16_384, 65_536, 262_144, 1_048_576)  # training tokens offered, 1M the benchmark's budget
 MEMORY_SHARE = 0.8  # of the memory free now: what a build may plan to use
 
@@ -123,23 +121,27 @@ def stored(loaded, corpus: AtlasCorpus, place: Place, settings: Settings) -> boo
     return folder in found
 
 
-def _indexed(
-    loaded, corpus: AtlasCorpus, place: Place, sae: TopKSAE, settings: Settings, folder: Path, progress
-):
-    """The stored index, or one made over the held-out and first windows and stored beside the dictionary."""
+def _indexed(loaded, corpus: AtlasCorpus, place: Place, made: build.Dictionary, settings: Settings, progress):
+    """The stored index, or one made over the first training windows (their activations already read when the
+    dictionary was just trained) and stored beside the dictionary."""
     try:
-        return FeatureIndex.load(folder), ""
-    except (OSError, ValueError, KeyError):
-        pass  # not made yet (or from an older build): made now
-    cut = build.split(loaded, corpus, settings)
-    per = max(1, cut.held.shape[1] - 1)
-    ids = np.concatenate([cut.held, cut.train])[: max(1, min(INDEX_TOKENS, settings.tokens) // per)]
+        return FeatureIndex.load(made.folder), ""
+    except FeaturesError:
+        pass  # not made yet (or by an older txviz): made now
+    windows, activations = made.windows, made.activations
+    if windows is None or activations is None:  # opened or resumed: read the windows again
+        windows, activations = build.split(loaded, corpus, settings).train, None
+    per = windows.shape[1] - 1
+    n = max(1, min(INDEX_TOKENS, settings.tokens, len(windows) * per) // per)
+    if activations is not None:
+        n = min(n, len(activations) // per)
+        activations = activations[: n * per]
     report = (lambda f, text: progress(f, f"indexing the features: {text}")) if progress else None
-    found = index(loaded, place, sae, ids, progress=report)
+    found = index(loaded, place, made.sae, windows[:n], progress=report, activations=activations)
     try:
-        found.save(folder)
+        found.save(made.folder)
     except OSError as error:
-        log.warning("the feature index cannot be stored in %s: %s", folder, error)
+        log.warning("the feature index cannot be stored in %s: %s", made.folder, error)
         return (
             found,
             f"The features' index could not be stored ({error.strerror or error}); it is kept in memory.",
@@ -153,13 +155,34 @@ def open_or_build(loaded, corpus: AtlasCorpus, place: Place, settings: Settings,
     train = (lambda f, text: progress(0.85 * f, text)) if progress else None
     made = build.build(loaded, corpus, place, settings, train)
     rest = (lambda f, text: progress(0.85 + 0.15 * f, text)) if progress else None
-    found, notice = _indexed(loaded, corpus, place, made.sae, settings, made.folder, rest)
+    found, notice = _indexed(loaded, corpus, place, made, settings, rest)
     notices = (*made.notices, notice) if notice else made.notices
     return Opened(made.sae, made.meta, found, place, notices)
 
 
 def open_stored(loaded, folder: Path) -> Opened:
-    """A finished dictionary from its folder (a link's), refused when built for other weights."""
+    """A finished dictionary from its folder, refused when built for other weights; indexed now when it was
+    trained without its index (by ``build`` alone) over a corpus still at hand."""
     state, meta = store.load(folder, model_id(loaded))
-    found = FeatureIndex.load(folder)
-    return Opened(state.sae, meta, found, Place.parse(meta["place"]))
+    place = Place.parse(meta["place"])
+    try:
+        return Opened(state.sae, meta, FeatureIndex.load(folder), place)
+    except FeaturesError:
+        corpus = _corpus_of(meta)
+    made = build.Dictionary(state.sae, meta, Path(folder))
+    found, notice = _indexed(loaded, corpus, place, made, Settings(**meta["settings"]), None)
+    return Opened(state.sae, meta, found, place, (notice,) if notice else ())
+
+
+def _corpus_of(meta: dict) -> AtlasCorpus:
+    """The shipped corpus a dictionary was trained on (its hash checked), or why it cannot be read again."""
+    from txviz.atlas import opening as atlas_opening  # the corpora the Head Atlas offers, by name
+
+    reader = atlas_opening.shipped().get(meta.get("corpus", ""))
+    corpus = reader() if reader else None
+    if corpus is None or corpus.hash != meta.get("corpus_hash"):
+        raise FeaturesError(
+            f"This dictionary has no index of its features, and its corpus ({meta.get('corpus', 'unknown')}) is "
+            "not at hand to make one: train it again from the Features page."
+        )
+    return corpus
