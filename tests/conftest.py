@@ -48,6 +48,18 @@ def _atlas_dir(tmp_path_factory):
         os.environ.pop("TXVIZ_ATLAS_DIR", None)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _features_dir(tmp_path_factory):
+    """Dictionaries trained by tests go to one temporary folder for the whole run (the Features page's first
+    build is made once and opened after, by AppTests and the live app alike), never ~/.cache/txviz/features."""
+    mine = "TXVIZ_FEATURES_DIR" not in os.environ
+    if mine:
+        os.environ["TXVIZ_FEATURES_DIR"] = str(tmp_path_factory.mktemp("features"))
+    yield
+    if mine:
+        os.environ.pop("TXVIZ_FEATURES_DIR", None)
+
+
 @pytest.fixture(autouse=True)
 def _unit_tests_stay_small(request, monkeypatch):
     """tests/unit runs pure maths and tiny models from configs: loading a real model there fails."""

@@ -144,6 +144,8 @@ VIEWS = {
         ("atlas_view", "Head"),
         start={"model": "tiny-mlm", "atlas_corpus": "txviz examples", "atlas_window": 16},
     ),
+    # SmolLM2's quick dictionary, trained by the run's first test that opens the page, then opened from disk
+    "Features": LinkView((("number_input", "feature", 7),), ("features_view", "Feature map")),
 }
 
 
