@@ -32,11 +32,11 @@ def test_a_feature_page_draws_its_contexts_and_the_map_opens_another(app_server,
     page.wait_for_selector(FIGURE, timeout=600_000)
     no_exception(page)
     expect(page.get_by_text(re.compile(r"feature \d+'s top contexts"))).to_be_visible()
-    page.get_by_role("tab", name="Feature map").click()
+    page.get_by_role("tab", name="Feature map", exact=True).click()
     wait_for_app(page)
     expect(page.get_by_text("every feature of the dictionary")).to_be_visible(timeout=60_000)
     no_exception(page)
-    page.get_by_role("tab", name="Feature").click()
+    page.get_by_role("tab", name="Feature", exact=True).click()
     wait_for_app(page)
     no_exception(page)
 
@@ -51,9 +51,9 @@ def test_why_attend_splits_a_score_into_the_features_and_links_them(app_server, 
     expect(page.get_by_text(re.compile(r"Check: the [\d,]+ pairs sum to"))).to_be_visible()
     no_exception(page)
     screenshot(page, "why-attend-features")
-    first = page.locator('[data-testid="stPageLink"]').filter(has_text=re.compile(r"^Feature \d+$")).first
+    first = page.locator('[data-testid="stPageLink"]').filter(has_text=re.compile(r"Feature \d+$")).first
     expect(first).to_be_visible()
-    number = int(first.inner_text().split()[-1])
+    number = int(re.search(r"Feature (\d+)$", first.inner_text().strip()).group(1))
     first.click()
     wait_for_app(page, 300_000)
     assert page.locator('[data-testid="stNumberInput"] input').first.input_value() == str(number)

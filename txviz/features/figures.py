@@ -56,7 +56,7 @@ def logit_effects(promoted, suppressed, title: str):
         )  # fmt: skip
         figure.update_yaxes(autorange="reversed", ticktext=plain_all(repr(t) for t in tokens),
                             tickvals=[repr(t) for t in tokens], row=1, col=col)  # fmt: skip
-    figure.update_layout(title=plain(title), height=380, margin=margin(left=10))
+    figure.update_layout(title=plain(title), height=400, margin=margin(top=90, left=10))
     figure.update_xaxes(title_text="logit per unit of activation")
     return figure
 
