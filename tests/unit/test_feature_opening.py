@@ -128,3 +128,21 @@ def test_a_dictionary_stored_without_its_index_is_indexed_when_opened(monkeypatc
     fresh = opening.open_or_build(decoder(), text, place, SMALL)
     np.testing.assert_allclose(fresh.index.density, found.index.density)
     np.testing.assert_allclose(fresh.index.top_value, found.index.top_value, rtol=1e-5)
+
+
+def test_the_page_opens_on_a_feature_firing_near_one_token_in_two_hundred():
+    built = opening.open_or_build(decoder(), corpus(120), Place("resid_pre", 1), SMALL)
+    index = dataclasses.replace(built.index, density=np.array([0.3, 0.004, 0.0, 0.02, 0.006]), tokens=10_000)
+    assert opening.first_feature(index) == 4  # 60 tokens, nearest 1 in 200 on a log scale (0.004 is farther)
+    rare = dataclasses.replace(index, density=np.array([0.0, 0.0002, 0.0, 0.0, 0.0]))
+    assert opening.first_feature(rare) == 1  # none fires ten times: the one that fires at all
+    assert opening.first_feature(dataclasses.replace(index, density=np.zeros(5))) == 0
+    assert built.meta["seconds"] > 0 and store.find(built.meta["model_id"])[0][1]["seconds"] > 0  # kept on disk
+
+
+def test_whitespace_tokens_show_as_marks_in_the_contexts_figure():
+    from txviz.features import figures
+
+    assert [figures.visible(t) for t in ("\n", " ", "  ", "\t", " cat")] == ["↵", "␣", "␣␣", "⇥", " cat"]
+    figure = figures.contexts([["<b>", "\n"]], np.array([[0.5, 1.0]]), [1.0], "t")
+    assert figure.data[0].text[0] == ["&lt;b&gt;", "↵"]  # escaped for plotly, never markup

@@ -16,6 +16,12 @@ from txviz.figures.text import plain, plain_all
 PICKED = "#d62728"
 
 
+def visible(token: str) -> str:
+    """A token as a cell shows it: a newline as ↵, a token of spaces or tabs as ␣ (else an empty-looking cell)."""
+    shown = token.replace("\n", "↵").replace("\t", "⇥")
+    return shown if shown.strip() else "␣" * max(1, len(shown))
+
+
 def contexts(
     rows: Sequence[Sequence[str]],
     values: np.ndarray,
@@ -26,7 +32,7 @@ def contexts(
     """One row per context: its tokens as text on cells shaded by the feature's activation (0 to the peak)."""
     values = np.asarray(values, dtype=float)  # (rows, columns), NaN where a short context has no token
     width = values.shape[1] if values.size else 1
-    text = [[plain(t) for t in row] + [""] * (width - len(row)) for row in rows]
+    text = [[plain(visible(t)) for t in row] + [""] * (width - len(row)) for row in rows]
     labels = [f"#{i + 1} ({peak:.2f})" for i, peak in enumerate(peaks)]
     top = float(np.nanmax(values)) if np.isfinite(values).any() else 1.0
     figure = go.Figure(

@@ -11,6 +11,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from txviz.atlas.build import model_id
 from txviz.atlas.corpus import AtlasCorpus
 from txviz.features import build, store
@@ -22,6 +24,9 @@ log = logging.getLogger(__name__)
 INDEX_TOKENS = 16_384  # the tokens a feature page draws its contexts from: the first training windows
 BUDGETS = (16_384, 65_536, 262_144, 1_048_576)  # training tokens offered, 1M the benchmark's budget
 MEMORY_SHARE = 0.8  # of the memory free now: what a build may plan to use
+SHOWN_DENSITY = (
+    0.005  # the feature a page opens on fires on about 1 token in 200: specific, yet with contexts
+)
 
 
 def places(loaded) -> list[str]:
@@ -186,3 +191,16 @@ def _corpus_of(meta: dict) -> AtlasCorpus:
             "not at hand to make one: train it again from the Features page."
         )
     return corpus
+
+
+def first_feature(found: FeatureIndex) -> int:
+    """The feature a page opens on: of those firing on at least ten indexed tokens, the one whose density is
+    nearest 1 in 200 (the densest are often the dictionary's bias at work, the rarest have few contexts)."""
+    counts = found.density * found.tokens
+    candidates = np.flatnonzero(counts >= 10)
+    if not candidates.size:
+        candidates = np.flatnonzero(counts > 0)
+    if not candidates.size:
+        return 0
+    distance = np.abs(np.log(found.density[candidates] / SHOWN_DENSITY))
+    return int(candidates[np.argmin(distance)])

@@ -225,7 +225,7 @@ def train(
     # ends early after that many steps, the interruption a test makes
     state = state or start_state(data, settings)
     total = steps_of(len(data), settings)
-    began, done_before = time.perf_counter(), state.step
+    began, done_before, seconds_before = time.perf_counter(), state.step, state.seconds
     tensor = torch.from_numpy(np.ascontiguousarray(data, dtype=np.float32))
     while state.step < total:
         if stop_after is not None and state.step >= stop_after:
@@ -233,6 +233,7 @@ def train(
         rows = torch.from_numpy(batch_order(len(data), settings, state.step))
         train_step(state, tensor[rows], settings)
         elapsed = time.perf_counter() - began
+        state.seconds = seconds_before + elapsed  # in every checkpoint, so a stored dictionary says its time
         if progress:
             progress(
                 state.step / total,
@@ -241,5 +242,4 @@ def train(
             )
         if checkpoint and (state.step % settings.checkpoint_every == 0 or state.step == total):
             checkpoint(state, total)
-    state.seconds += time.perf_counter() - began
     return state

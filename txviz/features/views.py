@@ -108,8 +108,7 @@ def open_dictionary(loaded, name: str) -> Shown:
         f"{_describe(meta)}; {width:,} features, trained in {meta.get('seconds', 0):.0f} s after "
         f"{meta.get('collect_seconds', 0):.0f} s of forwards; indexed over {shown.index.tokens:,} tokens."
     )
-    live = np.flatnonzero(shown.index.density > 0)
-    best = int(live[np.argmax(shown.index.density[live])]) if live.size else 0
+    best = opening.first_feature(shown.index)
     feature = st.number_input(
         f"Feature (0 to {width - 1:,})", 0, width - 1, ui.link_value("feature", best, range(width)), key="feature"
     )  # fmt: skip
