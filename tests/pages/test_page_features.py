@@ -127,3 +127,25 @@ def _head_page(layer: int, head: int) -> None:
     from txviz.features import views
 
     views.written_by_head(models.load("smollm2", "cpu"), "smollm2", layer, head)
+
+
+def test_a_dictionary_the_disk_refuses_stays_open_after_its_button(dictionaries, monkeypatch, tmp_path):
+    from txviz.features import store
+    from txviz.features.index import FeatureIndex
+
+    def full(*_args, **_kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setenv("TXVIZ_FEATURES_DIR", str(tmp_path))
+    monkeypatch.setattr(opening, "BUDGETS", (1024, 2048))  # small budgets: the second waits for its button
+    monkeypatch.setattr(store, "save", full)
+    monkeypatch.setattr(FeatureIndex, "save", full)
+    at = opened(place=STREAM.name)
+    at.select_slider(key="features_tokens").set_value(2048).run()
+    assert [b.key for b in at.button] == ["features_train"]
+    at.button(key="features_train").click().run()
+    assert_clean(at)
+    assert any("could not be stored" in w.value for w in at.warning) and at.get("plotly_chart")
+    at.number_input(key="feature").increment().run()  # the next rerun: still open, no button
+    assert_clean(at)
+    assert at.get("plotly_chart") and not list(tmp_path.iterdir())

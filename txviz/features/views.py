@@ -69,15 +69,21 @@ def _train_form(loaded, place: Place) -> Opened:
         st.error(f"This build needs {need}: choose fewer training tokens.")
         st.stop()
     quick = settings.tokens == opening.BUDGETS[0]  # the smallest budget trains in a minute or so: at once
+    # built in this session already: on disk, or kept in memory when the disk refused it
+    made = st.session_state.setdefault("_features_made", set())
+    key = (loaded.name, corpus.hash, place.name, settings)
     if (
         not quick
+        and key not in made
         and not opening.stored(loaded, corpus, place, settings)
         and not st.button("Train the dictionary", type="primary", key="features_train")
     ):
         st.info("Train a dictionary at this place: its features open here after, and stay stored on disk.")
         st.stop()
     with ui.user_errors():
-        return _built(loaded, corpus, place.name, settings)
+        found = _built(loaded, corpus, place.name, settings)
+    made.add(key)
+    return found
 
 
 def open_dictionary(loaded, name: str) -> Shown:
