@@ -36,28 +36,20 @@ def _hub_offline(monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _atlas_dir(tmp_path_factory):
-    """Head Atlases built by tests (pages, links, the live app) go to a temporary folder, never the
-    user's ~/.cache/txviz/atlas; set before any app server starts, so its process inherits it."""
-    mine = "TXVIZ_ATLAS_DIR" not in os.environ
-    if mine:
-        os.environ["TXVIZ_ATLAS_DIR"] = str(tmp_path_factory.mktemp("atlas"))
-    yield
-    if mine:
-        os.environ.pop("TXVIZ_ATLAS_DIR", None)
+STORES = {"TXVIZ_ATLAS_DIR": "atlas", "TXVIZ_FEATURES_DIR": "features"}
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _features_dir(tmp_path_factory):
-    """Dictionaries trained by tests go to one temporary folder for the whole run (the Features page's first
-    build is made once and opened after, by AppTests and the live app alike), never ~/.cache/txviz/features."""
-    mine = "TXVIZ_FEATURES_DIR" not in os.environ
-    if mine:
-        os.environ["TXVIZ_FEATURES_DIR"] = str(tmp_path_factory.mktemp("features"))
+def _store_dirs(tmp_path_factory):
+    """Head Atlases and dictionaries built by tests (pages, links, the live app) go to temporary folders for
+    the whole run, never the user's ~/.cache/txviz; set before any app server starts, so its process
+    inherits them (the Features page's first dictionary is trained once, then opened by every test)."""
+    mine = [name for name in STORES if name not in os.environ]
+    for name in mine:
+        os.environ[name] = str(tmp_path_factory.mktemp(STORES[name]))
     yield
-    if mine:
-        os.environ.pop("TXVIZ_FEATURES_DIR", None)
+    for name in mine:
+        os.environ.pop(name, None)
 
 
 @pytest.fixture(autouse=True)
