@@ -72,6 +72,8 @@ def test_the_map_draws_every_live_feature_and_a_click_opens_one(dictionaries):
     spec = json.loads(chart.proto.spec)
     index = built[STREAM].index
     assert len(plotly_array(spec["data"][0]["x"])) == int((index.density > 0).sum())
+    (why,) = [link.proto for link in at.get("page_link") if "Why Attend" in link.proto.label]
+    assert "why_layer=15" in why.query_string and "why_features=true" in why.query_string
     target = live_feature(built, STREAM)
     states = at._tree.get_widget_states()  # AppTest has no public way to send a chart's event
     state = states.widgets.add()

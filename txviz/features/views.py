@@ -226,8 +226,11 @@ def map_view(loaded, shown: Shown) -> None:
              for h in range(loaded.n_heads)],
             hide_index=True,
         )  # fmt: skip
-    widgets.page_link_to("Why_Attend", "Split a head's attention score into features on Why Attend",
-                         ":material/join_inner:", model=shown.name, why_features=True)  # fmt: skip
+    place = shown.opened.place
+    if place.kind == "resid_pre":  # Why Attend splits a block's scores with a dictionary of its input stream
+        widgets.page_link_to("Why_Attend", f"Split a block {place.layer} head's attention score into these features "
+                             "on Why Attend", ":material/join_inner:", model=shown.name, why_layer=place.layer,
+                             why_features=True)  # fmt: skip
 
 
 def written_by_head(loaded, name: str, layer: int, head: int) -> None:
