@@ -26,4 +26,5 @@ ui.page_tabs(
     loaded,
     shown,
     key="atlas_view",
+    default=opened.first_tab(),
 )

@@ -126,8 +126,9 @@ def link_index(key: str, options: Sequence[Any], default: int = 0) -> int:
     return default
 
 
-def link_tab(key: str, labels: Sequence[str]) -> str:
-    """The ``default=`` of keyed tabs: the link's tab, kept the same while the tabs stay on the page.
+def link_tab(key: str, labels: Sequence[str], first: str | None = None) -> str:
+    """The ``default=`` of keyed tabs: the link's tab (else ``first``, else the first label), kept the same
+    while the tabs stay on the page.
 
     Streamlit counts a tab set's ``default`` in its identity, so a default that changed at the next
     run (the link read once, then the first tab) would reset the reader's tab.
@@ -135,7 +136,7 @@ def link_tab(key: str, labels: Sequence[str]) -> str:
     defaults = st.session_state.setdefault(_TAB_DEFAULTS, {})  # one dict: no stray label-valued keys
     remembered = (key, tuple(labels))
     if key not in st.session_state or remembered not in defaults:
-        defaults[remembered] = link_value(key, labels[0], list(labels))
+        defaults[remembered] = link_value(key, first if first in labels else labels[0], list(labels))
     return defaults[remembered]
 
 

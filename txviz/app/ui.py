@@ -322,11 +322,14 @@ def text_input(label: str, default: str, key: str = "text", height: int = 120) -
     return text
 
 
-def page_tabs(views: Mapping[str, Callable[..., None]], *args, key: str = "view") -> str:
+def page_tabs(
+    views: Mapping[str, Callable[..., None]], *args, key: str = "view", default: str | None = None
+) -> str:
     """The page's tabs, a view function each: only the open tab's view runs, given ``args``; returns
-    its label. The tab set keeps ``key`` in the page's link, so a link or a lecture step opens a tab."""
+    its label. The tab set keeps ``key`` in the page's link, so a link or a lecture step opens a tab;
+    without one it opens on ``default`` (else the first)."""
     labels = list(views)
-    tabs = st.tabs(labels, key=key, on_change="rerun", default=link_tab(key, labels))
+    tabs = st.tabs(labels, key=key, on_change="rerun", default=link_tab(key, labels, default))
     for label, tab in zip(labels, tabs, strict=True):
         if tab.open:
             with tab:

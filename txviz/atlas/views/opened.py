@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import streamlit as st
 
 from txviz.app import ui, widgets
@@ -62,8 +60,9 @@ def open_atlas(loaded, name: str) -> Opened:
     ready = len(corpus.text) <= opening.SMALL_CORPUS_CHARS or opening.stored(loaded, corpus, settings)
     current, before = [name, corpus.hash, settings.window], st.session_state.get("_atlas_for")
     st.session_state["_atlas_for"] = current
-    if before is None:  # this session's first view: a link naming a head opens its atlas
-        ready = ready or "layer" in st.query_params
+    if before is None:  # this session's first view: a link naming a head opens its atlas, on its page
+        st.session_state["_atlas_link_head"] = "layer" in st.query_params
+        ready = ready or st.session_state["_atlas_link_head"]
     elif before != current and "atlas_open" in st.session_state:
         st.session_state["atlas_open"] = bool(ready)  # another model or corpus: opened only if quick
     value = {} if "atlas_open" in st.session_state else {"value": ui.link_value("atlas_open", bool(ready))}
@@ -92,15 +91,9 @@ def open_atlas(loaded, name: str) -> Opened:
     )
     layer, head = widgets.layer_head_picker(atlas.layers, atlas.heads, PICKED, widget="number",
                                             columns=st.columns(2))  # fmt: skip
-    _head_link_opens_head()
     return Opened(name, corpus, window, atlas, metrics, layer, head)
 
 
-def _head_link_opens_head() -> None:
-    """A link naming a head but no tab opens on the head's page: on the session's first view with the
-    atlas open, the link is read as naming the Head tab (ui.page_tabs takes its default from the link)."""
-    if "_atlas_tab" in st.session_state:
-        return
-    st.session_state["_atlas_tab"] = True
-    if "layer" in st.query_params and "atlas_view" not in st.query_params:
-        st.query_params["atlas_view"] = json.dumps("Head")
+def first_tab() -> str | None:
+    """The tab the atlas opens on without a tab in its link: a link naming a head opens the head's page."""
+    return "Head" if st.session_state.get("_atlas_link_head") else None
