@@ -234,7 +234,8 @@ PAGES: tuple[Page, ...] = (
         _settings(
             "vit_view", "book_photo", S("book_patch", 90), "vision_model", "image_source", "sample", "view",
             "layer", "head", Setting("patch", int), S("opacity", 0.6), S("threshold", 0.0), "ablate_layer",
-            "ablate_head",
+            "ablate_head", "sagan_photo", S("sagan_row", 10), S("sagan_col", 20), S("detr_seed", 0),
+            S("detr_digits", 3),
         ),
     ),
     Page(

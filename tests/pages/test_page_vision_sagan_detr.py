@@ -46,3 +46,16 @@ def test_the_tab_computes_sagan_and_detr():
     assert (table["matched to"] == "∅: no object").sum() == detr.QUERIES - 2
     matched = table[table["matched to"] != "∅: no object"]
     np.testing.assert_allclose(matched["cost"].sum(), found.total_cost(), atol=0.02)
+
+
+def test_a_link_keeps_the_query_the_photograph_and_the_canvas():
+    at = AppTest.from_file(PAGE, default_timeout=180)
+    link = {"vit_view": TAB, "sagan_photo": "flower.jpg", "sagan_row": 5, "sagan_col": 7, "detr_seed": 9,
+            "detr_digits": 4}  # fmt: skip
+    at.query_params.update({k: json.dumps(v) for k, v in link.items()})
+    at.run()
+    assert_clean(at)
+    assert (at.radio(key="sagan_photo").value, at.slider(key="sagan_row").value) == ("flower.jpg", 5)
+    assert (at.slider(key="sagan_col").value, at.number_input(key="detr_seed").value) == (7, 9)
+    assert at.selectbox(key="detr_digits").value == 4
+    assert any(f"least total cost {detr.scene(9, 4).total_cost():.2f}" in t for t in titles(at))

@@ -323,13 +323,11 @@ def sagan_and_detr() -> None:
     )
     left, middle, right = st.columns([2, 2, 2])
     with left:
-        photo = st.radio(
-            "Photograph (scikit-learn's samples)", book.PHOTOS, horizontal=True, key="sagan_photo"
-        )
+        photo = widgets.linked_radio("Photograph (scikit-learn's samples)", book.PHOTOS, "sagan_photo")
     with middle:
-        row = st.slider("Query row", 0, sagan.SIDE - 1, 10, key="sagan_row")
+        row = widgets.linked_slider("Query row", "sagan_row", 10, 1, 0, sagan.SIDE - 1)
     with right:
-        col = st.slider("Query column", 0, sagan.SIDE - 1, 20, key="sagan_col")
+        col = widgets.linked_slider("Query column", "sagan_col", 20, 1, 0, sagan.SIDE - 1)
     view = sagan_query(photo, row, col)
     ui.show_figure(gd_figures.sagan_figure(view), key="sagan_figure")
     st.caption(
@@ -353,9 +351,11 @@ def sagan_and_detr() -> None:
     )
     left, right = st.columns(2)
     with left:
-        seed = int(st.number_input("Canvas and noise seed", 0, 999, 0, key="detr_seed"))
+        seed = int(st.number_input("Canvas and noise seed", 0, 999, ui.link_value("detr_seed", 0, range(1000)),
+                                   key="detr_seed"))  # fmt: skip
     with right:
-        n_digits = st.selectbox("Digits on the canvas", [2, 3, 4], index=1, key="detr_digits")
+        n_digits = st.selectbox("Digits on the canvas", [2, 3, 4], index=ui.link_index("detr_digits", [2, 3, 4], 1),
+                                key="detr_digits")  # fmt: skip
     found = detr_scene(seed, n_digits)
     ui.show_figure(gd_figures.detr_figure(found), key="detr_figure")
     st.dataframe(matching_rows(found), hide_index=True)
