@@ -88,6 +88,11 @@ def test_a_heads_place_says_which_head_writes_the_feature(dictionaries):
     _, built = dictionaries
     at = opened(place=HEADS.name, feature=live_feature(built, HEADS))
     assert any(m.label == "Written mostly by" for m in at.metric)
+    (bars,) = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if "features_heads" in c.proto.id]
+    shares = plotly_array(bars["data"][0]["y"])
+    assert len(shares) == 9 and abs(shares.sum() - 1) < 1e-5
+    (atlas,) = [link.proto for link in at.get("page_link") if "Head Atlas" in link.proto.label]
+    assert f"head={int(shares.argmax())}" in atlas.query_string and "layer=15" in atlas.query_string
     at = opened(place=HEADS.name, features_view="Feature map")
     (table,) = [d for d in at.dataframe if "head" in d.value.columns]
     assert len(table.value) == 9  # SmolLM2: nine heads a block

@@ -101,3 +101,14 @@ def picked_feature(selection) -> int | None:
         if isinstance(data, (list, tuple)) and data:
             return int(data[0])
     return None
+
+
+def head_shares(shares: np.ndarray, title: str):
+    """One bar per head: its slice's share of the feature's decoder direction (squared norms, summing to 1)."""
+    figure = go.Figure(
+        go.Bar(x=[f"head {h}" for h in range(len(shares))], y=shares, marker_color="#4c78a8",
+               hovertemplate="%{x}: %{y:.1%}<extra></extra>")
+    )  # fmt: skip
+    figure.update_layout(title=plain(title), yaxis=dict(title="share", tickformat=".0%", range=[0, 1]), height=320,
+                         margin=margin())  # fmt: skip
+    return figure

@@ -195,6 +195,19 @@ def feature_view(loaded, shown: Shown) -> None:
         "heads' place, the final norm's gain and the unembedding); later blocks can change what it does."
     )
     _bands(loaded, shown)
+    if opened.place.kind == "head_out":
+        _heads_of(loaded, shown)
+
+
+def _heads_of(loaded, shown: Shown) -> None:
+    """A heads' feature: each head's share of its direction, and the writing head's page in the Head Atlas."""
+    layer, f = shown.opened.place.layer, shown.feature
+    shares = heads.head_shares(shown.opened.sae, loaded.n_heads)[f]
+    ui.show_figure(figures.head_shares(shares, f"Feature {f}: each head's share of its direction (block {layer})"),
+                   key="features_heads")  # fmt: skip
+    top = int(np.argmax(shares))
+    widgets.page_link_to("Head_Atlas", f"Open layer {layer}, head {top} in the Head Atlas", ":material/travel_explore:",
+                         model=shown.name, layer=layer, head=top)  # fmt: skip
 
 
 def _pick_from_map() -> None:
