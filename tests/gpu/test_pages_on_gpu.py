@@ -29,6 +29,7 @@ OPEN_WITH_A_MODEL = {
     19,
     23,
     24,
+    25,
 }  # page numbers; the others on a tab
 PAGES = sorted((ROOT / "pages").glob("*.py"), key=lambda p: int(p.name.split("_")[0]))
 
