@@ -137,7 +137,9 @@ def test_the_page_opens_on_a_feature_firing_near_one_token_in_two_hundred():
     rare = dataclasses.replace(index, density=np.array([0.0, 0.0002, 0.0, 0.0, 0.0]))
     assert opening.first_feature(rare) == 1  # none fires ten times: the one that fires at all
     assert opening.first_feature(dataclasses.replace(index, density=np.zeros(5))) == 0
-    assert built.meta["seconds"] > 0 and store.find(built.meta["model_id"])[0][1]["seconds"] > 0  # kept on disk
+    assert (
+        built.meta["seconds"] > 0 and store.find(built.meta["model_id"])[0][1]["seconds"] > 0
+    )  # kept on disk
 
 
 def test_whitespace_tokens_show_as_marks_in_the_contexts_figure():
