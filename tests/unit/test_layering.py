@@ -94,7 +94,8 @@ def test_the_product_never_imports_the_test_tooling():
     users = [
         str(path.relative_to(ROOT))
         for path in [*txviz_files(), *(ROOT / "pages").glob("*.py"), ROOT / "app.py"]
-        if not module_name(path).startswith(("txviz.app.testing", "txviz.bench")) and txviz_imports(path) & tooling
+        if not module_name(path).startswith(("txviz.app.testing", "txviz.bench"))
+        and txviz_imports(path) & tooling
     ]
     assert tooling and not users, users
 
