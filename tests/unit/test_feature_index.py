@@ -148,20 +148,18 @@ def test_save_and_load_round_trip(tmp_path):
         fi.FeatureIndex.load(tmp_path / "elsewhere")
 
 
-def test_activations_in_one_window_match_the_index_and_a_batch():
+def test_a_windows_activations_from_the_index_match_a_forward():
     place = PLACES[0]
     loaded, ids, sae = setup(place)
     found = fi.index(loaded, place, sae, ids, top=TOP, bands=BANDS, per_band=PER_BAND)
     feature = int(np.argmax(found.density))
     window, position, value = found.contexts(feature)[0]
-    shading = fi.activations_in(loaded, place, sae, ids[window], feature)
-    assert shading.shape == (ids.shape[1],)
-    assert shading[position] == pytest.approx(value, rel=1e-4)
+    kept = found.activations(feature, window)  # from the kept firings, position 0 never read
+    assert kept.shape == (ids.shape[1],)
+    assert kept[position] == pytest.approx(value, rel=1e-4)
     with torch.no_grad():
         whole = sae.encode(at_place(loaded, place, torch.from_numpy(ids[window : window + 1]))[0])
-    np.testing.assert_allclose(shading, whole[:, feature].numpy(), rtol=1e-5, atol=1e-6)
-    kept = found.activations(feature, window)  # from the kept firings, position 0 never read
-    np.testing.assert_allclose(kept[1:], shading[1:], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(kept[1:], whole[1:, feature].numpy(), rtol=1e-4, atol=1e-6)
     assert kept[0] == 0
     assert len(found.fired_value) == found.starts[-1] == int(round(found.density.sum() * found.tokens))
 
@@ -173,7 +171,7 @@ def test_bad_input_is_refused_with_a_reason():
     with pytest.raises(FeaturesError, match="no 999"):
         found.contexts(999)
     with pytest.raises(FeaturesError, match="no 999"):
-        fi.activations_in(loaded, place, sae, ids[0], 999)
+        found.activations(999, 0)
     with pytest.raises(FeaturesError, match="no 999"):
         direct_logits(loaded, place, sae, 999)
     other = start_state(np.random.default_rng(0).normal(size=(64, 8)).astype(np.float32), SMALL).sae

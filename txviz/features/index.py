@@ -307,19 +307,3 @@ def index(
         )
     found = triplets(loaded, place, sae, ids, batch, progress, activations)
     return summarise(found, ids, sae.width, top, bands, per_band, seed)
-
-
-def activations_in(
-    loaded: LoadedModel, place: Place, sae: TopKSAE, ids_row: np.ndarray, feature: int
-) -> np.ndarray:
-    """The feature's activation at every position of one window (position 0 included), float32 (T,)."""
-    check_dictionary(loaded, place, sae)
-    if not 0 <= int(feature) < sae.width:
-        raise FeaturesError(f"This dictionary has features 0 to {sae.width - 1}; there is no {feature}.")
-    row = np.asarray(ids_row)
-    if row.ndim != 1 or not len(row) or not np.issubdtype(row.dtype, np.integer):
-        raise FeaturesError(f"A window must be a non-empty row of integer token ids, not shape {row.shape}.")
-    found = at_place(loaded, place, torch.from_numpy(row.astype(np.int64))[None])
-    with torch.no_grad():
-        z = sae.encode(found[0])
-    return z[:, int(feature)].numpy().astype(np.float32)

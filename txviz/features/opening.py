@@ -86,12 +86,11 @@ def available_memory() -> int | None:
     return None
 
 
-def memory(loaded, place: Place, settings: Settings, corpus_tokens: int | None = None) -> Memory:
+def memory(loaded, place: Place, settings: Settings) -> Memory:
     """The estimate said before a build starts: activations, the dictionary with Adam's two moments, a batch."""
     d = check_place(loaded, place)
     width = settings.expansion * d
-    tokens = min(settings.tokens, corpus_tokens) if corpus_tokens else settings.tokens
-    activations = (tokens + settings.held_out) * d * 4
+    activations = (settings.tokens + settings.held_out) * d * 4
     dictionary = 3 * (2 * d * width + width + d) * 4  # weights, Adam's m and v
     batch = 8 * settings.batch * width * 4  # pre-activations, latents, their gradients and the AuxK pass
     return Memory(activations + dictionary + batch, available_memory())
@@ -121,9 +120,9 @@ class Opened:
 
 def stored(loaded, corpus: AtlasCorpus, place: Place, settings: Settings) -> bool:
     """Whether a finished dictionary of this key is on disk (so the page opens it without asking)."""
-    folder = store.root() / store.key_of(model_id(loaded), corpus.hash, place.name, settings)
-    found = [f for f, _ in store.find(model_id(loaded), place.name)]
-    return folder in found
+    weights = model_id(loaded)
+    meta = store.finished(store.root() / store.key_of(weights, corpus.hash, place.name, settings))
+    return meta is not None and meta.get("model_id") == weights
 
 
 def _indexed(loaded, corpus: AtlasCorpus, place: Place, made: build.Dictionary, settings: Settings, progress):

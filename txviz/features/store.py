@@ -91,20 +91,27 @@ def load(folder: Path, model_id: str | None = None) -> tuple[State, dict]:
     return state, meta
 
 
+def finished(folder: Path) -> dict | None:
+    """The JSON of the finished dictionary in ``folder`` (of this format), or None."""
+    try:
+        meta = json.loads((Path(folder) / META).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:  # a folder being written, or not ours: skipped, said
+        log.warning("skipped %s: %s", folder, error)
+        return None
+    done = meta.get("format") == FORMAT and meta.get("step", 0) >= meta.get("total_steps", 1)
+    return meta if done else None
+
+
 def find(model_id: str, place: str | None = None) -> list[tuple[Path, dict]]:
     """Finished dictionaries of these weights (at ``place`` when given), newest first: (folder, JSON)."""
-    found = []
     base = root()
     if not base.is_dir():
         return []
+    found = []
     for meta_file in base.glob(f"*/{META}"):
-        try:
-            meta = json.loads(meta_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:  # a folder being written, or not ours: skipped, said
-            log.warning("skipped %s: %s", meta_file.parent, error)
-            continue
-        if meta.get("model_id") != model_id or (place is not None and meta.get("place") != place):
-            continue
-        if meta.get("format") == FORMAT and meta.get("step", 0) >= meta.get("total_steps", 1):
+        meta = finished(meta_file.parent)
+        if meta and meta.get("model_id") == model_id and place in (None, meta.get("place")):
             found.append((meta_file.parent, meta))
     return sorted(found, key=lambda pair: pair[0].stat().st_mtime, reverse=True)

@@ -153,19 +153,18 @@ def _top_contexts(loaded, shown: Shown) -> None:
 
 
 def _bands(loaded, shown: Shown) -> None:
-    index, f = shown.opened.index, shown.feature
+    bands = shown.opened.index.band_contexts(shown.feature)
     rows = []
-    for band in range(index.band_value.shape[1]):
-        for w, p, v in zip(index.band_window[f, band], index.band_position[f, band], index.band_value[f, band],
-                           strict=True):  # fmt: skip
-            if w < 0 or not np.isfinite(v):
-                continue
-            pieces = text_pieces(loaded.tokenizer, index.ids[w].tolist())
-            first = max(p - SPAN, 1)
-            text = "".join(pieces[first:p]) + "[[" + pieces[p] + "]]" + "".join(pieces[p + 1 : p + SPAN + 1])
-            rows.append(
-                {"band": f"{100 - 10 * band}% of the peak", "activation": round(float(v), 3), "context": text}
+    for band, drawn in enumerate(bands):
+        for w, p, v in drawn:
+            pieces = text_pieces(loaded.tokenizer, shown.opened.index.ids[w].tolist())
+            text = (
+                "".join(pieces[max(p - SPAN, 1) : p])
+                + f"[[{pieces[p]}]]"
+                + "".join(pieces[p + 1 : p + SPAN + 1])
             )
+            rows.append({"band": f"{100 * (1 - band / len(bands)):.0f}% of the peak", "activation": round(v, 3),
+                         "context": text})  # fmt: skip
     if rows:
         st.subheader("Below the top: a sample from each decile band")
         st.caption("The token where the feature has that activation is in [[ ]].")
