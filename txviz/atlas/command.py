@@ -27,16 +27,14 @@ def run(args: argparse.Namespace) -> int:
     from txviz import models
     from txviz.atlas import corpus, store
     from txviz.atlas.atlas import Settings
+    from txviz.core.countdown import on_stderr
     from txviz.core.errors import UserError
-
-    def progress(fraction: float, message: str) -> None:
-        print(f"\r{fraction:6.1%}  {message}".ljust(72), end="", file=sys.stderr, flush=True)
 
     try:
         loaded = models.load(args.model, args.device)
         text = corpus.named_or_file(args.corpus)
         settings = Settings(window=args.window, batch=args.batch, top_k=args.top_k)
-        atlas, notices = store.open_or_build(loaded, text, settings, progress)
+        atlas, notices = store.open_or_build(loaded, text, settings, on_stderr())
     except (UserError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 
@@ -39,3 +40,12 @@ class Countdown:
         """``steps`` steps done at once (a part of the work that costs several)."""
         self.done += steps
         self._tell()
+
+
+def on_stderr(width: int = 72) -> Progress:
+    """Progress for a command line: one line on stderr, rewritten in place."""
+
+    def tell(fraction: float, message: str) -> None:
+        print(f"\r{fraction:6.1%}  {message}".ljust(width), end="", file=sys.stderr, flush=True)
+
+    return tell

@@ -31,20 +31,20 @@ def run(args: argparse.Namespace) -> int:
     """Build or open the dictionary, progress on stderr; a clear message and exit 2 on bad input."""
     from txviz import models
     from txviz.atlas import corpus
+    from txviz.core.countdown import on_stderr
     from txviz.core.errors import UserError
     from txviz.features import opening
     from txviz.features.activations import Place
     from txviz.features.sae import Settings
-
-    def progress(fraction: float, message: str) -> None:
-        print(f"\r{fraction:6.1%}  {message}".ljust(90), end="", file=sys.stderr, flush=True)
 
     try:
         loaded = models.load(args.model, args.device)
         place = Place.parse(args.place or opening.default_place(loaded))
         settings = Settings(tokens=args.tokens, expansion=args.expansion, k=args.k)
         print(f"{place.name}: {opening.check_memory(loaded, place, settings)}", file=sys.stderr)
-        found = opening.open_or_build(loaded, corpus.named_or_file(args.corpus), place, settings, progress)
+        found = opening.open_or_build(
+            loaded, corpus.named_or_file(args.corpus), place, settings, on_stderr(90)
+        )
     except (UserError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

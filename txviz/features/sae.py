@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-Progress = Callable[[float, str], None]
+from txviz.core.countdown import Progress, remaining
+
 PARAMS = ("W_enc", "b_enc", "W_dec", "b_dec")
 
 
@@ -197,13 +198,6 @@ def train_step(state: State, x: torch.Tensor, settings: Settings) -> float:
     return state.last_loss
 
 
-def _left(done: int, total: int, elapsed: float) -> str:
-    if not done:
-        return "estimating the time left"
-    left = elapsed / done * (total - done)
-    return f"about {left / 60:.0f} min left" if left >= 90 else f"about {left:.0f} s left"
-
-
 def start_state(data: np.ndarray, settings: Settings) -> State:
     """A fresh dictionary for ``data`` (N, d): its scale and mean from the data, its seed from the settings."""
     d = data.shape[1]
@@ -238,7 +232,7 @@ def train(
             progress(
                 state.step / total,
                 f"step {state.step:,} of {total:,}, loss {state.last_loss:.3f}; "
-                f"{_left(state.step - done_before, total - done_before, elapsed)}",
+                f"{remaining(state.step - done_before, total - done_before, elapsed)}",
             )
         if checkpoint and (state.step % settings.checkpoint_every == 0 or state.step == total):
             checkpoint(state, total)
