@@ -7,15 +7,12 @@ import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from txviz.atlas import corpus
     from txviz.atlas.atlas import Settings
 
     default = Settings()
     parser.add_argument("--model", default="smollm2")
-    parser.add_argument(
-        "--corpus",
-        default="python-docs",
-        help="a shipped corpus's name (python-docs, fortunes) or a text file",
-    )
+    corpus.add_argument(parser)
     parser.add_argument("--window", type=int, default=default.window, help="tokens per window")
     parser.add_argument("--batch", type=int, default=default.batch, help="windows per forward pass")
     parser.add_argument("--top-k", type=int, default=default.top_k, help="top contexts kept per head")

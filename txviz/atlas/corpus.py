@@ -11,6 +11,7 @@ without it.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -97,6 +98,15 @@ def first(corpus: AtlasCorpus, chars: int) -> AtlasCorpus:
     end = corpus.text.rfind("\n\n", chars * 4 // 5, chars)
     text = corpus.text[: end if end > 0 else chars]
     return of_text(f"{corpus.name} (first {chars:,} characters)", text, corpus.notice)
+
+
+def add_argument(parser: argparse.ArgumentParser) -> None:
+    """The commands' --corpus, as named_or_file reads it."""
+    parser.add_argument(
+        "--corpus",
+        default="python-docs",
+        help="a shipped corpus's name (python-docs, fortunes) or a text file",
+    )
 
 
 def named_or_file(source: str) -> AtlasCorpus:

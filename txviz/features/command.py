@@ -7,6 +7,7 @@ import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from txviz.atlas import corpus
     from txviz.features.sae import Settings
 
     default = Settings()
@@ -16,11 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="decoder.L.resid_pre or decoder.L.head_out (default: the middle block's input)",
     )
-    parser.add_argument(
-        "--corpus",
-        default="python-docs",
-        help="a shipped corpus's name (python-docs, fortunes) or a text file",
-    )
+    corpus.add_argument(parser)
     parser.add_argument("--tokens", type=int, default=default.tokens, help="training tokens")
     parser.add_argument("--expansion", type=int, default=default.expansion, help="features per dimension")
     parser.add_argument("--k", type=int, default=default.k, help="active features per token")
